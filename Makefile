@@ -1,0 +1,52 @@
+# ipclab entry points. The README names two: `make run` and `make test`.
+#
+#   make run            host kernel: build the engine, run the quick `seeds` suite, write a report
+#   make test           every test tier: engine, conformance, Python, kernel lab
+#   make engine         build bench/ipcbench
+#   make conformance    build and run the pipe/mqueue conformance suite (KTAP)
+#   make test-kernel    kernel tier only: build `base`, boot it, run tests inside
+
+VENV   := .venv
+PY     := $(VENV)/bin/python
+SUITE  ?= seeds
+
+.PHONY: all deps lab-deps engine conformance run test test-engine test-conformance \
+	test-python test-kernel clean
+
+all: engine
+
+deps:
+	@scripts/install-deps.sh host
+
+lab-deps:
+	@scripts/install-deps.sh lab
+
+engine:
+	@$(MAKE) --no-print-directory -C bench
+
+conformance:
+	@$(MAKE) --no-print-directory -C conformance run
+
+run: deps engine
+	$(PY) -m ipclab run $(SUITE) --quick
+
+test-engine: engine
+	@$(MAKE) --no-print-directory -C bench test
+
+test-conformance: conformance
+
+test-python: deps engine
+	$(PY) -m pytest -q tests --ignore=tests/kernel
+
+test-kernel: lab-deps engine
+	@$(MAKE) --no-print-directory -C conformance
+	$(PY) -m pytest -q tests/kernel
+
+# The Python and kernel tiers run last, in one pytest session, so the run ends on its summary.
+test: lab-deps test-engine test-conformance
+	@$(MAKE) --no-print-directory -C conformance
+	$(PY) -m pytest -q tests
+
+clean:
+	@$(MAKE) --no-print-directory -C bench clean
+	@$(MAKE) --no-print-directory -C conformance clean

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ipcbench: shared declarations for the engine core and its workloads.
+ *
+ * A workload is one row in the registry (main.c): a name, a one-line summary,
+ * a table of its own options, and a run function.  The core owns everything
+ * that must behave the same for every workload: option parsing and validation
+ * (exit 2), environment capture, the JSON/text report, child-process tracking,
+ * the watchdog, sysctl restore and signal handling.
+ */
+#ifndef IPCBENCH_H
+#define IPCBENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define IPCBENCH_VERSION	"0.1.0"
+#define IPCBENCH_SCHEMA		"ipcbench/1"
+
+/* Exit codes, shared with the conformance suite and the Python front end. */
+enum {
+	EXIT_OK		= 0,
+	EXIT_FAIL	= 1,
+	EXIT_USAGE	= 2,
+	EXIT_SKIP	= 77,
+};
+
+/* ---- options ------------------------------------------------------------ */
+
+enum opt_type {
+	OPT_FLAG,	/* bool, no argument */
+	OPT_INT,	/* long long, plain integer */
+	OPT_SIZE,	/* long long bytes, accepts K/M/G (powers of 1024) */
+	OPT_DOUBLE,	/* double */
+	OPT_CHOICE,	/* const char *, one of opt.choices (NULL-terminated) */
+	OPT_STRING,	/* const char *, free text */
+};
+
+struct opt {
+	const char *name;		/* long name without "--" */
+	enum opt_type type;
+	size_t offset;			/* offsetof() into the workload's option struct */
+	const char *help;
+	double min, max;		/* inclusive bounds for numeric types */
+	const char *const *choices;	/* OPT_CHOICE only */
+};
+
+#define OPT_END { .name = NULL }
+
+/* Options every workload accepts; parsed by the core. */
+struct common_opts {
+	double duration;	/* seconds of measurement; 0 = workload default */
+	long long count;	/* operations instead of a duration; 0 = unset */
+	int samples;		/* measured samples to emit (default 1) */
+	int warmup;		/* extra samples first, emitted with "warmup": true */
+	int cpus[2];		/* --cpus A,B; -1 = not pinned */
+	double timeout;		/* watchdog seconds for the whole invocation */
+	bool json;
+	unsigned long long seed;
+	bool duration_set;	/* user gave --duration */
+	bool count_set;		/* user gave --count */
+};
+
+struct report;
+
+struct bench {
+	const char *name;
+	const char *summary;
+	const struct opt *opts;		/* workload options, OPT_END terminated */
+	size_t opts_size;		/* sizeof the workload's option struct */
+	const void *defaults;		/* initial values of that struct */
+	/*
+	 * Optional cross-option validation after parsing.  Return 0, or print
+	 * one line through usage_error() and return -EINVAL.
+	 */
+	int (*validate)(const struct common_opts *c, void *wopts);
+	/*
+	 * Run one sample.  Record params, metrics, latency and counters into
+	 * @r and call report_emit(r) once per result object (a --sweep or
+	 * --ladder emits several).  Return EXIT_OK, EXIT_FAIL or EXIT_SKIP.
+	 */
+	int (*run)(const struct common_opts *c, void *wopts, struct report *r);
+};
+
+/* Print "ipcbench: <workload>: <msg>" on one line; returns -EINVAL. */
+int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Print "ipcbench: skip: <msg>"; the caller returns EXIT_SKIP. */
+void skip_reason(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Print "ipcbench: error: <msg>"; the caller returns EXIT_FAIL. */
+void fail_reason(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- log-linear latency histogram (hist.c) ------------------------------ */
+
+/*
+ * Each power-of-two range [2^k, 2^(k+1)) ns is cut into HIST_SUB linear
+ * buckets, so a value's bucket midpoint is within 1/(2*HIST_SUB) of it:
+ * 0.4% with 128 sub-buckets, from 1 ns up to 2^HIST_OCTAVES ns.
+ */
+#define HIST_SUB_BITS	7
+#define HIST_SUB	(1u << HIST_SUB_BITS)
+#define HIST_OCTAVES	40
+#define HIST_BUCKETS	((HIST_OCTAVES + 1) * HIST_SUB)
+
+struct hist {
+	uint64_t count;
+	uint64_t max;
+	uint64_t min;
+	long double sum;
+	uint64_t bucket[HIST_BUCKETS];
+};
+
+void hist_init(struct hist *h);
+void hist_add(struct hist *h, uint64_t ns);
+void hist_merge(struct hist *dst, const struct hist *src);
+/* Value at quantile q in [0,1], the midpoint of its bucket (clamped to max). */
+uint64_t hist_quantile(const struct hist *h, double q);
+double hist_mean(const struct hist *h);
+/* Bucket index <-> bounds, for JSON export and tests. */
+unsigned int hist_index(uint64_t ns);
+uint64_t hist_lower(unsigned int idx);
+uint64_t hist_upper(unsigned int idx);	/* exclusive */
+
+/* ---- counters (counters.c) ---------------------------------------------- */
+
+/*
+ * Scheduler counters over a measured section, covering this process and
+ * every child it forks inside the section.  perf software events with
+ * inherit=1 when allowed, getrusage(RUSAGE_SELF + RUSAGE_CHILDREN) deltas
+ * always (voluntary/involuntary switches need it anyway).
+ */
+struct counters {
+	bool perf;			/* perf_event_open worked */
+	uint64_t context_switches;	/* perf */
+	uint64_t cpu_migrations;	/* perf */
+	uint64_t task_clock_ns;		/* perf */
+	uint64_t page_faults;		/* perf */
+	uint64_t voluntary_cs;		/* rusage */
+	uint64_t involuntary_cs;	/* rusage */
+	uint64_t minor_faults;		/* rusage */
+	uint64_t major_faults;		/* rusage */
+	double user_s, sys_s;		/* rusage */
+	/* private */
+	int fd[4];
+	struct { uint64_t nvcsw, nivcsw, minflt, majflt; double user, sys; } start;
+};
+
+/* Start before forking the children to be measured. */
+void counters_start(struct counters *c);
+/* Stop after every child of the section has been reaped. */
+void counters_stop(struct counters *c);
+
+/* ---- processes, watchdog, sysctls (proc.c) ------------------------------ */
+
+/*
+ * fork() a tracked child that runs fn(arg) and _exit()s with its return
+ * value.  The child dies with the engine (PR_SET_PDEATHSIG) and is killed
+ * and reaped by the core on a signal, the watchdog, or exit.  Returns the
+ * pid or -errno.
+ */
+pid_t spawn(int (*fn)(void *arg), void *arg);
+/* Run argv in a new process group (so its own children die with it). */
+pid_t spawn_exec(char *const argv[]);
+/* Wait for a tracked child; returns its exit status (0..255) or -errno. */
+int reap(pid_t pid);
+/* Kill (SIGKILL) and reap every tracked child. */
+void kill_children(void);
+/* Pin the calling thread/process to one CPU; -errno if not possible. */
+int pin_cpu(int cpu);
+
+/*
+ * Write a /proc/sys file, remembering the old value so that the core puts
+ * it back on every exit path (normal, error, signal, watchdog).
+ */
+int sysctl_set(const char *path, const char *value);
+int sysctl_read(const char *path, char *buf, size_t len);
+long long sysctl_read_ll(const char *path);
+
+/* Set by the SIGINT/SIGTERM handler: long loops should stop early. */
+extern volatile int stop_requested;
+
+/* ---- time --------------------------------------------------------------- */
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* ---- report (report.c) ---------------------------------------------------- */
+
+enum better { LOWER_IS_BETTER, HIGHER_IS_BETTER, BETTER_NONE };
+
+void report_param_int(struct report *r, const char *key, long long v);
+void report_param_str(struct report *r, const char *key, const char *v);
+void report_param_bool(struct report *r, const char *key, bool v);
+void report_metric(struct report *r, const char *key, double v,
+		   const char *unit, enum better better);
+/* A latency distribution in ns under "latency": {key: {...}}. */
+void report_latency(struct report *r, const char *key, const struct hist *h);
+void report_counters(struct report *r, const struct counters *c);
+/* Free-form facts worth keeping, e.g. "huge_pages": "verified 2 MiB". */
+void report_note(struct report *r, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Print the current object (JSON line or text table) and start a new one. */
+void report_emit(struct report *r);
+
+/* ---- helpers shared by workloads (util.c) ------------------------------- */
+
+/* write()/read() the whole buffer, retrying short transfers and EINTR. */
+int write_full(int fd, const void *buf, size_t len);
+int read_full(int fd, void *buf, size_t len);	/* -EPIPE on early EOF */
+/* Allocate a page-aligned buffer of len bytes, touched unless told not to. */
+void *alloc_buffer(size_t len, bool touch);
+/* F_SETPIPE_SZ with a clear message; returns the size granted or -errno. */
+int set_pipe_size(int fd, long long size);
+/* xorshift64* seeded from --seed, for reproducible random choices */
+uint64_t rng_next(uint64_t *state);
+
+#endif /* IPCBENCH_H */
