@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ct: the small helper every conformance test links against.
+ *
+ * A test is one program that checks one behaviour and exits CT_PASS (0),
+ * CT_FAIL (1) or CT_SKIP (77).  The helper gives it:
+ *  - expectations that print "# FAIL file:line: ..." and remember the failure,
+ *  - a watchdog (alarm) that kills every tracked child and fails the test, so
+ *    a lost wakeup becomes a failure instead of a hang,
+ *  - tracked children that die with the test (PR_SET_PDEATHSIG),
+ *  - sysctl changes that are put back on every exit path,
+ *  - small utilities: checksums, a seeded PRNG, unique mqueue names, waiting
+ *    until a child sleeps in the kernel.
+ *
+ * Diagnostics go to stdout as "# ..." lines, so run.sh can pass them through
+ * as KTAP comments.
+ */
+#ifndef CT_H
+#define CT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+enum {
+	CT_PASS = 0,
+	CT_FAIL = 1,
+	CT_SKIP = 77,
+};
+
+/* ---- results ------------------------------------------------------------ */
+
+/* Print "# msg" on stdout (flushed). */
+void ct_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Print "# SKIP msg" and exit CT_SKIP (restoring sysctls, killing children). */
+void ct_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* Print "# FAIL msg" and exit CT_FAIL at once. */
+void ct_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* Record a failure and carry on. */
+void ct_failf(const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* CT_FAIL if any expectation failed, CT_PASS otherwise. */
+int ct_result(void);
+bool ct_failed(void);
+
+#define ct_expect(cond, fmt, ...)						\
+	({ bool __ok = (cond);							\
+	   if (!__ok)								\
+		ct_failf(__FILE__, __LINE__, "%s: " fmt, #cond, ##__VA_ARGS__);	\
+	   __ok; })
+
+/* A syscall-style result (>= 0 ok, -1 + errno) that must succeed. */
+#define ct_expect_ok(ret, what)							\
+	ct_expect((ret) >= 0, "%s: %m", what)
+
+/* A syscall-style result that must fail with errno == err. */
+#define ct_expect_errno(ret, err, what)						\
+	({ long __r = (long)(ret); int __e = errno;				\
+	   bool __ok = __r == -1 && __e == (err);				\
+	   if (!__ok)								\
+		ct_failf(__FILE__, __LINE__, "%s: want -1/%s, got %ld/%s",	\
+			 what, ct_errname(err), __r,				\
+			 __r == -1 ? ct_errname(__e) : "-");			\
+	   __ok; })
+
+const char *ct_errname(int err);
+
+/* ---- watchdog and children ---------------------------------------------- */
+
+/*
+ * Arm (or re-arm) the watchdog: after @seconds, SIGKILL every tracked
+ * child, restore sysctls and exit CT_FAIL with "# watchdog: <what>".
+ * CT_WATCHDOG_SCALE (a float, e.g. 25 under TCG) multiplies every limit.
+ */
+void ct_watchdog(unsigned int seconds, const char *what);
+/* Scale a duration by CT_WATCHDOG_SCALE (for sleeps that wait on peers). */
+double ct_scale(double seconds);
+
+/* fork() a tracked child that runs fn(arg) and _exit()s with its result. */
+pid_t ct_spawn(int (*fn)(void *arg), void *arg);
+/* Wait for a tracked child; returns its raw wait status or -errno. */
+int ct_wait(pid_t pid);
+/* SIGKILL and reap every tracked child. */
+void ct_kill_children(void);
+
+/*
+ * Wait until @pid (a process or, with tid, a thread) is asleep in the kernel
+ * (state S or D in /proc/PID/stat), for up to @timeout_ms.  Returns 0, or
+ * -ETIMEDOUT, or -errno.
+ */
+int ct_wait_sleeping(pid_t pid, unsigned int timeout_ms);
+
+/* ---- sysctls ------------------------------------------------------------ */
+
+/*
+ * Write @value to /proc/sys/@name (e.g. "fs/pipe-user-pages-soft"), saving
+ * the old value the first time.  Every saved value is written back at exit,
+ * on ct_skip/ct_fatal, on the watchdog, and on SIGINT/SIGTERM/SIGHUP.
+ * Returns 0 or -errno.
+ */
+int ct_sysctl_set(const char *name, const char *value);
+long long ct_sysctl_read(const char *name);
+/* Put every saved sysctl back now (also done automatically). */
+void ct_sysctl_restore(void);
+
+bool ct_is_root(void);
+/* Skip unless root. */
+void ct_require_root(const char *why);
+
+/* ---- mqueue ------------------------------------------------------------- */
+
+/*
+ * Skip (77) when POSIX message queues are not available.  mq_open() goes
+ * through the kernel's internal mqueue mount, so /dev/mqueue does not have
+ * to be mounted (it is not, by default, on the project's machines); we probe
+ * with a real mq_open() instead.
+ */
+void ct_require_mqueue(void);
+/* "/ipclab-ct-<tag>-<pid>-<n>"; unlinked at exit if still there. */
+const char *ct_mq_name(const char *tag);
+
+/* ---- utilities ---------------------------------------------------------- */
+
+/* 64-bit FNV-1a. */
+uint64_t ct_hash(const void *buf, size_t len, uint64_t seed);
+/* xorshift64*; state must be non-zero. */
+uint64_t ct_rand(uint64_t *state);
+/* Seed from CT_SEED (printed), or from time and pid. */
+uint64_t ct_seed(void);
+/* Directory for temporary files: CT_TMPDIR, TMPDIR or /tmp. */
+const char *ct_tmpdir(void);
+/* Create and unlink a temporary file; returns fd or -errno. */
+int ct_tmpfile(void);
+
+uint64_t ct_now_ns(void);
+void ct_sleep_ms(unsigned int ms);
+/* CLOCK_REALTIME timespec @ms from now (for mq_timed*). */
+struct timespec ct_deadline_ms(long ms);
+
+/* write()/read() all of @len, retrying short transfers and EINTR. */
+ssize_t ct_write_full(int fd, const void *buf, size_t len);
+ssize_t ct_read_full(int fd, void *buf, size_t len);
+
+/* Fill @buf with a pattern derived from @seed and @offset (byte-addressed). */
+void ct_pattern_fill(void *buf, size_t len, uint64_t seed, uint64_t offset);
+/* Index of the first byte that does not match, or -1. */
+ssize_t ct_pattern_check(const void *buf, size_t len, uint64_t seed, uint64_t offset);
+
+#endif /* CT_H */
