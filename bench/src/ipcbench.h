@@ -178,8 +178,16 @@ int sysctl_set(const char *path, const char *value);
 int sysctl_read(const char *path, char *buf, size_t len);
 long long sysctl_read_ll(const char *path);
 
-/* Set by the SIGINT/SIGTERM handler: long loops should stop early. */
-extern volatile int stop_requested;
+/*
+ * Register a cleanup to run once in the engine process on every exit path:
+ * normal exit, error exit, SIGINT/SIGTERM and the watchdog.  It may run in
+ * signal context, so it must only make async-signal-safe calls (close,
+ * unlink, mq_unlink, kill, write ...).  Children never run it.
+ */
+void on_cleanup(void (*fn)(void));
+
+/* True in the engine's own process, false in forked children. */
+bool is_engine_process(void);
 
 /* ---- time --------------------------------------------------------------- */
 
