@@ -13,6 +13,9 @@ void proc_init(void);
 /* Kill and reap children, run cleanups, restore sysctls.  Signal safe. */
 void engine_cleanup(void);
 
+/* Name the workload in every later message. */
+void msg_set_workload(const char *name);
+
 struct report *report_new(const char *workload, bool json, const struct env_info *env);
 /* Start sample @index; warmup samples are marked so consumers drop them. */
 void report_begin_sample(struct report *r, int index, bool warmup);

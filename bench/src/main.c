@@ -39,42 +39,6 @@ static const struct bench *const benches[] = {
 /* Without --timeout the watchdog still guards against a hang. */
 #define DEFAULT_TIMEOUT_S	600.0
 
-static const char *current_workload = "ipcbench";
-
-int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "ipcbench: %s: ", current_workload);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return -EINVAL;
-}
-
-void skip_reason(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "ipcbench: %s: skip: ", current_workload);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-void fail_reason(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "ipcbench: %s: error: ", current_workload);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
 /* ---- common options ------------------------------------------------------ */
 
 #define CO(field) offsetof(struct common_opts, field)
@@ -439,7 +403,7 @@ int main(int argc, char **argv)
 			argv[1]);
 		return EXIT_USAGE;
 	}
-	current_workload = b->name;
+	msg_set_workload(b->name);
 
 	wopts = calloc(1, b->opts_size ? b->opts_size : 1);
 	if (!wopts)
