@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pipe_throughput.c: UnixBench "Pipe Throughput", in loops per second.
+ *
+ * One process writes 512 bytes into a pipe and reads them back from the same
+ * pipe, in a loop.  Nobody ever sleeps on the pipe, which is exactly the case
+ * the wq_has_sleeper() patch (pipe-skip-wakeup-without-sleepers.txt) speeds
+ * up: every wake_up on this pipe finds an empty wait queue.
+ *
+ * --copies N runs N such processes at once, released together, and sums
+ * their rates (UnixBench's "one copy per CPU" score).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ipcbench.h"
+
+#define PT_MSG_SIZE		512
+#define PT_CHECK_EVERY		64	/* loops between clock reads */
+#define PT_DEFAULT_DURATION	2.0
+
+struct pt_opts {
+	long long copies;
+};
+
+static const struct pt_opts pt_defaults = {
+	.copies = 1,
+};
+
+static const struct opt pt_opt_table[] = {
+	{ "copies", OPT_INT, offsetof(struct pt_opts, copies),
+	  "independent copies run at once, loops/s summed (UnixBench: 1 and nproc); "
+	  "with --cpus A,B copy i runs on A or B alternately", 1, 1024 },
+	OPT_END
+};
+
+/* One slot per copy, in a MAP_SHARED page the children write into. */
+struct pt_result {
+	uint64_t loops;
+	uint64_t elapsed_ns;
+};
+
+struct pt_copy {
+	struct pt_result *res;
+	int go_fd;		/* read end: EOF releases every copy at once */
+	int go_wr;		/* the go pipe's write end, closed in the child */
+	int ready_fd;		/* write end: one byte when set up */
+	int ready_rd;		/* the ready pipe's read end, closed in the child */
+	int cpu;
+	uint64_t duration_ns;
+	uint64_t count;		/* loops; 0 = run for duration_ns */
+};
+
+static int pt_copy_main(void *arg)
+{
+	struct pt_copy *cp = arg;
+	char buf[PT_MSG_SIZE];
+	uint64_t loops = 0, t0, t;
+	int pfd[2];
+	char c = 0;
+	int ret;
+
+	/* holding the go pipe's write end would keep EOF from ever coming */
+	close(cp->go_wr);
+	close(cp->ready_rd);
+	ret = pin_cpu(cp->cpu);
+	if (ret < 0) {
+		fail_reason("pin to cpu %d: %s", cp->cpu, strerror(-ret));
+		return EXIT_FAIL;
+	}
+	if (pipe(pfd) < 0) {
+		fail_reason("pipe: %s", strerror(errno));
+		return EXIT_FAIL;
+	}
+	memset(buf, 'p', sizeof(buf));
+	if (write(cp->ready_fd, &c, 1) != 1 || read(cp->go_fd, &c, 1) != 0) {
+		fail_reason("start barrier broken");
+		return EXIT_FAIL;
+	}
+
+	t0 = now_ns();
+	for (;;) {
+		uint64_t n = PT_CHECK_EVERY, i;
+
+		if (cp->count && cp->count - loops < n)
+			n = cp->count - loops;
+		for (i = 0; i < n; i++) {
+			if (write(pfd[1], buf, PT_MSG_SIZE) != PT_MSG_SIZE ||
+			    read(pfd[0], buf, PT_MSG_SIZE) != PT_MSG_SIZE) {
+				fail_reason("pipe write/read of %d bytes: %s", PT_MSG_SIZE,
+					    strerror(errno));
+				return EXIT_FAIL;
+			}
+		}
+		loops += n;
+		t = now_ns();
+		if (cp->count ? loops >= cp->count : t - t0 >= cp->duration_ns)
+			break;
+	}
+	cp->res->loops = loops;
+	cp->res->elapsed_ns = t - t0;
+	return EXIT_OK;
+}
+
+static int pt_run(const struct common_opts *c, void *wopts, struct report *r)
+{
+	const struct pt_opts *o = wopts;
+	int copies = (int)o->copies;
+	struct pt_copy copy[copies];
+	pid_t pid[copies];
+	struct pt_result *res;
+	size_t res_len = sizeof(*res) * copies;
+	struct counters cnt;
+	int go[2], ready[2];
+	double total = 0, loops = 0, dur;
+	char per_copy[1024] = "";
+	size_t len = 0;
+	int i, ret = EXIT_FAIL;
+	char ch;
+
+	dur = c->duration > 0 ? c->duration : PT_DEFAULT_DURATION;
+	res = mmap(NULL, res_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (res == MAP_FAILED) {
+		fail_reason("mmap: %s", strerror(errno));
+		return EXIT_FAIL;
+	}
+	if (pipe(go) < 0) {
+		fail_reason("pipe: %s", strerror(errno));
+		goto out_unmap;
+	}
+	if (pipe(ready) < 0) {
+		fail_reason("pipe: %s", strerror(errno));
+		goto out_close_go;
+	}
+
+	counters_start(&cnt);
+	for (i = 0; i < copies; i++) {
+		copy[i] = (struct pt_copy) {
+			.res = &res[i],
+			.go_fd = go[0],
+			.go_wr = go[1],
+			.ready_fd = ready[1],
+			.ready_rd = ready[0],
+			.cpu = c->cpus[c->cpus[1] >= 0 ? i % 2 : 0],
+			.duration_ns = (uint64_t)(dur * 1e9),
+			.count = c->count_set ? (uint64_t)c->count : 0,
+		};
+		pid[i] = spawn(pt_copy_main, &copy[i]);
+		if (pid[i] < 0) {
+			fail_reason("fork: %s", strerror(-pid[i]));
+			goto out_kill;
+		}
+	}
+	close(ready[1]);
+	ready[1] = -1;
+	for (i = 0; i < copies; i++) {
+		if (read(ready[0], &ch, 1) != 1) {
+			fail_reason("a copy died before starting");
+			goto out_kill;
+		}
+	}
+	/* release every copy at once */
+	close(go[1]);
+	go[1] = -1;
+	for (i = 0; i < copies; i++) {
+		int st = reap(pid[i]);
+
+		pid[i] = -1;
+		if (st != 0) {
+			fail_reason("copy %d exited with status %d", i, st);
+			goto out_kill;
+		}
+	}
+	counters_stop(&cnt);
+
+	for (i = 0; i < copies; i++) {
+		double rate = res[i].loops / (res[i].elapsed_ns / 1e9);
+
+		total += rate;
+		loops += res[i].loops;
+		if (len < sizeof(per_copy))
+			len += snprintf(per_copy + len, sizeof(per_copy) - len, "%s%.0f",
+					i ? "," : "", rate);
+	}
+	report_param_int(r, "copies", copies);
+	report_param_int(r, "msg_size", PT_MSG_SIZE);
+	if (c->cpus[0] >= 0) {
+		char cpus[32];
+
+		snprintf(cpus, sizeof(cpus), "%d,%d", c->cpus[0], c->cpus[1]);
+		report_param_str(r, "cpus", cpus);
+	} else {
+		report_param_str(r, "cpus", "unpinned");
+	}
+	report_metric(r, "loops_per_s", total, "loops/s", HIGHER_IS_BETTER);
+	report_metric(r, "loops", loops, "loops", BETTER_NONE);
+	report_note(r, "per_copy_loops_per_s", "%s", per_copy);
+	report_counters(r, &cnt);
+	report_emit(r);
+	ret = EXIT_OK;
+
+out_kill:
+	if (ret != EXIT_OK)
+		kill_children();
+	if (ready[1] >= 0)
+		close(ready[1]);
+	close(ready[0]);
+out_close_go:
+	if (go[1] >= 0)
+		close(go[1]);
+	close(go[0]);
+out_unmap:
+	munmap(res, res_len);
+	return ret;
+}
+
+const struct bench bench_pipe_throughput = {
+	.name = "pipe-throughput",
+	.summary = "UnixBench pipe throughput: 512-byte write+read in one process, loops/s",
+	.opts = pt_opt_table,
+	.opts_size = sizeof(struct pt_opts),
+	.defaults = &pt_defaults,
+	.run = pt_run,
+};
