@@ -21,6 +21,7 @@
 
 struct writer_args {
 	int fd;
+	int rfd;		/* the read end, closed in the writer */
 	uint64_t seed;
 };
 
@@ -30,6 +31,7 @@ static int writer(void *arg)
 	uint64_t rng = w->seed ^ 0x5157, off = 0;
 	char *buf = malloc(MAX_CHUNK);
 
+	close(w->rfd);
 	if (!buf)
 		return CT_FAIL;
 	while (off < TOTAL) {
@@ -65,6 +67,7 @@ static int check_one_pipe(long pipe_size, uint64_t seed)
 	if (pipe_size && fcntl(fds[1], F_SETPIPE_SZ, pipe_size) < 0)
 		ct_fatal("F_SETPIPE_SZ %ld: %m", pipe_size);
 	w.fd = fds[1];
+	w.rfd = fds[0];
 	pid = ct_spawn(writer, &w);
 	if (pid < 0)
 		ct_fatal("fork: %s", strerror(-pid));
