@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pipe_context.c: UnixBench "Pipe-based Context Switching" (context1), in
+ * round trips per second.
+ *
+ * Two processes and two pipes.  The initiator writes a counter into the
+ * first pipe; the responder reads it, checks it, and writes it back into the
+ * second pipe; the initiator reads it and checks it again.  Every transfer
+ * wakes a sleeper, so this is the other side of the wq_has_sleeper() patch
+ * (pipe-skip-wakeup-without-sleepers.txt): the wakeup cannot be skipped and
+ * the new check is pure cost.
+ *
+ * --copies N runs N pairs at once, released together, and sums their rates.
+ * --cpus A,B puts every initiator on A and every responder on B.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ipcbench.h"
+
+#define PC_CHECK_EVERY		64	/* round trips between clock reads */
+#define PC_DEFAULT_DURATION	2.0
+
+struct pc_opts {
+	long long copies;
+};
+
+static const struct pc_opts pc_defaults = {
+	.copies = 1,
+};
+
+static const struct opt pc_opt_table[] = {
+	{ "copies", OPT_INT, offsetof(struct pc_opts, copies),
+	  "independent pairs run at once, round trips/s summed (UnixBench: 1 and nproc)",
+	  1, 512 },
+	OPT_END
+};
+
+struct pc_result {
+	uint64_t round_trips;
+	uint64_t elapsed_ns;
+};
+
+/*
+ * Everything a child needs.  All pipe fds of all copies are listed in fds[]
+ * so that each child can close the ones that are not its own: a stray write
+ * end held elsewhere would hide the initiator's EOF from the responder.
+ */
+struct pc_side {
+	struct pc_result *res;		/* initiator only */
+	const int *fds;			/* every pipe fd, nr_fds of them */
+	int nr_fds;
+	int rd, wr;			/* this side's ends */
+	int go_fd, go_wr, ready_fd, ready_rd;
+	int cpu;
+	bool initiator;
+	uint64_t duration_ns;
+	uint64_t count;			/* round trips; 0 = run for duration_ns */
+};
+
+static void pc_close_others(const struct pc_side *s)
+{
+	int i;
+
+	for (i = 0; i < s->nr_fds; i++)
+		if (s->fds[i] != s->rd && s->fds[i] != s->wr)
+			close(s->fds[i]);
+	close(s->go_wr);
+	close(s->ready_rd);
+}
+
+static int pc_initiator(struct pc_side *s)
+{
+	uint64_t v = 0, back, t0, t;
+
+	t0 = now_ns();
+	for (;;) {
+		uint64_t n = PC_CHECK_EVERY, i;
+
+		if (s->count && s->count - v < n)
+			n = s->count - v;
+		for (i = 0; i < n; i++, v++) {
+			errno = 0;
+			if (write(s->wr, &v, sizeof(v)) != sizeof(v) ||
+			    read(s->rd, &back, sizeof(back)) != sizeof(back)) {
+				fail_reason("initiator: pipe transfer: %s",
+					    errno ? strerror(errno) : "short or EOF");
+				return EXIT_FAIL;
+			}
+			if (back != v) {
+				fail_reason("initiator: sent %llu, got back %llu",
+					    (unsigned long long)v, (unsigned long long)back);
+				return EXIT_FAIL;
+			}
+		}
+		t = now_ns();
+		if (s->count ? v >= s->count : t - t0 >= s->duration_ns)
+			break;
+	}
+	s->res->round_trips = v;
+	s->res->elapsed_ns = t - t0;
+	/* closing our write end is the responder's signal to finish */
+	close(s->wr);
+	return EXIT_OK;
+}
+
+static int pc_responder(struct pc_side *s)
+{
+	uint64_t want = 0, v;
+	ssize_t n;
+
+	for (;;) {
+		n = read(s->rd, &v, sizeof(v));
+		if (n == 0)
+			return EXIT_OK;
+		if (n != sizeof(v)) {
+			fail_reason("responder: pipe read: %s",
+				    n < 0 ? strerror(errno) : "short read");
+			return EXIT_FAIL;
+		}
+		if (v != want) {
+			fail_reason("responder: expected %llu, got %llu",
+				    (unsigned long long)want, (unsigned long long)v);
+			return EXIT_FAIL;
+		}
+		if (write(s->wr, &v, sizeof(v)) != sizeof(v)) {
+			fail_reason("responder: pipe write: %s", strerror(errno));
+			return EXIT_FAIL;
+		}
+		want++;
+	}
+}
+
+static int pc_side_main(void *arg)
+{
+	struct pc_side *s = arg;
+	char c = 0;
+	int ret;
+
+	pc_close_others(s);
+	ret = pin_cpu(s->cpu);
+	if (ret < 0) {
+		fail_reason("pin to cpu %d: %s", s->cpu, strerror(-ret));
+		return EXIT_FAIL;
+	}
+	if (write(s->ready_fd, &c, 1) != 1 || read(s->go_fd, &c, 1) != 0) {
+		fail_reason("start barrier broken");
+		return EXIT_FAIL;
+	}
+	return s->initiator ? pc_initiator(s) : pc_responder(s);
+}
+
+static int pc_run(const struct common_opts *c, void *wopts, struct report *r)
+{
+	const struct pc_opts *o = wopts;
+	int copies = (int)o->copies, nr_fds = 0;
+	int fds[4 * copies];
+	struct pc_side side[2 * copies];
+	pid_t pid[2 * copies];
+	struct pc_result *res;
+	size_t res_len = sizeof(*res) * copies;
+	struct counters cnt;
+	int go[2] = { -1, -1 }, ready[2] = { -1, -1 };
+	double total = 0, trips = 0, dur;
+	char per_copy[1024] = "";
+	size_t len = 0;
+	int i, ret = EXIT_FAIL;
+	char ch;
+
+	dur = c->duration > 0 ? c->duration : PC_DEFAULT_DURATION;
+	res = mmap(NULL, res_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (res == MAP_FAILED) {
+		fail_reason("mmap: %s", strerror(errno));
+		return EXIT_FAIL;
+	}
+	if (pipe(go) < 0 || pipe(ready) < 0) {
+		fail_reason("pipe: %s", strerror(errno));
+		goto out_close;
+	}
+	for (i = 0; i < copies; i++) {
+		/* fds[4i..4i+1]: initiator -> responder, fds[4i+2..4i+3]: back */
+		if (pipe(&fds[nr_fds]) < 0 || (nr_fds += 2, pipe(&fds[nr_fds]) < 0)) {
+			fail_reason("pipe: %s", strerror(errno));
+			goto out_close;
+		}
+		nr_fds += 2;
+	}
+
+	counters_start(&cnt);
+	for (i = 0; i < 2 * copies; i++) {
+		int k = i / 2;
+		bool init = !(i & 1);
+
+		side[i] = (struct pc_side) {
+			.res = &res[k],
+			.fds = fds,
+			.nr_fds = nr_fds,
+			.rd = init ? fds[4 * k + 2] : fds[4 * k],
+			.wr = init ? fds[4 * k + 1] : fds[4 * k + 3],
+			.go_fd = go[0],
+			.go_wr = go[1],
+			.ready_fd = ready[1],
+			.ready_rd = ready[0],
+			.cpu = c->cpus[init ? 0 : 1],
+			.initiator = init,
+			.duration_ns = (uint64_t)(dur * 1e9),
+			.count = c->count_set ? (uint64_t)c->count : 0,
+		};
+		pid[i] = spawn(pc_side_main, &side[i]);
+		if (pid[i] < 0) {
+			fail_reason("fork: %s", strerror(-pid[i]));
+			goto out_kill;
+		}
+	}
+	/* the pairs' pipes now belong to the children alone */
+	for (i = 0; i < nr_fds; i++)
+		close(fds[i]);
+	nr_fds = 0;
+	close(ready[1]);
+	ready[1] = -1;
+	for (i = 0; i < 2 * copies; i++) {
+		if (read(ready[0], &ch, 1) != 1) {
+			fail_reason("a process died before starting");
+			goto out_kill;
+		}
+	}
+	close(go[1]);
+	go[1] = -1;
+	for (i = 0; i < 2 * copies; i++) {
+		int st = reap(pid[i]);
+
+		if (st != 0) {
+			fail_reason("%s of copy %d exited with status %d",
+				    i & 1 ? "responder" : "initiator", i / 2, st);
+			goto out_kill;
+		}
+	}
+	counters_stop(&cnt);
+
+	for (i = 0; i < copies; i++) {
+		double rate = res[i].round_trips / (res[i].elapsed_ns / 1e9);
+
+		total += rate;
+		trips += res[i].round_trips;
+		if (len < sizeof(per_copy))
+			len += snprintf(per_copy + len, sizeof(per_copy) - len, "%s%.0f",
+					i ? "," : "", rate);
+	}
+	report_param_int(r, "copies", copies);
+	if (c->cpus[0] >= 0) {
+		char cpus[32];
+
+		snprintf(cpus, sizeof(cpus), "%d,%d", c->cpus[0], c->cpus[1]);
+		report_param_str(r, "cpus", cpus);
+	} else {
+		report_param_str(r, "cpus", "unpinned");
+	}
+	report_metric(r, "round_trips_per_s", total, "round trips/s", HIGHER_IS_BETTER);
+	report_metric(r, "round_trips", trips, "round trips", BETTER_NONE);
+	report_note(r, "per_copy_round_trips_per_s", "%s", per_copy);
+	report_counters(r, &cnt);
+	report_emit(r);
+	ret = EXIT_OK;
+
+out_kill:
+	if (ret != EXIT_OK)
+		kill_children();
+out_close:
+	for (i = 0; i < nr_fds; i++)
+		close(fds[i]);
+	for (i = 0; i < 2; i++) {
+		if (go[i] >= 0)
+			close(go[i]);
+		if (ready[i] >= 0)
+			close(ready[i]);
+	}
+	munmap(res, res_len);
+	return ret;
+}
+
+const struct bench bench_pipe_context = {
+	.name = "pipe-context",
+	.summary = "UnixBench pipe context switching: two processes ping-pong a counter, round trips/s",
+	.opts = pc_opt_table,
+	.opts_size = sizeof(struct pc_opts),
+	.defaults = &pc_defaults,
+	.run = pc_run,
+};
