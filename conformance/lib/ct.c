@@ -297,6 +297,22 @@ int ct_wait(pid_t pid)
 	return status;
 }
 
+int ct_try_wait(pid_t pid, int *status)
+{
+	pid_t ret;
+	int i;
+
+	ret = waitpid(pid, status, WNOHANG);
+	if (ret < 0)
+		return -errno;
+	if (ret == 0)
+		return 0;
+	for (i = 0; i < ct_nr_children; i++)
+		if (ct_children[i] == pid)
+			ct_children[i] = 0;
+	return 1;
+}
+
 void ct_kill_children(void)
 {
 	ct_reap_children();

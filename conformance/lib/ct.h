@@ -82,6 +82,8 @@ double ct_scale(double seconds);
 pid_t ct_spawn(int (*fn)(void *arg), void *arg);
 /* Wait for a tracked child; returns its raw wait status or -errno. */
 int ct_wait(pid_t pid);
+/* Non-blocking ct_wait: 1 and *status when reaped, 0 if running, -errno. */
+int ct_try_wait(pid_t pid, int *status);
 /* SIGKILL and reap every tracked child. */
 void ct_kill_children(void);
 
