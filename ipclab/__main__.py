@@ -1,0 +1,6 @@
+# SPDX-License-Identifier: MIT
+import sys
+
+from ipclab.cli import main
+
+sys.exit(main())

@@ -1,0 +1,118 @@
+# SPDX-License-Identifier: MIT
+"""Run bench/ipcbench: one invocation is one sample of one cell.
+
+The engine prints one JSON object per line with --json (bench/README.md) and
+exits 0 ok, 1 failed, 2 usage error, 77 skipped.  Everything is run as an argv
+list, never through a shell, under a watchdog of our own on top of the
+engine's --timeout.
+"""
+
+import json
+import os
+import signal
+import subprocess
+from dataclasses import dataclass, field
+
+from ipclab import ROOT, UserError
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_SKIP = 0, 1, 2, 77
+
+
+def default_engine_path():
+    return os.environ.get("IPCBENCH") or os.path.join(ROOT, "bench", "ipcbench")
+
+
+def find_engine(path=None):
+    """The engine's path; UserError (one line, exit 2) if it is missing."""
+    path = path or default_engine_path()
+    if not os.path.exists(path):
+        raise UserError("engine not found: %s (build it with `make engine`, or pass --engine"
+                        " PATH / set IPCBENCH)" % path)
+    if not os.access(path, os.X_OK) or os.path.isdir(path):
+        raise UserError("engine is not executable: %s" % path)
+    return path
+
+
+@dataclass
+class Outcome:
+    status: str                 # ok | failed | skipped
+    samples: list = field(default_factory=list)
+    error: str = ""
+    rc: int = 0
+    argv: list = field(default_factory=list)
+
+
+def argv_for(engine, cell):
+    return [engine, cell.workload] + list(cell.args) + ["--json", "--timeout",
+                                                        "%g" % cell.timeout]
+
+
+def _last_line(text):
+    lines = [l.strip() for l in (text or "").splitlines() if l.strip()]
+    return lines[-1] if lines else ""
+
+
+def run_cell(engine, cell, env=None):
+    """Run one sample of a cell; never raises for engine failures."""
+    argv = argv_for(engine, cell)
+    try:
+        # A new session, so that our own watchdog can kill the whole tree.
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True, env=env)
+    except OSError as e:
+        return Outcome("failed", error="cannot run %s: %s" % (engine, e), rc=-1, argv=argv)
+    try:
+        out, err = proc.communicate(timeout=cell.timeout + 15)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = proc.communicate()
+        return Outcome("failed", error="timed out after %gs" % (cell.timeout + 15),
+                       rc=-9, argv=argv)
+    except KeyboardInterrupt:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=5)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        raise
+    rc = proc.returncode
+    if rc == EXIT_SKIP:
+        return Outcome("skipped", error=_last_line(err) or "skipped by the engine", rc=rc,
+                       argv=argv)
+    if rc != EXIT_OK:
+        what = "usage error" if rc == EXIT_USAGE else "exit %d" % rc
+        return Outcome("failed", error="%s: %s" % (what, _last_line(err) or "no message"),
+                       rc=rc, argv=argv)
+    samples = []
+    for line in out.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            return Outcome("failed", error="engine printed invalid JSON: %.80s" % line,
+                           rc=rc, argv=argv)
+        if isinstance(obj, dict):
+            samples.append(obj)
+    if not samples:
+        return Outcome("failed", error="engine printed no JSON sample", rc=rc, argv=argv)
+    return Outcome("ok", samples=samples, rc=rc, argv=argv)
+
+
+def list_workloads(engine):
+    """Workload names from `ipcbench list` (first word of each line), or None."""
+    try:
+        p = subprocess.run([engine, "list"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if p.returncode != 0:
+        return None
+    names = [l.split()[0] for l in p.stdout.splitlines() if l.strip()]
+    return names or None

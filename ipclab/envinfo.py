@@ -1,0 +1,149 @@
+# SPDX-License-Identifier: MIT
+"""Machine and kernel facts, and warnings that tell the user what to do."""
+
+import os
+import platform
+import shutil
+import subprocess
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _bracketed(text):
+    """'always [madvise] never' -> 'madvise'."""
+    if text and "[" in text:
+        return text.split("[", 1)[1].split("]", 1)[0]
+    return text
+
+
+def cpu_model():
+    info = _read("/proc/cpuinfo") or ""
+    for line in info.splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def _detect_virt(flag):
+    if not shutil.which("systemd-detect-virt"):
+        return None
+    try:
+        p = subprocess.run(["systemd-detect-virt", flag], capture_output=True, text=True,
+                           timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    v = p.stdout.strip()
+    return v if v and v != "none" else None
+
+
+def virtualization():
+    """'none', or the hypervisor this runs under (a VM or emulation)."""
+    v = _detect_virt("--vm")
+    if v:
+        return v
+    if " hypervisor" in (_read("/proc/cpuinfo") or ""):
+        return _read("/sys/class/dmi/id/product_name") or "unknown hypervisor"
+    return "none"
+
+
+def container():
+    return _detect_virt("--container") or "none"
+
+
+def mem_total_gib():
+    for line in (_read("/proc/meminfo") or "").splitlines():
+        if line.startswith("MemTotal:"):
+            return round(int(line.split()[1]) / 1024 / 1024, 1)
+    return None
+
+
+def collect():
+    governors = set()
+    base = "/sys/devices/system/cpu"
+    for name in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        g = _read(os.path.join(base, name, "cpufreq", "scaling_governor"))
+        if g:
+            governors.add(g)
+    load = None
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        pass
+    return {
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "cpu": cpu_model(),
+        "nproc": os.cpu_count(),
+        "mem_gib": mem_total_gib(),
+        "governor": ",".join(sorted(governors)) if governors else None,
+        "thp": _bracketed(_read("/sys/kernel/mm/transparent_hugepage/enabled")),
+        "pipe_max_size": _read("/proc/sys/fs/pipe-max-size"),
+        "perf_event_paranoid": _read("/proc/sys/kernel/perf_event_paranoid"),
+        "dev_mqueue": os.path.isdir("/dev/mqueue"),
+        "mq_msg_max": _read("/proc/sys/fs/mqueue/msg_max"),
+        "virtualization": virtualization(),
+        "container": container(),
+        "accel": os.environ.get("IPCBENCH_ACCEL", "native"),
+        "stress_ng": shutil.which("stress-ng") is not None,
+        "loadavg": load,
+    }
+
+
+def warnings(env):
+    """Advice, one string per problem found."""
+    w = []
+    gov = env.get("governor")
+    if gov and gov != "performance":
+        w.append("CPU frequency governor is %s: for stable timings run"
+                 " `cpupower frequency-set -g performance` (as root)" % gov)
+    if env.get("thp") == "always":
+        w.append("THP is 'always': khugepaged can move timings; 'madvise' is steadier"
+                 " (echo madvise > /sys/kernel/mm/transparent_hugepage/enabled)")
+    elif env.get("thp") == "never":
+        w.append("THP is 'never': the fast-pipes huge-pages step cannot get huge pages"
+                 " (echo madvise > /sys/kernel/mm/transparent_hugepage/enabled)")
+    if not env.get("dev_mqueue"):
+        w.append("/dev/mqueue is not mounted: mq_open still works, but to inspect queues"
+                 " run `mkdir -p /dev/mqueue && mount -t mqueue none /dev/mqueue`")
+    virt = env.get("virtualization") or "none"
+    if virt != "none":
+        w.append("running in a VM (%s): timings include hypervisor noise; compare runs"
+                 " on the same VM, never across machines" % virt)
+    accel = env.get("accel") or "native"
+    if accel == "tcg":
+        w.append("accel=tcg: timings are emulated (~25x slower than native); only ratios"
+                 " of counts (context switches per transfer) are meaningful")
+    if env.get("perf_event_paranoid") not in (None, "") and \
+            int(env["perf_event_paranoid"]) > 2 and os.geteuid() != 0:
+        w.append("perf_event_paranoid=%s: context-switch and migration counters fall back"
+                 " to getrusage (sysctl kernel.perf_event_paranoid=1)"
+                 % env["perf_event_paranoid"])
+    if not env.get("stress_ng"):
+        w.append("stress-ng is missing: the memory-pressure sweep (full mode) cannot run"
+                 " (apt-get install stress-ng)")
+    load = env.get("loadavg")
+    nproc = env.get("nproc") or 1
+    if load and load[0] > 0.5 * nproc:
+        w.append("load average %.2f on %d CPUs: other work is running and will add"
+                 " noise; measure on an idle machine" % (load[0], nproc))
+    return w
+
+
+def render(env, out):
+    width = max(len(k) for k in env)
+    for k, v in env.items():
+        if isinstance(v, list):
+            v = " ".join(str(x) for x in v)
+        out.write("%-*s  %s\n" % (width, k, v))
+    ws = warnings(env)
+    if ws:
+        out.write("\n")
+        for line in ws:
+            out.write("warning: %s\n" % line)
+    return ws

@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: MIT
+"""Number and table formatting shared by show, compare and report."""
+
+import math
+
+
+def num(v):
+    """A figure with about three significant digits, thousands kept whole."""
+    if v is None or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return "-"
+    a = abs(v)
+    if a >= 1000:
+        return "%.0f" % v
+    if a >= 100:
+        return "%.0f" % v
+    if a >= 10:
+        return "%.1f" % v
+    if a >= 1:
+        return "%.2f" % v
+    if a == 0:
+        return "0"
+    return "%.3g" % v
+
+
+def pct(x, signed=True):
+    if x is None or not math.isfinite(x):
+        return "-"
+    return ("%+.1f%%" if signed else "%.1f%%") % (x * 100)
+
+
+def table(header, rows, align=None):
+    """Plain-text table: columns padded, numbers right-aligned by default."""
+    cols = len(header)
+    widths = [len(h) for h in header]
+    for r in rows:
+        for i, c in enumerate(r):
+            widths[i] = max(widths[i], len(c))
+    align = align or (["<"] + [">"] * (cols - 1))
+    out = []
+    for r in [header] + rows:
+        cells = []
+        for i, c in enumerate(r):
+            cells.append(c.ljust(widths[i]) if align[i] == "<" else c.rjust(widths[i]))
+        out.append("  " + "  ".join(cells).rstrip())
+    return "\n".join(out)
+
+
+def md_table(header, rows):
+    esc = lambda s: s.replace("|", "\\|")
+    out = ["| " + " | ".join(esc(h) for h in header) + " |",
+           "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)

@@ -1,0 +1,157 @@
+# SPDX-License-Identifier: MIT
+"""PNG plots for reports (matplotlib, Agg backend: no display needed)."""
+
+import math
+import os
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from ipclab import report, results, stats, suites  # noqa: E402
+
+PERCENTILES = ("p50", "p90", "p99", "p99.9")
+
+
+def _name(res, what):
+    rid = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(res.get("id", "run")))
+    return "%s-%s.png" % (rid, what)
+
+
+def _save(fig, out_dir, name):
+    path = os.path.join(out_dir, name)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def ladder(res, part, view, out_dir):
+    vals = report.view_values(res, view)
+    labels, ours, lo, hi, pub = [], [], [], [], []
+    ref = part.reference() or {}
+    figs = ref.get("figures", {}).get(view.ref_key, {}).get("cells", {})
+    for label, _ in view.rows:
+        xs, _ = vals.get((label, view.columns[0]), ([], None))
+        if not xs:
+            continue
+        m = stats.median(xs)
+        labels.append(label)
+        ours.append(m)
+        lo.append(m - stats.quantile(xs, 0.25))
+        hi.append(stats.quantile(xs, 0.75) - m)
+        p = figs.get(view.ref_cells.get((label, view.columns[0])))
+        pub.append(p.get("value") if isinstance(p, dict) else p)
+    if not labels:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 4))
+    x = range(len(labels))
+    w = 0.4
+    ax.bar([i - w / 2 for i in x], ours, w, yerr=[lo, hi], capsize=3, label="ours (median, IQR)")
+    if any(p is not None for p in pub):
+        ax.bar([i + w / 2 for i in x], [p or 0 for p in pub], w, alpha=0.5, hatch="//",
+               label="published (%s)" % ref.get("machine", "seed").split(",")[0])
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(labels, rotation=20, ha="right")
+    ax.set_ylabel(view.unit)
+    ax.set_title("%s: %s" % (part.name, view.title))
+    ax.legend()
+    return _save(fig, out_dir, _name(res, view.id))
+
+
+def grid(res, part, view, out_dir):
+    vals = report.view_values(res, view)
+    data = []
+    for label, _ in view.rows:
+        row = []
+        for col in view.columns:
+            xs, _ = vals.get((label, col), ([], None))
+            row.append(stats.median(xs) if xs else math.nan)
+        data.append(row)
+    if all(math.isnan(v) for r in data for v in r):
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4))
+    im = ax.imshow(data, cmap="viridis", aspect="auto")
+    ax.set_xticks(range(len(view.columns)))
+    ax.set_xticklabels(view.columns)
+    ax.set_yticks(range(len(view.rows)))
+    ax.set_yticklabels([r[0] for r in view.rows])
+    ax.set_ylabel(view.row_header)
+    for i, r in enumerate(data):
+        for j, v in enumerate(r):
+            if not math.isnan(v):
+                ax.text(j, i, "%.0f" % v, ha="center", va="center", color="w")
+    fig.colorbar(im, ax=ax, label=view.unit)
+    ax.set_title("%s: %s" % (part.name, view.title))
+    return _save(fig, out_dir, _name(res, view.id))
+
+
+def latency_percentiles(res, out_dir):
+    """Median over samples of each write-latency percentile, one line per cell."""
+    cells = [c for c in res["cells"] if c.get("workload") == "pipe-sweep"
+             and results.measured(c)]
+    series = []
+    for c in cells:
+        ys = []
+        for p in PERCENTILES:
+            xs = results.metric_values(c, "latency.write." + p)
+            ys.append(stats.median(xs) if xs else math.nan)
+        if not all(math.isnan(y) for y in ys):
+            series.append((c["key"].split("/", 1)[-1], ys))
+    if not series:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for label, ys in series:
+        ax.plot(PERCENTILES, ys, marker="o", label=label)
+    ax.set_yscale("log")
+    ax.set_ylabel("write latency (ns, log)")
+    ax.set_xlabel("percentile")
+    ax.set_title("pipe-sweep write latency percentiles (median over samples)")
+    ax.legend(fontsize=7, ncol=3)
+    return _save(fig, out_dir, _name(res, "latency-percentiles"))
+
+
+def run_plots(res, out_dir):
+    out = []
+    mode = res.get("mode", "quick")
+    for part in report.parts_of(res):
+        for view in part.views:
+            if mode not in view.modes:
+                continue
+            fn = {"ladder": ladder, "grid": grid}.get(view.kind)
+            if fn:
+                p = fn(res, part, view, out_dir)
+                if p:
+                    out.append((p, "%s: %s" % (part.name, view.title)))
+    p = latency_percentiles(res, out_dir)
+    if p:
+        out.append((p, "pipe-sweep write latency percentiles"))
+    return out
+
+
+def compare_plot(outcome, out_dir):
+    """Delta % of each row with its bootstrap 95% CI; significant rows coloured."""
+    rows = [r for r in outcome.rows if math.isfinite(r.cmp.ratio)]
+    if not rows:
+        return None
+    labels = ["%s %s" % (r.key, r.label) for r in rows]
+    d = [r.cmp.delta * 100 for r in rows]
+    lo = [max(0.0, (r.cmp.ratio - r.cmp.ci[0]) * 100) if math.isfinite(r.cmp.ci[0]) else 0
+          for r in rows]
+    hi = [max(0.0, (r.cmp.ci[1] - r.cmp.ratio) * 100) if math.isfinite(r.cmp.ci[1]) else 0
+          for r in rows]
+    colors = [{"better": "tab:green", "worse": "tab:red"}.get(r.verdict,
+              "tab:orange" if r.cmp.significant else "tab:gray") for r in rows]
+    fig, ax = plt.subplots(figsize=(9, 0.28 * len(rows) + 1.5))
+    y = list(range(len(rows)))
+    ax.barh(y, d, xerr=[lo, hi], color=colors, capsize=2)
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_yticks(y)
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("delta % (new vs baseline), 95% CI; coloured = significant (Holm)")
+    ax.set_title("%s -> %s" % (outcome.base.get("id"), outcome.new.get("id")))
+    name = "compare-%s-vs-%s.png" % (outcome.base.get("id"), outcome.new.get("id"))
+    return _save(fig, out_dir, re.sub(r"[^A-Za-z0-9_.-]+", "_", name))

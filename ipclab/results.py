@@ -1,0 +1,192 @@
+# SPDX-License-Identifier: MIT
+"""The results file: versioned JSON that keeps every raw engine sample.
+
+{"schema": "ipclab-results/1", "id", "suite", "mode", "created", "updated",
+ "meta": {..., "accel"}, "env": {host env from the first sample},
+ "plan": {"reps", "warmups", "order_seed"},
+ "cells": [{"key", "suite", "workload", "args", "samples": [...],
+            "status": "ok|failed|skipped|pending", "error"}],
+ "complete": bool}
+
+The file is rewritten atomically (temp file + rename) after every sample, so
+an interrupted run loses nothing and `run --resume FILE` carries on.
+"""
+
+import datetime
+import json
+import math
+import os
+
+from ipclab import UserError
+
+SCHEMA = "ipclab-results/1"
+
+
+def now_iso():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_results(run_id, suite, mode, cells, reps, warmups, order_seed, meta=None):
+    return {
+        "schema": SCHEMA,
+        "id": run_id,
+        "suite": suite,
+        "mode": mode,
+        "created": now_iso(),
+        "updated": now_iso(),
+        "meta": dict(meta or {}),
+        "env": {},
+        "plan": {"reps": reps, "warmups": warmups, "order_seed": order_seed},
+        "cells": [{"key": c.key, "suite": c.suite, "workload": c.workload,
+                   "args": list(c.args), "samples": [], "status": "pending", "error": ""}
+                  for c in cells],
+        "complete": False,
+    }
+
+
+def save(results, path):
+    results["updated"] = now_iso()
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        json.dump(results, f, indent=1, sort_keys=False)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def load(path):
+    """Load and check a results file; UserError with one line if it is unusable."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise UserError("%s: no such results file" % path)
+    except IsADirectoryError:
+        raise UserError("%s: is a directory, not a results file" % path)
+    except json.JSONDecodeError as e:
+        raise UserError("%s: corrupt results file (invalid JSON at line %d column %d)"
+                        % (path, e.lineno, e.colno))
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError("%s: cannot read: %s" % (path, e))
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise UserError("%s: not an ipclab results file (schema %r, expected %r)"
+                        % (path, found, SCHEMA))
+    cells = data.get("cells")
+    if not isinstance(cells, list) or not all(
+            isinstance(c, dict) and isinstance(c.get("key"), str)
+            and isinstance(c.get("samples"), list) for c in cells):
+        raise UserError("%s: corrupt results file (bad \"cells\" list)" % path)
+    for c in cells:
+        c.setdefault("status", "ok")
+        c.setdefault("error", "")
+        c.setdefault("workload", c["key"].split("/")[0])
+        c.setdefault("suite", data.get("suite", ""))
+        c.setdefault("args", [])
+        if not all(isinstance(s, dict) for s in c["samples"]):
+            raise UserError("%s: corrupt results file (cell %s has a non-object sample)"
+                            % (path, c["key"]))
+    data.setdefault("meta", {})
+    data.setdefault("env", {})
+    data.setdefault("plan", {})
+    data.setdefault("id", os.path.splitext(os.path.basename(path))[0])
+    return data
+
+
+def measured(cell):
+    """The cell's samples that count: warmups excluded."""
+    return [s for s in cell["samples"] if not s.get("warmup")]
+
+
+def _lookup(sample, path):
+    if path == "elapsed_s" and "elapsed_s" not in sample.get("metrics", {}):
+        v = sample.get("elapsed_s")
+        return float(v) if isinstance(v, (int, float)) else None
+    parts = path.split(".")
+    head = parts[0]
+    if head == "metrics":
+        m = sample.get("metrics", {}).get(".".join(parts[1:]))
+        if isinstance(m, dict):
+            m = m.get("value")
+        return float(m) if isinstance(m, (int, float)) else None
+    if head == "latency" and len(parts) >= 3:
+        lat = sample.get("latency", {}).get(parts[1], {})
+        v = lat.get(".".join(parts[2:])) if isinstance(lat, dict) else None
+        return float(v) if isinstance(v, (int, float)) else None
+    if head in ("counters", "params"):
+        v = sample.get(head, {}).get(".".join(parts[1:]))
+        if isinstance(v, bool):
+            v = int(v)
+        return float(v) if isinstance(v, (int, float)) else None
+    if head == "primary":
+        name = primary_metric(sample)
+        return _lookup(sample, "metrics." + name) if name else None
+    v = sample.get(path)
+    return float(v) if isinstance(v, (int, float)) else None
+
+
+def primary_metric(sample):
+    """The first metric whose "better" is higher or lower."""
+    for name, m in sample.get("metrics", {}).items():
+        if isinstance(m, dict) and m.get("better") in ("higher", "lower"):
+            return name
+    return None
+
+
+def metric_value(sample, path):
+    """One number from a sample.
+
+    path is "metrics.NAME", "latency.KEY.FIELD", "counters.NAME",
+    "params.NAME" or "primary", optionally divided by another path and
+    multiplied by a constant: "counters.cpu_migrations / params.transfers * 1e6".
+    Returns None when a part is missing.
+    """
+    scale = 1.0
+    if "*" in path:
+        path, k = path.rsplit("*", 1)
+        scale = float(k)
+    parts = [p.strip() for p in path.split("/")]
+    v = _lookup(sample, parts[0])
+    for p in parts[1:]:
+        d = _lookup(sample, p)
+        if v is None or not d:
+            return None
+        v = v / d
+    return None if v is None else v * scale
+
+
+def metric_values(cell, path):
+    vals = [metric_value(s, path) for s in measured(cell)]
+    return [v for v in vals if v is not None and math.isfinite(v)]
+
+
+def metric_info(cell, path):
+    """(unit, better) for a path, from the cell's samples."""
+    base = path.split("/")[0].split("*")[0].strip()
+    parts = base.split(".")
+    for s in measured(cell):
+        if parts[0] == "metrics":
+            m = s.get("metrics", {}).get(".".join(parts[1:]))
+            if isinstance(m, dict):
+                return m.get("unit", ""), m.get("better", "none")
+        elif parts[0] == "primary":
+            name = primary_metric(s)
+            if name:
+                m = s["metrics"][name]
+                return m.get("unit", ""), m.get("better", "none")
+        elif parts[0] == "latency":
+            lat = s.get("latency", {}).get(parts[1], {})
+            return lat.get("unit", "ns"), "lower"
+        elif parts[0] == "counters":
+            return "", "lower"
+    return "", "none"
+
+
+def metric_label(cell, path):
+    if path == "primary":
+        for s in measured(cell):
+            name = primary_metric(s)
+            if name:
+                return "metrics." + name
+    return path

@@ -1,0 +1,333 @@
+# SPDX-License-Identifier: MIT
+"""Suites: named lists of cells, each cell one engine invocation shape.
+
+A cell is a workload plus its engine arguments.  Suites enumerate their cells
+explicitly (the pipe sweep as 9 cells, the fast-pipes ladder as 5) so that the
+scheduler can interleave repetitions of every cell.  Each seed suite also has
+views: the tables the seed itself printed (writers x readers, the ladder, ...)
+with the seed's published figures, which live in ipclab/reference/*.json.
+"""
+
+import json
+import os
+from dataclasses import dataclass, field
+
+REFERENCE_DIR = os.path.join(os.path.dirname(__file__), "reference")
+
+QUICK, FULL = "quick", "full"
+
+# Workloads the engine offers (bench/README.md); `run WORKLOAD` accepts these.
+WORKLOADS = {
+    "pipe-sweep": "writers x readers through one pipe: MB/s and write latency",
+    "token-ring": "N processes pass a token through one pipe: context switches",
+    "pipe-throughput": "UnixBench pipe: 512-byte write+read in one process, loops/s",
+    "pipe-context": "UnixBench context1: 2-process ping-pong over two pipes",
+    "fastpipe": "256 KiB buffers through a pipe: write/vmsplice x read/splice, GiB/s",
+    "mq-latency": "POSIX mqueue send/recv ns per message, queue empty and full",
+}
+
+# What `compare` tests for each workload, primary first.  A path names one
+# number in a sample (see results.metric_value); a path missing from the
+# samples is left out, and a workload not listed compares every metric
+# whose "better" is higher or lower.
+COMPARE_METRICS = {
+    "pipe-sweep": ["metrics.throughput", "latency.write.mean", "latency.write.p99"],
+    "token-ring": ["metrics.cs_per_transfer", "metrics.elapsed_s", "counters.cpu_migrations"],
+}
+
+
+@dataclass
+class Cell:
+    key: str
+    workload: str
+    args: list
+    suite: str = ""
+    est_s: float = 1.0      # expected seconds per sample, for the ETA and the timeout
+
+    @property
+    def timeout(self):
+        return max(30.0, self.est_s * 10 + 20)
+
+
+@dataclass
+class View:
+    """One seed-shaped table.
+
+    rows: [(row label, [(cell key, metric path) per column])].  ref_key names
+    the figure set in the suite's reference file; ref_cells maps each
+    (row, column) to the key of its published figure in that set.
+    """
+    id: str
+    title: str
+    row_header: str
+    columns: list
+    rows: list
+    unit: str = ""
+    ref_key: str = ""
+    ref_cells: dict = field(default_factory=dict)
+    kind: str = "table"     # table | grid | ladder (decides the plot)
+    scale: float = 1.0      # multiply engine values for display (e.g. s -> us)
+    modes: tuple = (QUICK, FULL)
+
+
+@dataclass
+class Suite:
+    name: str
+    summary: str
+    seed: str = ""                  # reference file stem, "" for none
+    quick_cells: list = field(default_factory=list)
+    full_cells: list = field(default_factory=list)
+    views: list = field(default_factory=list)
+    reps: dict = field(default_factory=lambda: {QUICK: 10, FULL: 10})
+    warmups: int = 1
+
+    def cells(self, mode):
+        cells = self.quick_cells if mode == QUICK else self.full_cells
+        for c in cells:
+            c.suite = self.name
+        return cells
+
+    def reference(self):
+        return load_reference(self.seed) if self.seed else None
+
+
+def load_reference(stem):
+    path = os.path.join(REFERENCE_DIR, stem + ".json")
+    with open(path) as f:
+        return json.load(f)
+
+
+def ncpu():
+    return os.cpu_count() or 1
+
+
+# ---- seed-pipe-prealloc -------------------------------------------------
+
+WRITERS = (1, 2, 5)
+READERS = (1, 5, 10)
+
+
+def _sweep_cells(duration, pressure=False):
+    cells = []
+    for w in WRITERS:
+        for r in READERS:
+            key = "pipe-sweep/%sw=%d,r=%d" % ("pressure/" if pressure else "", w, r)
+            args = ["--writers", str(w), "--readers", str(r), "--write-size", "64K",
+                    "--pipe-size", "1M", "--duration", str(duration)]
+            if pressure:
+                # The seed's stress-ng --vm 2 --vm-bytes 50% --vm-keep.
+                args += ["--memory-pressure", "--vm", "2", "--vm-bytes", "50%"]
+            cells.append(Cell(key, "pipe-sweep", args, est_s=duration + 0.05 * (w + r)))
+    return cells
+
+
+def _sweep_view(vid, title, path, unit, ref_key, pressure=False, modes=(QUICK, FULL)):
+    prefix = "pipe-sweep/%s" % ("pressure/" if pressure else "")
+    rows, ref = [], {}
+    for w in WRITERS:
+        cols = []
+        for r in READERS:
+            cols.append((prefix + "w=%d,r=%d" % (w, r), path))
+            ref[(str(w), "readers=%d" % r)] = "w=%d,r=%d" % (w, r)
+        rows.append((str(w), cols))
+    return View(vid, title, "writers", ["readers=%d" % r for r in READERS], rows, unit,
+                ref_key, ref, kind="grid", modes=modes)
+
+
+PIPE_PREALLOC = Suite(
+    "seed-pipe-prealloc",
+    "pipe sweep: writers {1,2,5} x readers {1,5,10}, 64 KiB writes, 1 MiB pipe"
+    " (full adds the memory-pressure sweep)",
+    seed="pipe-prealloc",
+    quick_cells=_sweep_cells(0.25),
+    full_cells=_sweep_cells(2.0) + _sweep_cells(2.0, pressure=True),
+    views=[
+        _sweep_view("throughput", "Throughput in MB/s", "metrics.throughput", "MB/s",
+                    "throughput"),
+        _sweep_view("latency", "Avg write latency in ns", "latency.write.mean", "ns",
+                    "latency"),
+        _sweep_view("pressure-throughput", "Under memory pressure: throughput in MB/s",
+                    "metrics.throughput", "MB/s", "pressure-throughput", True, (FULL,)),
+        _sweep_view("pressure-latency", "Under memory pressure: avg write latency in ns",
+                    "latency.write.mean", "ns", "pressure-latency", True, (FULL,)),
+    ],
+)
+
+# ---- seed-exclusive-waits -----------------------------------------------
+
+
+def _token_cells(transfers):
+    return [Cell("token-ring/procs=64", "token-ring",
+                 ["--procs", "64", "--transfers", str(transfers)],
+                 est_s=0.05 + transfers * 4e-6)]
+
+
+_TOKEN_KEY = "token-ring/procs=64"
+EXCLUSIVE_WAITS = Suite(
+    "seed-exclusive-waits",
+    "64 processes pass one token (plus a decoy) through one pipe: context switches,"
+    " migrations and time per transfer",
+    seed="exclusive-waits",
+    quick_cells=_token_cells(50000),
+    full_cells=_token_cells(1000000),
+    views=[
+        View("token", "Token passing, 64 processes, per transfer", "", ["per transfer"], [
+            ("context switches", [(_TOKEN_KEY, "metrics.cs_per_transfer")]),
+            ("cpu migrations", [(_TOKEN_KEY, "counters.cpu_migrations / params.transfers")]),
+            ("elapsed (us)", [(_TOKEN_KEY, "metrics.elapsed_s / params.transfers * 1e6")]),
+            ("task clock (us)", [(_TOKEN_KEY,
+                                  "counters.task_clock_ns / params.transfers * 1e-3")]),
+        ], ref_key="token", ref_cells={
+            ("context switches", "per transfer"): "cs_per_transfer",
+            ("cpu migrations", "per transfer"): "migrations_per_transfer",
+            ("elapsed (us)", "per transfer"): "elapsed_us_per_transfer",
+            ("task clock (us)", "per transfer"): "task_clock_us_per_transfer",
+        }),
+    ],
+)
+
+# ---- seed-skip-wakeups --------------------------------------------------
+
+
+def _unixbench_cells(duration):
+    cells = []
+    for wl in ("pipe-throughput", "pipe-context"):
+        for label, n in (("1", 1), ("ncpu", ncpu())):
+            cells.append(Cell("%s/copies=%s" % (wl, label), wl,
+                              ["--copies", str(n), "--duration", str(duration)],
+                              est_s=duration + 0.05))
+    return cells
+
+
+SKIP_WAKEUPS = Suite(
+    "seed-skip-wakeups",
+    "UnixBench pipe throughput and pipe context switching, one copy and one per CPU",
+    seed="skip-wakeups",
+    quick_cells=_unixbench_cells(0.5),
+    full_cells=_unixbench_cells(2.0),
+    views=[
+        View("unixbench", "UnixBench-style pipe tests (copies=ncpu: one per CPU)", "test",
+             ["copies=1", "copies=ncpu"], [
+                 ("pipe throughput (loops/s)", [("pipe-throughput/copies=1", "primary"),
+                                                ("pipe-throughput/copies=ncpu", "primary")]),
+                 ("pipe context (round trips/s)", [("pipe-context/copies=1", "primary"),
+                                                   ("pipe-context/copies=ncpu", "primary")]),
+             ], ref_key="index", ref_cells={
+                 ("pipe throughput (loops/s)", "copies=1"): "pipe-throughput/copies=1",
+                 ("pipe throughput (loops/s)", "copies=ncpu"): "pipe-throughput/copies=ncpu",
+             }),
+    ],
+)
+
+# ---- seed-fast-pipes ----------------------------------------------------
+
+LADDER = [
+    ("write-read", "write/read", ["--write", "write", "--read", "read"], 1),
+    ("vmsplice-read", "vmsplice -> read", ["--write", "vmsplice", "--read", "read"], 2),
+    ("vmsplice-splice", "vmsplice -> splice", ["--write", "vmsplice", "--read", "splice"], 8),
+    ("huge-pages", "+ huge pages", ["--write", "vmsplice", "--read", "splice",
+                                    "--huge-pages"], 8),
+    ("busy-loop", "+ busy loop", ["--write", "vmsplice", "--read", "splice", "--huge-pages",
+                                  "--busy-loop"], 16),
+    ("dont-touch", "vmsplice -> splice, pages untouched",
+     ["--write", "vmsplice", "--read", "splice", "--dont-touch"], 8),
+]
+
+
+def _ladder_cells(gib_unit):
+    """gib_unit: GiB piped per sample for the slowest step (faster steps pipe more)."""
+    cells = []
+    for step, _, args, mult in LADDER:
+        nbytes = int(gib_unit * mult * 1024)
+        cells.append(Cell("fastpipe/" + step, "fastpipe",
+                          args + ["--buf-size", "256K", "--bytes", "%dM" % nbytes,
+                                  "--cpus", "0,1"],
+                          est_s=0.1 + gib_unit * 1.2))
+    return cells
+
+
+FAST_PIPES = Suite(
+    "seed-fast-pipes",
+    "256 KiB buffers through a pipe: write/read, vmsplice, splice, huge pages, busy loop,"
+    " and the untouched-pages effect",
+    seed="fast-pipes",
+    quick_cells=_ladder_cells(0.25),
+    full_cells=_ladder_cells(2.0),
+    views=[
+        View("ladder", "Pipe throughput ladder in GiB/s", "step", ["GiB/s"],
+             [(label, [("fastpipe/" + step, "metrics.throughput")])
+              for step, label, _, _ in LADDER],
+             unit="GiB/s", ref_key="ladder",
+             ref_cells={(label, "GiB/s"): step for step, label, _, _ in LADDER},
+             kind="ladder"),
+    ],
+)
+
+# ---- seed-mqueue-cache --------------------------------------------------
+
+PRIORITIES = ("constant", "increasing", "decreasing", "random")
+
+
+def _mq_cells(duration):
+    return [Cell("mq-latency/prio=" + p, "mq-latency",
+                 ["--priorities", p, "--duration", str(duration)], est_s=2 * duration + 0.05)
+            for p in PRIORITIES]
+
+
+MQUEUE_CACHE = Suite(
+    "seed-mqueue-cache",
+    "POSIX mqueue send/recv ns per message, queue empty and queue full, by priority pattern",
+    seed="mqueue-cache",
+    quick_cells=_mq_cells(0.2),
+    full_cells=_mq_cells(2.0),
+    views=[
+        View("empty", "Queue empty: ns per message", "op", ["ns"], [
+            ("send", [("mq-latency/prio=constant", "metrics.send_empty_ns")]),
+            ("recv", [("mq-latency/prio=constant", "metrics.recv_empty_ns")]),
+        ], unit="ns", ref_key="empty",
+            ref_cells={("send", "ns"): "send", ("recv", "ns"): "recv"}),
+        View("full", "Queue full: ns per message, by priority pattern", "priorities",
+             ["send", "recv"],
+             [(p, [("mq-latency/prio=" + p, "metrics.send_full_ns"),
+                   ("mq-latency/prio=" + p, "metrics.recv_full_ns")]) for p in PRIORITIES],
+             unit="ns"),
+    ],
+)
+
+SEED_SUITES = [PIPE_PREALLOC, EXCLUSIVE_WAITS, SKIP_WAKEUPS, FAST_PIPES, MQUEUE_CACHE]
+
+
+class CompositeSuite(Suite):
+    def __init__(self, name, summary, parts):
+        super().__init__(name, summary)
+        self.parts = parts
+
+    def cells(self, mode):
+        return [c for s in self.parts for c in s.cells(mode)]
+
+
+SEEDS = CompositeSuite("seeds", "all five seed suites", SEED_SUITES)
+
+SUITES = {s.name: s for s in SEED_SUITES + [SEEDS]}
+
+
+def workload_suite(workload, extra_args=(), duration=None):
+    """An ad-hoc suite of one cell: `ipclab run WORKLOAD [-- engine args]`."""
+    args = list(extra_args)
+    if duration is not None and "--duration" not in args:
+        args += ["--duration", str(duration)]
+    key = workload + ("/" + " ".join(extra_args) if extra_args else "")
+    cell = Cell(key, workload, args, est_s=(duration or 1.0) + 0.1)
+    return Suite(workload, WORKLOADS.get(workload, ""), quick_cells=[cell], full_cells=[cell])
+
+
+def suite_parts(name):
+    """The seed suites a results file's suite name covers (for reports)."""
+    s = SUITES.get(name)
+    if s is None:
+        return []
+    return list(getattr(s, "parts", [s]))
+
+
+def suite_for_cell(key_suite):
+    return SUITES.get(key_suite)
