@@ -1,0 +1,575 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pipe_sweep.c: W writers and R readers share one pipe; every write() is
+ * timed into a histogram.
+ *
+ * The experiment of pipe-prealloc-outside-mutex.txt: 64 KiB writes into a
+ * 1 MiB pipe, writers {1,2,5} x readers {1,5,10} with --sweep, optionally
+ * under stress-ng --vm memory pressure, reporting MB/s and write latency.
+ *
+ * Writers stop when the parent raises a shared stop flag at the deadline (or
+ * after --count writes each).  Readers read until EOF, which comes only once
+ * every write end is closed, so every byte written is read and counted.
+ * Throughput is bytes read over the measured time from the start signal to
+ * the last reader's EOF, not over the nominal duration.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ipcbench.h"
+#include "pressure.h"
+
+#define SWEEP_DEFAULT_DURATION	10.0
+#define SWEEP_MAX_WORKERS	1024
+#define PIPE_MAX_SIZE_PATH	"/proc/sys/fs/pipe-max-size"
+
+struct sweep_opts {
+	long long writers;
+	long long readers;
+	long long write_size;
+	long long pipe_size;
+	bool threads;
+	bool sweep;
+	bool no_latency;
+	bool read_latency;
+	bool memory_pressure;
+	struct pressure_opts pressure;
+};
+
+static const struct sweep_opts sweep_defaults = {
+	.writers = 1,
+	.readers = 1,
+	.write_size = 64 * 1024,
+	.pipe_size = 1024 * 1024,
+	.pressure = {
+		.vm = PRESSURE_DEFAULT_VM,
+		.vm_bytes = PRESSURE_DEFAULT_VM_BYTES,
+	},
+};
+
+#define SO(field) offsetof(struct sweep_opts, field)
+
+static const struct opt sweep_opt_table[] = {
+	{ "writers", OPT_INT, SO(writers), "writer processes (default 1)",
+	  1, SWEEP_MAX_WORKERS },
+	{ "readers", OPT_INT, SO(readers), "reader processes (default 1)",
+	  1, SWEEP_MAX_WORKERS },
+	{ "write-size", OPT_SIZE, SO(write_size),
+	  "bytes per write(), any size (default 64K)", 1, 1 << 30 },
+	{ "pipe-size", OPT_SIZE, SO(pipe_size),
+	  "pipe capacity set with F_SETPIPE_SZ (default 1M; the kernel rounds up)",
+	  1, 1 << 30 },
+	{ "threads", OPT_FLAG, SO(threads),
+	  "writers and readers are threads of the engine, not processes" },
+	{ "sweep", OPT_FLAG, SO(sweep),
+	  "the seed's matrix: writers {1,2,5} x readers {1,5,10}, one result per cell" },
+	{ "no-latency", OPT_FLAG, SO(no_latency),
+	  "do not time each write() (to measure what the timing costs)" },
+	{ "read-latency", OPT_FLAG, SO(read_latency),
+	  "also time each read(); includes the wait for data" },
+	{ "memory-pressure", OPT_FLAG, SO(memory_pressure),
+	  "run stress-ng --vm alongside (needs stress-ng in PATH)" },
+	{ "vm", OPT_INT, SO(pressure.vm),
+	  "stress-ng --vm workers for --memory-pressure (default 2)", 1, 256 },
+	{ "vm-bytes", OPT_STRING, SO(pressure.vm_bytes),
+	  "stress-ng --vm-bytes, shared by all workers: N% of available memory or a size (default 50%)" },
+	{ "vm-method", OPT_STRING, SO(pressure.vm_method),
+	  "stress-ng --vm-method (default: stress-ng's own)" },
+	{ "vm-no-keep", OPT_FLAG, SO(pressure.vm_no_keep),
+	  "do not pass --vm-keep (workers unmap and remap their memory)" },
+	OPT_END
+};
+
+/* One worker's results, in memory shared with the engine. */
+struct sweep_slot {
+	uint64_t bytes;
+	uint64_t ops;
+	uint64_t end_ns;
+	int err;		/* errno of the call that failed, 0 if none */
+	struct hist hist;
+} __attribute__((aligned(64)));
+
+struct sweep_shared {
+	/* raised once by the engine at the deadline, polled by every writer */
+	atomic_int stop __attribute__((aligned(64)));
+	struct sweep_slot slot[];
+};
+
+/* One cell of the sweep, as the workers see it. */
+struct sweep_run {
+	struct sweep_shared *sh;
+	size_t write_size;
+	uint64_t count;		/* writes per writer; 0: until stop */
+	bool time_writes;
+	bool time_reads;
+	bool threads;
+	int go_rd;		/* EOF on it releases every worker at once */
+	int go_wr;
+	int pipe_rd;
+	int pipe_wr;
+};
+
+struct sweep_worker {
+	struct sweep_run *run;
+	struct sweep_slot *slot;
+	bool writer;
+	int fd;			/* the pipe end this worker uses */
+	int cpu;		/* -1: not pinned */
+	bool started;
+	pid_t pid;
+	pthread_t thread;
+};
+
+static int sweep_validate(const struct common_opts *c, void *wopts)
+{
+	struct sweep_opts *o = wopts;
+	long long max;
+
+	if (c->count_set && c->duration_set)
+		return usage_error("--count (writes per writer) and --duration exclude each other");
+	max = sysctl_read_ll(PIPE_MAX_SIZE_PATH);
+	/*
+	 * Above fs/pipe-max-size F_SETPIPE_SZ needs CAP_SYS_RESOURCE.  Root has
+	 * it, so the size is granted without touching the sysctl.
+	 */
+	if (max > 0 && o->pipe_size > max && geteuid() != 0)
+		return usage_error("--pipe-size %lld: above %s (%lld); needs root",
+				   o->pipe_size, PIPE_MAX_SIZE_PATH, max);
+	if (o->memory_pressure)
+		return pressure_validate(&o->pressure);
+	return 0;
+}
+
+/* write() all of buf, counting in @bytes what really went in. */
+static int pipe_write(int fd, const char *buf, size_t len, uint64_t *bytes)
+{
+	ssize_t n;
+
+	while (len) {
+		n = write(fd, buf, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		*bytes += n;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int writer_loop(struct sweep_worker *w, const char *buf)
+{
+	struct sweep_run *run = w->run;
+	struct sweep_slot *s = w->slot;
+	uint64_t bytes = 0, ops = 0, t0;
+	int ret = 0;
+
+	while (!atomic_load_explicit(&run->sh->stop, memory_order_relaxed)) {
+		if (run->count && ops == run->count)
+			break;
+		if (run->time_writes) {
+			t0 = now_ns();
+			ret = pipe_write(w->fd, buf, run->write_size, &bytes);
+			hist_add(&s->hist, now_ns() - t0);
+		} else {
+			ret = pipe_write(w->fd, buf, run->write_size, &bytes);
+		}
+		if (ret)
+			break;
+		ops++;
+	}
+	s->bytes = bytes;
+	s->ops = ops;
+	s->end_ns = now_ns();
+	s->err = -ret;
+	return ret;
+}
+
+static int reader_loop(struct sweep_worker *w, char *buf)
+{
+	struct sweep_run *run = w->run;
+	struct sweep_slot *s = w->slot;
+	uint64_t bytes = 0, ops = 0, t0 = 0;
+	ssize_t n;
+	int ret = 0;
+
+	for (;;) {
+		if (run->time_reads)
+			t0 = now_ns();
+		n = read(w->fd, buf, run->write_size);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = -errno;
+			break;
+		}
+		if (n == 0)
+			break;		/* every write end is closed */
+		if (run->time_reads)
+			hist_add(&s->hist, now_ns() - t0);
+		bytes += n;
+		ops++;
+	}
+	s->bytes = bytes;
+	s->ops = ops;
+	s->end_ns = now_ns();
+	s->err = -ret;
+	return ret;
+}
+
+static int worker_main(struct sweep_worker *w)
+{
+	struct sweep_run *run = w->run;
+	char *buf, c;
+	int ret;
+
+	if (!run->threads) {
+		/* keep only our own end, or the readers would never see EOF */
+		close(run->go_wr);
+		close(w->writer ? run->pipe_rd : run->pipe_wr);
+	}
+	if (w->cpu >= 0) {
+		ret = pin_cpu(w->cpu);
+		if (ret) {
+			w->slot->err = -ret;
+			goto out_close;
+		}
+	}
+	buf = alloc_buffer(run->write_size, true);
+	if (!buf) {
+		ret = -ENOMEM;
+		w->slot->err = ENOMEM;
+		goto out_close;
+	}
+	while (read(run->go_rd, &c, 1) < 0 && errno == EINTR)
+		;
+	if (w->writer)
+		ret = writer_loop(w, buf);
+	else
+		ret = reader_loop(w, buf);
+	munmap(buf, run->write_size);
+out_close:
+	/* a writer thread owns a dup of the write end; the last close is EOF */
+	if (run->threads && w->writer)
+		close(w->fd);
+	return ret;
+}
+
+static int worker_process(void *arg)
+{
+	return worker_main(arg) ? EXIT_FAIL : EXIT_OK;
+}
+
+static void *worker_thread(void *arg)
+{
+	return (void *)(intptr_t)worker_main(arg);
+}
+
+static int start_worker(struct sweep_worker *w)
+{
+	struct sweep_run *run = w->run;
+	int ret;
+
+	if (!run->threads) {
+		w->pid = spawn(worker_process, w);
+		if (w->pid < 0)
+			return w->pid;
+		w->started = true;
+		return 0;
+	}
+	if (w->writer) {
+		w->fd = fcntl(run->pipe_wr, F_DUPFD_CLOEXEC, 0);
+		if (w->fd < 0)
+			return -errno;
+	}
+	ret = pthread_create(&w->thread, NULL, worker_thread, w);
+	if (ret) {
+		if (w->writer)
+			close(w->fd);
+		return -ret;
+	}
+	w->started = true;
+	return 0;
+}
+
+/* Wait for one worker; 0 if it ran to the end without error. */
+static int finish_worker(struct sweep_worker *w)
+{
+	void *res;
+	int ret;
+
+	if (!w->started)
+		return 0;
+	w->started = false;
+	if (!w->run->threads) {
+		ret = reap(w->pid);
+		return ret == 0 ? 0 : -ECHILD;
+	}
+	pthread_join(w->thread, &res);
+	return (int)(intptr_t)res;
+}
+
+static void sleep_until(uint64_t deadline_ns)
+{
+	struct timespec ts = {
+		.tv_sec = deadline_ns / 1000000000ull,
+		.tv_nsec = deadline_ns % 1000000000ull,
+	};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+static void report_cell_params(struct report *r, const struct sweep_opts *o,
+			       int writers, int readers, int granted)
+{
+	report_param_int(r, "writers", writers);
+	report_param_int(r, "readers", readers);
+	report_param_int(r, "write_size", o->write_size);
+	report_param_int(r, "pipe_size", granted);
+	report_param_bool(r, "threads", o->threads);
+	report_param_bool(r, "latency", !o->no_latency);
+	report_param_bool(r, "memory_pressure", o->memory_pressure);
+	if (o->memory_pressure) {
+		report_param_int(r, "vm", o->pressure.vm);
+		report_param_str(r, "vm_bytes", o->pressure.vm_bytes);
+		report_param_bool(r, "vm_keep", !o->pressure.vm_no_keep);
+		if (o->pressure.vm_method)
+			report_param_str(r, "vm_method", o->pressure.vm_method);
+	}
+}
+
+static void report_pressure(struct report *r, const struct pressure *p)
+{
+	if (p->pid <= 0)
+		return;
+	report_note(r, "memory_pressure",
+		    "stress-ng pid %d: %d vm workers, %llu MiB resident (target %llu MiB), ready after %.2f s",
+		    (int)p->pid, p->workers,
+		    (unsigned long long)(p->rss_bytes >> 20),
+		    (unsigned long long)(p->target_bytes >> 20), p->ready_s);
+}
+
+/* Run one (writers, readers) cell and emit its result. */
+static int sweep_cell(const struct common_opts *c, const struct sweep_opts *o,
+		      int writers, int readers, const struct pressure *pr,
+		      struct report *r)
+{
+	int nr = writers + readers, i, granted, ret = EXIT_FAIL, err;
+	struct sweep_worker *workers;
+	struct sweep_run run = { 0 };
+	struct sweep_shared *sh;
+	struct counters cnt;
+	uint64_t start, end = 0, written = 0, read_bytes = 0, writes = 0, reads = 0;
+	struct hist *wh = NULL, *rh = NULL;
+	size_t sh_len;
+	int pfd[2], go[2];
+	bool failed = false;
+	double elapsed;
+
+	sh_len = sizeof(*sh) + (size_t)nr * sizeof(sh->slot[0]);
+	sh = mmap(NULL, sh_len, PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED) {
+		fail_reason("mmap %zu bytes of shared results: %s", sh_len, strerror(errno));
+		return EXIT_FAIL;
+	}
+	workers = calloc(nr, sizeof(*workers));
+	if (!workers) {
+		fail_reason("out of memory");
+		goto out_unmap;
+	}
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		fail_reason("pipe: %s", strerror(errno));
+		goto out_free;
+	}
+	granted = set_pipe_size(pfd[1], o->pipe_size);
+	if (granted < 0)
+		goto out_close_pipe;
+	if (pipe2(go, O_CLOEXEC) < 0) {
+		fail_reason("pipe: %s", strerror(errno));
+		goto out_close_pipe;
+	}
+
+	run.sh = sh;
+	run.write_size = o->write_size;
+	run.count = c->count_set ? (uint64_t)c->count : 0;
+	run.time_writes = !o->no_latency;
+	run.time_reads = o->read_latency;
+	run.threads = o->threads;
+	run.go_rd = go[0];
+	run.go_wr = go[1];
+	run.pipe_rd = pfd[0];
+	run.pipe_wr = pfd[1];
+	for (i = 0; i < nr; i++) {
+		hist_init(&sh->slot[i].hist);
+		workers[i].run = &run;
+		workers[i].slot = &sh->slot[i];
+		workers[i].writer = i < writers;
+		workers[i].fd = i < writers ? pfd[1] : pfd[0];
+		/* --cpus A,B: the first writer on A, the first reader on B */
+		workers[i].cpu = i == 0 ? c->cpus[0] : i == writers ? c->cpus[1] : -1;
+	}
+
+	counters_start(&cnt);
+	for (i = 0; i < nr; i++) {
+		err = start_worker(&workers[i]);
+		if (err) {
+			fail_reason("starting %s %d: %s", workers[i].writer ? "writer" : "reader",
+				    i, strerror(-err));
+			failed = true;
+			/* writers that see stop at once close their ends: readers get EOF */
+			atomic_store(&sh->stop, 1);
+			break;
+		}
+	}
+	/* The engine keeps no pipe end: EOF must follow the last writer's close. */
+	close(pfd[1]);
+	if (!o->threads)
+		close(pfd[0]);
+	start = now_ns();
+	close(go[1]);
+	if (!failed && !run.count)
+		sleep_until(start + (uint64_t)((c->duration_set ? c->duration :
+					      SWEEP_DEFAULT_DURATION) * 1e9));
+	atomic_store(&sh->stop, 1);
+	for (i = 0; i < nr; i++) {
+		if (finish_worker(&workers[i]))
+			failed = true;
+	}
+	counters_stop(&cnt);
+	close(go[0]);
+	if (o->threads)
+		close(pfd[0]);
+	if (failed) {
+		for (i = 0; i < nr; i++) {
+			if (sh->slot[i].err) {
+				fail_reason("%s %d: %s", workers[i].writer ? "writer" : "reader",
+					    i, strerror(sh->slot[i].err));
+				break;
+			}
+		}
+		if (i == nr)
+			fail_reason("a worker died (see above)");
+		goto out_free;
+	}
+
+	wh = malloc(sizeof(*wh));
+	rh = malloc(sizeof(*rh));
+	if (!wh || !rh) {
+		fail_reason("out of memory");
+		goto out_free;
+	}
+	hist_init(wh);
+	hist_init(rh);
+	for (i = 0; i < nr; i++) {
+		struct sweep_slot *s = &sh->slot[i];
+
+		if (i < writers) {
+			written += s->bytes;
+			writes += s->ops;
+			hist_merge(wh, &s->hist);
+		} else {
+			read_bytes += s->bytes;
+			reads += s->ops;
+			hist_merge(rh, &s->hist);
+			if (s->end_ns > end)
+				end = s->end_ns;
+		}
+	}
+	elapsed = end > start ? (end - start) / 1e9 : 0;
+
+	report_cell_params(r, o, writers, readers, granted);
+	report_metric(r, "throughput", elapsed > 0 ? read_bytes / elapsed / 1e6 : 0,
+		      "MB/s", HIGHER_IS_BETTER);
+	report_metric(r, "bytes_written", written, "B", BETTER_NONE);
+	report_metric(r, "bytes_read", read_bytes, "B", BETTER_NONE);
+	report_metric(r, "elapsed_s", elapsed, "s", BETTER_NONE);
+	report_metric(r, "writes", writes, "writes", BETTER_NONE);
+	report_metric(r, "reads", reads, "reads", BETTER_NONE);
+	if (run.time_writes)
+		report_latency(r, "write", wh);
+	if (run.time_reads)
+		report_latency(r, "read", rh);
+	report_counters(r, &cnt);
+	report_pressure(r, pr);
+	if (written != read_bytes) {
+		report_note(r, "error", "bytes read %llu != bytes written %llu",
+			    (unsigned long long)read_bytes, (unsigned long long)written);
+		report_emit(r);
+		fail_reason("bytes read (%llu) differ from bytes written (%llu)",
+			    (unsigned long long)read_bytes, (unsigned long long)written);
+		goto out_free;
+	}
+	report_emit(r);
+	ret = EXIT_OK;
+	goto out_free;
+
+out_close_pipe:
+	close(pfd[0]);
+	close(pfd[1]);
+out_free:
+	free(wh);
+	free(rh);
+	free(workers);
+out_unmap:
+	munmap(sh, sh_len);
+	return ret;
+}
+
+static const int sweep_writers[] = { 1, 2, 5 };
+static const int sweep_readers[] = { 1, 5, 10 };
+
+static int sweep_run(const struct common_opts *c, void *wopts, struct report *r)
+{
+	const struct sweep_opts *o = wopts;
+	struct pressure pr = { 0 };
+	double budget;
+	unsigned int i, j, cells;
+	int ret = EXIT_OK;
+
+	if (o->memory_pressure) {
+		/* stress-ng's own timeout, should the engine die with SIGKILL */
+		cells = o->sweep ? 9 : 1;
+		budget = c->timeout + cells * (c->duration_set ? c->duration :
+					       SWEEP_DEFAULT_DURATION);
+		if (pressure_start(&pr, &o->pressure, budget))
+			return EXIT_FAIL;
+	}
+	if (!o->sweep) {
+		ret = sweep_cell(c, o, o->writers, o->readers, &pr, r);
+		goto out_pressure;
+	}
+	for (i = 0; i < sizeof(sweep_writers) / sizeof(sweep_writers[0]); i++) {
+		for (j = 0; j < sizeof(sweep_readers) / sizeof(sweep_readers[0]); j++) {
+			ret = sweep_cell(c, o, sweep_writers[i], sweep_readers[j], &pr, r);
+			if (ret != EXIT_OK)
+				goto out_pressure;
+		}
+	}
+out_pressure:
+	pressure_stop(&pr);
+	return ret;
+}
+
+const struct bench bench_pipe_sweep = {
+	.name = "pipe-sweep",
+	.summary = "W writers x R readers on one pipe: MB/s and per-write() latency "
+		   "(pipe-prealloc-outside-mutex; --sweep, --memory-pressure)",
+	.opts = sweep_opt_table,
+	.opts_size = sizeof(struct sweep_opts),
+	.defaults = &sweep_defaults,
+	.validate = sweep_validate,
+	.run = sweep_run,
+};

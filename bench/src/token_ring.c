@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: MIT
+/*
+ * token_ring.c: P processes pass one token, plus a decoy, through one pipe.
+ *
+ * The test case of pipe-exclusive-waits.txt (the GNU make jobserver pattern):
+ * every process blocks in read(); whoever gets token i writes back i + 1,
+ * and after an odd i also the decoy -1, which the next reader drops.  With
+ * exclusive waits a write wakes one sleeper, so a transfer costs about one
+ * context switch; with wake-all it costs many.  We count them with perf
+ * software events inherited by the children (rusage where perf is denied).
+ *
+ * Ending: the process that reads T - 1 writes T, the termination token, and
+ * exits.  Whoever reads a termination token writes it back and exits, so
+ * every sleeper gets one and nobody is left blocked.  The engine keeps the
+ * read end open until all are reaped, so the last write never hits EPIPE.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ipcbench.h"
+
+struct ring_opts {
+	long long procs;
+	long long transfers;
+};
+
+static const struct ring_opts ring_defaults = {
+	.procs = 64,
+	.transfers = 200000,
+};
+
+static const struct opt ring_opt_table[] = {
+	{ "procs", OPT_INT, offsetof(struct ring_opts, procs),
+	  "processes sharing the pipe (default 64, as the seed)", 1, 4096 },
+	{ "transfers", OPT_INT, offsetof(struct ring_opts, transfers),
+	  "token transfers (default 200000; --count N is the same)", 1, INT_MAX - 1 },
+	OPT_END
+};
+
+struct ring_child {
+	int rd;
+	int wr;
+	int transfers;
+	uint64_t *handled;	/* this child's slot in shared memory */
+};
+
+static int ring_validate(const struct common_opts *c, void *wopts)
+{
+	if (c->count_set && c->count > INT_MAX - 1)
+		return usage_error("--count %lld: at most %d transfers", c->count, INT_MAX - 1);
+	(void)wopts;
+	return 0;
+}
+
+static int ring_child_main(void *arg)
+{
+	struct ring_child *rc = arg;
+	int token[2] = { 0, -1 };
+	uint64_t handled = 0;
+	int i, ret;
+
+	for (;;) {
+		ret = read_full(rc->rd, &i, sizeof(i));
+		if (ret)
+			return EXIT_FAIL;
+		if (i < 0)
+			continue;	/* the decoy */
+		if (i >= rc->transfers) {
+			/* termination token: hand it on for the next sleeper */
+			ret = write_full(rc->wr, &i, sizeof(i));
+			break;
+		}
+		token[0] = i + 1;
+		ret = write_full(rc->wr, token, (1 + (i & 1)) * sizeof(int));
+		if (ret)
+			break;
+		handled++;
+		if (token[0] >= rc->transfers)
+			break;		/* we wrote the termination token */
+	}
+	*rc->handled = handled;
+	return ret ? EXIT_FAIL : EXIT_OK;
+}
+
+static int ring_run(const struct common_opts *c, void *wopts, struct report *r)
+{
+	const struct ring_opts *o = wopts;
+	int procs = o->procs, transfers, i, fd[2], status, ret = EXIT_FAIL;
+	int token[2] = { 0, -1 };
+	struct ring_child rc;
+	struct counters cnt;
+	uint64_t *handled, total = 0, t0, t1;
+	size_t len = procs * sizeof(*handled);
+	pid_t *pids;
+	bool failed = false;
+	double elapsed, cs;
+
+	transfers = c->count_set ? c->count : o->transfers;
+	handled = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (handled == MAP_FAILED) {
+		fail_reason("mmap: %s", strerror(errno));
+		return EXIT_FAIL;
+	}
+	pids = calloc(procs, sizeof(*pids));
+	if (!pids) {
+		fail_reason("out of memory");
+		goto out_unmap;
+	}
+	if (pipe2(fd, O_CLOEXEC) < 0) {
+		fail_reason("pipe: %s", strerror(errno));
+		goto out_free;
+	}
+
+	rc.rd = fd[0];
+	rc.wr = fd[1];
+	rc.transfers = transfers;
+	/* the counters must be running before the children are forked */
+	counters_start(&cnt);
+	for (i = 0; i < procs; i++) {
+		rc.handled = &handled[i];
+		pids[i] = spawn(ring_child_main, &rc);
+		if (pids[i] < 0) {
+			fail_reason("fork child %d of %d: %s", i, procs, strerror(-pids[i]));
+			/* the children so far wait for a token that never comes */
+			kill_children();
+			counters_stop(&cnt);
+			goto out_close;
+		}
+	}
+	t0 = now_ns();
+	status = write_full(fd[1], token, sizeof(token));
+	if (status) {
+		fail_reason("write the first token: %s", strerror(-status));
+		kill_children();
+		counters_stop(&cnt);
+		goto out_close;
+	}
+	for (i = 0; i < procs; i++) {
+		status = reap(pids[i]);
+		if (status) {
+			fail_reason("child %d exited with status %d", i, status);
+			failed = true;
+		}
+	}
+	t1 = now_ns();
+	counters_stop(&cnt);
+	if (failed)
+		goto out_close;
+
+	for (i = 0; i < procs; i++)
+		total += handled[i];
+	elapsed = (t1 - t0) / 1e9;
+	cs = cnt.context_switches;
+
+	report_param_int(r, "procs", procs);
+	report_param_int(r, "transfers", transfers);
+	report_metric(r, "elapsed_s", elapsed, "s", LOWER_IS_BETTER);
+	report_metric(r, "context_switches", cs, "switches", LOWER_IS_BETTER);
+	report_metric(r, "cs_per_transfer", cs / transfers, "switches", LOWER_IS_BETTER);
+	if (cnt.perf)
+		report_metric(r, "cpu_migrations", cnt.cpu_migrations, "migrations",
+			      BETTER_NONE);
+	else
+		report_note(r, "counters", "perf events not allowed: context switches and "
+			    "task clock from getrusage, no CPU migrations");
+	report_metric(r, "task_clock_ms", cnt.task_clock_ns / 1e6, "ms", BETTER_NONE);
+	report_metric(r, "voluntary_cs", cnt.voluntary_cs, "switches", BETTER_NONE);
+	report_metric(r, "involuntary_cs", cnt.involuntary_cs, "switches", BETTER_NONE);
+	report_counters(r, &cnt);
+	if (total != (uint64_t)transfers) {
+		report_note(r, "error", "children handled %llu transfers, expected %d",
+			    (unsigned long long)total, transfers);
+		report_emit(r);
+		fail_reason("children handled %llu transfers, expected %d",
+			    (unsigned long long)total, transfers);
+		goto out_close;
+	}
+	report_emit(r);
+	ret = EXIT_OK;
+
+out_close:
+	close(fd[0]);
+	close(fd[1]);
+out_free:
+	free(pids);
+out_unmap:
+	munmap(handled, len);
+	return ret;
+}
+
+const struct bench bench_token_ring = {
+	.name = "token-ring",
+	.summary = "P processes pass a token (and a decoy) through one pipe: context "
+		   "switches per transfer (pipe-exclusive-waits)",
+	.opts = ring_opt_table,
+	.opts_size = sizeof(struct ring_opts),
+	.defaults = &ring_defaults,
+	.validate = ring_validate,
+	.run = ring_run,
+};
