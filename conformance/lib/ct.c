@@ -455,6 +455,23 @@ bool ct_is_root(void)
 	return geteuid() == 0;
 }
 
+bool ct_has_cap(int cap)
+{
+	char buf[4096], *p;
+	unsigned long long eff;
+	int ret;
+
+	/* /proc/self/status, not libcap: one less dependency inside guests. */
+	ret = ct_read_file("/proc/self/status", buf, sizeof(buf));
+	if (ret < 0)
+		return false;
+	p = strstr(buf, "CapEff:");
+	if (!p)
+		return false;
+	eff = strtoull(p + 7, NULL, 16);
+	return cap >= 0 && cap < 64 && (eff >> cap) & 1;
+}
+
 void ct_require_root(const char *why)
 {
 	if (!ct_is_root())

@@ -108,6 +108,8 @@ long long ct_sysctl_read(const char *name);
 void ct_sysctl_restore(void);
 
 bool ct_is_root(void);
+/* Is capability @cap (e.g. CAP_SYS_RESOURCE = 24) in our effective set? */
+bool ct_has_cap(int cap);
 /* Skip unless root. */
 void ct_require_root(const char *why);
 
