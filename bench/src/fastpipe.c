@@ -478,7 +478,11 @@ static void fp_report_huge(struct report *r, const struct fp_cfg *cfg, const str
 			    "reader %lld kB: %s", sh->huge_kb[0], sh->huge_maps[0],
 			    ok_w ? "verified" : "not granted", sh->huge_kb[1],
 			    ok_r ? "verified" : "not granted");
-	if (!ok_w || !ok_r)
+	if (!ok_w && cfg->dont_touch)
+		report_note(r, "huge_pages_why", "--dont-touch: the writer never wrote its buffers, "
+			    "and %s only reads them, so no anonymous huge page was allocated "
+			    "(THP mode %s)", cfg->vmsplice ? "vmsplice" : "write", thp);
+	else if (!ok_w || !ok_r)
 		report_note(r, "huge_pages_why", "THP mode %s; madvise(MADV_HUGEPAGE) was applied "
 			    "but the kernel gave 4 KiB pages (fragmentation or THP policy)", thp);
 }
