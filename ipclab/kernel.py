@@ -1,0 +1,605 @@
+# SPDX-License-Identifier: MIT
+"""Kernel lab, build side: variants, patch series, one shared tree, a keyed image cache.
+
+Layout under the cache root (default /var/cache/ipclab, env IPCLAB_CACHE), outside the repo so
+that a fresh clone on the same machine reuses it:
+
+    src/linux-<version>/       the one source tree (Debian tarball, extracted once)
+    src/state.json             which series is applied, which files it touched
+    src/pristine/<path>        pristine copy of every file a patch ever touched
+    src/build/<configs>/       one O= build dir per set of config fragments
+    images/<key>/bzImage       a built kernel; key = hash(source, fragments, patch contents)
+    lock                       flock: one tree mutation/build at a time
+
+A variant switch restores only the files the old series touched and applies the new series;
+every other file keeps its mtime, so make rebuilds only what the patches change.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+REPO = Path(__file__).resolve().parent.parent
+KERNEL_DIR = REPO / "kernel"
+DEFAULT_TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
+# Bumped when the way an image is produced changes, so stale images are not reused.
+RECIPE = "ipclab-kernel/1"
+BASE_FRAGMENT = "lab.config"
+BUILD_TIMEOUT_S = 3600
+
+
+class LabError(Exception):
+    """A user-facing failure: printed as one line, never a traceback."""
+
+    def __init__(self, msg: str, code: int = 1):
+        super().__init__(msg)
+        self.code = code
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("IPCLAB_CACHE", "/var/cache/ipclab"))
+
+
+def log(msg: str) -> None:
+    print(f"ipclab: {msg}", file=sys.stderr, flush=True)
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_json_atomic(path: Path, obj) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
+    with os.fdopen(fd, "w") as f:
+        json.dump(obj, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------- variants
+
+
+@dataclasses.dataclass
+class Variant:
+    name: str
+    patches: list[str]          # file names in kernel/patches, in order
+    fragments: list[str]        # file names in kernel/config, in merge order
+
+    def patch_paths(self) -> list[Path]:
+        return [KERNEL_DIR / "patches" / p for p in self.patches]
+
+    def fragment_paths(self) -> list[Path]:
+        return [KERNEL_DIR / "config" / c for c in self.fragments]
+
+    @property
+    def config_name(self) -> str:
+        # Variants with the same fragments share a build dir; patches only move objects.
+        return "+".join(Path(f).stem for f in self.fragments)
+
+
+VARIANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def list_variants() -> list[str]:
+    d = KERNEL_DIR / "series"
+    if not d.is_dir():
+        return []
+    return sorted(p.name for p in d.iterdir()
+                  if p.is_file() and VARIANT_RE.match(p.name) and not p.name.endswith("~"))
+
+
+def load_variant(name: str) -> Variant:
+    if not VARIANT_RE.match(name):
+        raise LabError(f"bad variant name {name!r}", 2)
+    path = KERNEL_DIR / "series" / name
+    if not path.is_file():
+        known = ", ".join(list_variants()) or "none"
+        raise LabError(f"unknown variant {name!r} (known: {known})", 2)
+    patches = []
+    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if "/" in line or not (KERNEL_DIR / "patches" / line).is_file():
+            raise LabError(f"kernel/series/{name}:{lineno}: no patch {line!r} in kernel/patches")
+        patches.append(line)
+    # Convention instead of syntax, so series files stay plain patch lists: every variant gets
+    # lab.config, plus kernel/config/<variant>.config when it exists (e.g. debug.config).
+    fragments = [BASE_FRAGMENT]
+    if name != "lab" and (KERNEL_DIR / "config" / f"{name}.config").is_file():
+        fragments.append(f"{name}.config")
+    if not (KERNEL_DIR / "config" / BASE_FRAGMENT).is_file():
+        raise LabError(f"missing kernel/config/{BASE_FRAGMENT}")
+    return Variant(name, patches, fragments)
+
+
+# --------------------------------------------------------------------------- source tree
+
+
+@dataclasses.dataclass
+class Source:
+    tree: Path          # the kernel tree that gets patched and built
+    work: Path          # state, pristine copies and build dirs for that tree
+    ident: str          # goes into the image key
+    version: str
+    managed: bool       # True when the lab extracted it (it may re-extract)
+
+    @property
+    def state_path(self) -> Path:
+        return self.work / "state.json"
+
+    def build_dir(self, variant: Variant) -> Path:
+        return self.work / "build" / variant.config_name
+
+
+def tree_version(tree: Path) -> str:
+    fields = {}
+    with open(tree / "Makefile") as f:
+        for line in f:
+            m = re.match(r"^(VERSION|PATCHLEVEL|SUBLEVEL|EXTRAVERSION)\s*=\s*(\S*)", line)
+            if m:
+                fields[m.group(1)] = m.group(2)
+            if len(fields) == 4:
+                break
+    try:
+        return f"{fields['VERSION']}.{fields['PATCHLEVEL']}.{fields['SUBLEVEL']}{fields.get('EXTRAVERSION', '')}"
+    except KeyError:
+        raise LabError(f"{tree}/Makefile: no kernel version found") from None
+
+
+def tarball_id(tarball: Path, cache: Path) -> str:
+    # Hashing 150 MB costs a second; remember it per (path, size, mtime).
+    st = tarball.stat()
+    memo = cache / "src" / "tarball.json"
+    tag = f"{tarball.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+    try:
+        data = json.loads(memo.read_text())
+        if data.get("tag") == tag:
+            return data["sha256"]
+    except (OSError, ValueError, KeyError):
+        pass
+    digest = sha256_file(tarball)
+    write_json_atomic(memo, {"tag": tag, "sha256": digest})
+    return digest
+
+
+def extract_tarball(tarball: Path, src: Path, dry_run: bool) -> Path:
+    """Extract once into src/linux-<version>; returns the tree."""
+    trees = [p for p in src.glob("linux-*") if p.is_dir() and (p / "Makefile").is_file()]
+    state = src / "state.json"
+    if trees and state.is_file():
+        return trees[0]
+    if dry_run:
+        log(f"would extract {tarball} into {src}")
+        return src / "linux-?"
+    for t in trees:
+        # A tree without state.json is a half-finished extraction or unknown edits.
+        shutil.rmtree(t)
+    src.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=src, prefix=".extract-"))
+    log(f"extracting {tarball} (once per machine)")
+    run(["tar", "-xJf", str(tarball), "-C", str(tmp)], timeout=1800)
+    tops = [p for p in tmp.iterdir() if p.is_dir()]
+    if len(tops) != 1:
+        raise LabError(f"{tarball}: expected one top-level directory")
+    tree = src / f"linux-{tree_version(tops[0])}"
+    os.rename(tops[0], tree)
+    tmp.rmdir()
+    write_json_atomic(state, {"applied": [], "touched": {}, "dirty": False})
+    return tree
+
+
+def open_source(tree_arg: str | None, dry_run: bool = False) -> Source:
+    cache = cache_root()
+    if tree_arg:
+        tree = Path(tree_arg).resolve()
+        if not (tree / "Makefile").is_file() or not (tree / "kernel").is_dir():
+            raise LabError(f"--tree {tree_arg}: not a kernel source tree", 2)
+        version = tree_version(tree)
+        work = cache / "trees" / sha256_bytes(str(tree).encode())[:16]
+        ident = f"tree:{tree}:{version}:{git_head(tree)}"
+        if not (work / "state.json").is_file() and not dry_run:
+            # A user tree is taken as the pristine state the first time we see it.
+            write_json_atomic(work / "state.json", {"applied": [], "touched": {}, "dirty": False})
+        return Source(tree, work, ident, version, managed=False)
+    tarball = Path(os.environ.get("IPCLAB_KERNEL_TARBALL", DEFAULT_TARBALL))
+    if not tarball.is_file():
+        raise LabError(f"{tarball} missing: run `make lab-deps` (Debian linux-source-6.12) "
+                       "or pass --tree")
+    src = cache / "src"
+    tree = extract_tarball(tarball, src, dry_run)
+    version = tree_version(tree) if tree.is_dir() else "?"
+    ident = f"tarball:{tarball.name}:{tarball_id(tarball, cache)}"
+    return Source(tree, src, ident, version, managed=True)
+
+
+def git_head(tree: Path) -> str:
+    if not (tree / ".git").exists():
+        return "nogit"
+    try:
+        out = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"],
+                             capture_output=True, text=True, timeout=30)
+        return out.stdout.strip() or "nogit"
+    except (OSError, subprocess.TimeoutExpired):
+        return "nogit"
+
+
+# --------------------------------------------------------------------------- patches
+
+PATCH_FILE_RE = re.compile(r"^(---|\+\+\+) (\S+)")
+
+
+def patch_files(patch: Path) -> list[tuple[str, str]]:
+    """(path, kind) for every file a -p1 patch touches; kind is modify, create or delete."""
+    out: list[tuple[str, str]] = []
+    old = None
+    for line in patch.read_text(errors="replace").splitlines():
+        m = PATCH_FILE_RE.match(line)
+        if not m:
+            continue
+        name = m.group(2)
+        if m.group(1) == "---":
+            old = name
+            continue
+        if old is None:
+            continue
+        if name == "/dev/null":
+            out.append((strip1(old), "delete"))
+        elif old == "/dev/null":
+            out.append((strip1(name), "create"))
+        else:
+            out.append((strip1(name), "modify"))
+        old = None
+    return out
+
+
+def strip1(name: str) -> str:
+    parts = name.split("/", 1)
+    if len(parts) != 2 or ".." in Path(parts[1]).parts or parts[1].startswith("/"):
+        raise LabError(f"unsafe path in patch: {name}")
+    return parts[1]
+
+
+def explain_patch_failure(patch: Path, output: str) -> str:
+    """Name the patch, the file and the hunk that failed, from GNU patch's output."""
+    current = "?"
+    failures = []
+    for line in output.splitlines():
+        m = re.match(r"^(?:patching|checking) file (.+)$", line)
+        if m:
+            current = m.group(1).strip("'")
+        m = re.match(r"^Hunk #(\d+) FAILED at (\d+)", line)
+        if m:
+            failures.append(f"{current} hunk #{m.group(1)} (at line {m.group(2)})")
+        if "can't find file to patch" in line:
+            failures.append("a file it patches is missing from the tree")
+        if "Reversed (or previously applied) patch detected" in line:
+            failures.append(f"{current}: already applied (reversed patch detected)")
+    detail = "; ".join(failures) if failures else (output.strip().splitlines() or ["?"])[-1]
+    return f"patch {patch.name} does not apply: {detail}"
+
+
+def patch_argv(tree: Path, patch: Path, dry: bool) -> list[str]:
+    argv = ["patch", "-d", str(tree), "-p1", "--forward", "--batch", "--no-backup-if-mismatch",
+            "-r", "-", "-i", str(patch)]
+    if dry:
+        argv.insert(1, "--dry-run")
+    return argv
+
+
+# --------------------------------------------------------------------------- tree switching
+
+
+def load_state(src: Source) -> dict:
+    try:
+        return json.loads(src.state_path.read_text())
+    except (OSError, ValueError):
+        return {"applied": [], "touched": {}, "dirty": False}
+
+
+def snapshot(tree: Path, paths) -> dict[str, tuple[str, int] | None]:
+    snap: dict[str, tuple[str, int] | None] = {}
+    for p in paths:
+        f = tree / p
+        snap[p] = (sha256_file(f), f.stat().st_mtime_ns) if f.is_file() else None
+    return snap
+
+
+def restore_pristine(src: Source, touched: dict[str, str]) -> None:
+    pristine = src.work / "pristine"
+    for rel, kind in touched.items():
+        f = src.tree / rel
+        if kind == "create":
+            with contextlib.suppress(FileNotFoundError):
+                f.unlink()
+            continue
+        # copyfile, not copy2: the restored file must look newer than objects built from
+        # the patched one, or make would keep them.
+        f.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(pristine / rel, f)
+
+
+def applied_ids(variant: Variant) -> list[dict]:
+    return [{"name": p.name, "sha256": sha256_file(p)} for p in variant.patch_paths()]
+
+
+def switch_tree(src: Source, variant: Variant, dry_run: bool) -> list[str]:
+    """Make the tree hold exactly `variant`'s series. Returns what it did, for reports."""
+    state = load_state(src)
+    want = applied_ids(variant)
+    if not state.get("dirty") and state.get("applied") == want:
+        return []
+    if dry_run:
+        for p in variant.patch_paths():
+            log("would run: " + " ".join(patch_argv(src.tree, p, False)))
+        return ["dry-run"]
+    old_touched: dict[str, str] = dict(state.get("touched", {}))
+    before = snapshot(src.tree, old_touched)
+    # Mark dirty first: if we die half way, the next run restores everything we track.
+    state["dirty"] = True
+    write_json_atomic(src.state_path, state)
+    restore_pristine(src, old_touched)
+    touched: dict[str, str] = {}
+    pristine = src.work / "pristine"
+    try:
+        for patch in variant.patch_paths():
+            for rel, kind in patch_files(patch):
+                if rel in touched:
+                    continue
+                f = src.tree / rel
+                if kind == "create" or not f.exists():
+                    touched[rel] = "create"
+                    continue
+                touched[rel] = "modify"
+                keep = pristine / rel
+                if not keep.exists():
+                    keep.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(f, keep)
+            # Record what we may have touched before touching it.
+            state["touched"] = {**old_touched, **touched}
+            write_json_atomic(src.state_path, state)
+            dry = subprocess.run(patch_argv(src.tree, patch, True), capture_output=True,
+                                 text=True, timeout=120)
+            if dry.returncode != 0:
+                raise LabError(explain_patch_failure(patch, dry.stdout + dry.stderr))
+            real = subprocess.run(patch_argv(src.tree, patch, False), capture_output=True,
+                                  text=True, timeout=120)
+            if real.returncode != 0:
+                raise LabError(explain_patch_failure(patch, real.stdout + real.stderr))
+    except BaseException:
+        restore_pristine(src, {**old_touched, **touched})
+        write_json_atomic(src.state_path, {"applied": [], "touched": {}, "dirty": False})
+        raise
+    # A file whose content ends up as it was before the switch gets its old mtime back, so
+    # the switch costs exactly what an untouched file would: nothing.
+    kept = 0
+    for rel, old in before.items():
+        f = src.tree / rel
+        if old and f.is_file() and sha256_file(f) == old[0]:
+            os.utime(f, ns=(f.stat().st_atime_ns, old[1]))
+            kept += 1
+    write_json_atomic(src.state_path, {"applied": want, "touched": touched, "dirty": False})
+    changed = sorted(set(old_touched) | set(touched))
+    return [f"{len(variant.patches)} patches applied; {len(changed) - kept} files changed "
+            f"since the previous variant"]
+
+
+# --------------------------------------------------------------------------- build
+
+
+def run(argv: list[str], timeout: float, cwd: Path | None = None, quiet: bool = False,
+        logfile: Path | None = None) -> None:
+    """Run argv in its own process group; kill the whole group on timeout or Ctrl-C."""
+    out = open(logfile, "ab") if logfile else (subprocess.DEVNULL if quiet else None)
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT if logfile else None,
+                                start_new_session=True)
+        try:
+            rc = proc.wait(timeout=timeout)
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+    except subprocess.TimeoutExpired:
+        raise LabError(f"timed out after {timeout:.0f} s: {' '.join(argv[:4])} ...") from None
+    except FileNotFoundError:
+        raise LabError(f"{argv[0]} not found: run `make lab-deps`") from None
+    finally:
+        if logfile:
+            out.close()
+    if rc != 0:
+        where = f" (log: {logfile})" if logfile else ""
+        raise LabError(f"command failed with exit code {rc}: {' '.join(argv[:6])}{where}")
+
+
+def fragments_digest(variant: Variant) -> str:
+    h = hashlib.sha256()
+    for p in variant.fragment_paths():
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def image_key(src: Source, variant: Variant) -> str:
+    h = hashlib.sha256()
+    h.update(f"{RECIPE}\0{src.ident}\0{fragments_digest(variant)}\0".encode())
+    for p in variant.patch_paths():
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:20]
+
+
+def image_dir(key: str) -> Path:
+    return cache_root() / "images" / key
+
+
+def built_image(src: Source, variant: Variant) -> dict | None:
+    d = image_dir(image_key(src, variant))
+    try:
+        meta = json.loads((d / "meta.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return meta if (d / "bzImage").is_file() else None
+
+
+def make_argv(src: Source, bdir: Path, *targets: str, jobs: int | None = None) -> list[str]:
+    argv = ["nice", "-n", "10", "make", "-C", str(src.tree), f"O={bdir}", "ARCH=x86_64"]
+    if jobs:
+        argv.append(f"-j{jobs}")
+    return argv + list(targets)
+
+
+def configure(src: Source, variant: Variant, bdir: Path, dry_run: bool, logfile: Path) -> bool:
+    """tinyconfig + fragments + olddefconfig, only when the fragments changed."""
+    stamp = bdir / ".ipclab-config"
+    digest = fragments_digest(variant)
+    if (bdir / ".config").is_file() and stamp.is_file() and stamp.read_text().strip() == digest:
+        return False
+    merge = [str(src.tree / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(bdir),
+             str(bdir / ".config")] + [str(p) for p in variant.fragment_paths()]
+    steps = [make_argv(src, bdir, "tinyconfig"), merge, make_argv(src, bdir, "olddefconfig")]
+    if dry_run:
+        for s in steps:
+            log("would run: " + " ".join(s))
+        return True
+    bdir.mkdir(parents=True, exist_ok=True)
+    for s in steps:
+        run(s, timeout=600, cwd=src.tree, logfile=logfile)
+    check_config(variant, bdir)
+    stamp.write_text(digest + "\n")
+    return True
+
+
+def check_config(variant: Variant, bdir: Path) -> None:
+    """Kconfig silently drops options whose dependencies are off; say which ones did."""
+    have = (bdir / ".config").read_text().splitlines()
+    have_set = set(have)
+    lost = []
+    for frag in variant.fragment_paths():
+        for line in frag.read_text().splitlines():
+            line = line.strip()
+            m = re.match(r"^(CONFIG_\w+)=(.*)$", line) or re.match(r"^# (CONFIG_\w+) is not set$", line)
+            if not m:
+                continue
+            if line.startswith("#"):
+                if any(h.startswith(m.group(1) + "=") and not h.endswith("=n") for h in have):
+                    lost.append(f"{m.group(1)} (wanted off)")
+            elif line not in have_set and not (m.group(2) == "n" and f"# {m.group(1)} is not set" in have_set):
+                lost.append(m.group(1))
+    if lost:
+        log(f"warning: {variant.name}: config options not honoured (dependencies?): " + ", ".join(lost))
+
+
+def build(variant_name: str, tree: str | None = None, jobs: int | None = None,
+          force: bool = False, dry_run: bool = False, quiet: bool = False) -> dict:
+    """Build (or find in the cache) the image for a variant. Returns its meta.json."""
+    variant = load_variant(variant_name)
+    src = open_source(tree, dry_run)
+    key = image_key(src, variant)
+    meta = built_image(src, variant)
+    if meta and not force:
+        if not quiet:
+            log(f"{variant.name}: cached image {image_dir(key)}/bzImage ({meta['release']})")
+        return meta
+    jobs = jobs or os.cpu_count() or 1
+    bdir = src.build_dir(variant)
+    with tree_lock(dry_run):
+        t0 = time.monotonic()
+        notes = switch_tree(src, variant, dry_run)
+        for n in notes:
+            log(f"{variant.name}: {n}")
+        logfile = cache_root() / "logs" / f"build-{variant.name}-{time.strftime('%Y%m%dT%H%M%S')}.log"
+        if not dry_run:
+            logfile.parent.mkdir(parents=True, exist_ok=True)
+        configure(src, variant, bdir, dry_run, logfile)
+        argv = make_argv(src, bdir, "bzImage", jobs=jobs)
+        if dry_run:
+            log("would run: " + " ".join(argv))
+            return {"variant": variant.name, "key": key, "dry_run": True}
+        log(f"{variant.name}: building in {bdir} (-j{jobs}, log {logfile})")
+        run(argv, timeout=BUILD_TIMEOUT_S, cwd=src.tree, logfile=logfile)
+        seconds = time.monotonic() - t0
+        release = subprocess.run(make_argv(src, bdir, "-s", "kernelrelease"), capture_output=True,
+                                 text=True, timeout=120, cwd=src.tree).stdout.strip()
+        d = image_dir(key)
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(bdir / "arch/x86/boot/bzImage", d / "bzImage.tmp")
+        os.replace(d / "bzImage.tmp", d / "bzImage")
+        shutil.copyfile(bdir / ".config", d / "config")
+        meta = {
+            "variant": variant.name,
+            "key": key,
+            "release": release or src.version,
+            "source": src.ident,
+            "tree": str(src.tree),
+            "patches": [{"name": p.name, "sha256": sha256_file(p)} for p in variant.patch_paths()],
+            "fragments": variant.fragments,
+            "build_seconds": round(seconds, 1),
+            "jobs": jobs,
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        write_json_atomic(d / "meta.json", meta)
+        log(f"{variant.name}: built {release} in {seconds:.0f} s -> {d}/bzImage")
+        return meta
+
+
+@contextlib.contextmanager
+def tree_lock(dry_run: bool) -> Iterator[None]:
+    if dry_run:
+        yield
+        return
+    path = cache_root() / "lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"waiting for another build to release {path}")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def describe(tree: str | None = None) -> list[dict]:
+    """One row per variant for `kernel list`."""
+    rows = []
+    try:
+        src = open_source(tree, dry_run=True)
+    except LabError:
+        src = None
+    for name in list_variants():
+        row = {"variant": name, "patches": [], "fragments": [], "built": False, "error": None}
+        try:
+            v = load_variant(name)
+            row["patches"], row["fragments"] = v.patches, v.fragments
+            if src and src.tree.is_dir():
+                meta = built_image(src, v)
+                if meta:
+                    row["built"] = True
+                    row["release"] = meta["release"]
+                    row["image"] = str(image_dir(meta["key"]) / "bzImage")
+        except LabError as e:
+            row["error"] = str(e)
+        rows.append(row)
+    return rows

@@ -1,0 +1,391 @@
+# SPDX-License-Identifier: MIT
+"""Kernel lab command line: `kernel build|list`, `vm run`, `ab`.
+
+ipclab/cli.py calls register(subparsers); `python -m ipclab.lab ...` works on its own too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from . import kernel, vm
+from .kernel import LabError, log, write_json_atomic
+
+EXIT_USAGE = 2
+
+
+def register(subparsers) -> None:
+    k = subparsers.add_parser("kernel", help="build kernel variants (lab)")
+    ksub = k.add_subparsers(dest="kernel_cmd", metavar="{build,list}")
+    ksub.required = True
+    b = ksub.add_parser("build", help="build a variant (cached by source, config, patches)")
+    b.add_argument("variant")
+    add_tree(b)
+    b.add_argument("-j", "--jobs", type=int, help="make -j (default: number of CPUs)")
+    b.add_argument("--force", action="store_true", help="rebuild even when cached")
+    b.add_argument("--dry-run", action="store_true", help="show the commands only")
+    b.set_defaults(func=guarded(cmd_kernel_build))
+    ls = ksub.add_parser("list", help="variants, their patches, and whether each is built")
+    add_tree(ls)
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=guarded(cmd_kernel_list))
+
+    v = subparsers.add_parser("vm", help="boot a variant and run things inside (lab)")
+    vsub = v.add_subparsers(dest="vm_cmd", metavar="{run}")
+    vsub.required = True
+    r = vsub.add_parser("run", help="boot VARIANT; run SUITE, or the command after --",
+                        usage="%(prog)s [options] VARIANT [SUITE | -- CMD ...]")
+    add_run_options(r)
+    # One REMAINDER positional holding VARIANT too: a plain `variant` positional would
+    # swallow the `--` and make `vm run base -- ls` look like `vm run base ls`.
+    r.add_argument("rest", nargs=argparse.REMAINDER, metavar="VARIANT [SUITE | -- CMD ...]")
+    r.set_defaults(func=guarded(cmd_vm_run))
+
+    a = subparsers.add_parser("ab", help="kernel A/B: boot BASE and NEW alternately, compare")
+    a.add_argument("base")
+    a.add_argument("new")
+    a.add_argument("--suite", required=True)
+    a.add_argument("--boots", type=positive_int, default=2, help="boots of each variant (2)")
+    a.add_argument("--full", action="store_true", help="full suite instead of --quick")
+    a.add_argument("--thp", choices=("always", "madvise", "never"))
+    a.add_argument("--timeout", type=positive_float, default=1800, help="per boot, s (1800)")
+    a.add_argument("-o", "--output-dir", type=Path, help="where to keep per-boot and merged results")
+    add_tree(a)
+    a.add_argument("--dry-run", action="store_true")
+    a.set_defaults(func=guarded(cmd_ab))
+
+
+def positive_int(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1: {s}")
+    return v
+
+
+def positive_float(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0: {s}")
+    return v
+
+
+def add_tree(p) -> None:
+    p.add_argument("--tree", help="kernel tree to patch and build instead of Debian's 6.12.117")
+
+
+def add_run_options(p) -> None:
+    p.add_argument("--thp", choices=("always", "madvise", "never"),
+                   help="guest THP mode (default: what the suite asks, else madvise)")
+    p.add_argument("--timeout", type=positive_float, default=900,
+                   help="watchdog for the whole boot, s (900)")
+    p.add_argument("-o", "--output", type=Path, help="results file (suite mode)")
+    p.add_argument("--full", action="store_true", help="full suite instead of --quick")
+    p.add_argument("--fail-page-alloc", metavar="P[,INTERVAL[,TIMES]]",
+                   help="inject page allocation failures into the command only "
+                        "(debug variant): probability %%, interval, times")
+    p.add_argument("--kmemleak", action="store_true",
+                   help="scan kmemleak after the command; leaks fail the run (debug variant)")
+    p.add_argument("--record", type=Path, help="write the lab's JSON record of the boot here")
+    add_tree(p)
+    p.add_argument("--dry-run", action="store_true", help="show the commands only")
+
+
+def split_run_rest(args) -> None:
+    """`vm run VARIANT [SUITE | -- CMD]` with options anywhere before `--`."""
+    rest = list(args.rest)
+    # ipclab/cli.py splits argv at `--` itself and hands the tail over as engine_args.
+    cmd = list(args.engine_args) if getattr(args, "engine_args", None) else None
+    if "--" in rest:
+        i = rest.index("--")
+        rest, cmd = rest[:i], rest[i + 1:]
+        if not cmd:
+            raise LabError("nothing after --", EXIT_USAGE)
+    sub = argparse.ArgumentParser(prog="ipclab vm run", add_help=False)
+    add_run_options(sub)
+    sub.add_argument("variant")
+    sub.add_argument("suite", nargs="?")
+    try:
+        extra, unknown = sub.parse_known_args(rest, namespace=argparse.Namespace())
+    except SystemExit:
+        raise LabError("bad options for vm run (see ipclab vm run --help)", EXIT_USAGE) from None
+    if not getattr(extra, "variant", None) or extra.variant.startswith("-"):
+        raise LabError("vm run: which VARIANT?", EXIT_USAGE)
+    if unknown:
+        raise LabError(f"unexpected argument {unknown[0]!r} (a command goes after --)", EXIT_USAGE)
+    for k, val in vars(extra).items():
+        # Options given after VARIANT win; defaults must not undo options given before it.
+        if val != sub.get_default(k) or not hasattr(args, k):
+            setattr(args, k, val)
+    args.command = cmd
+    if cmd and args.suite:
+        raise LabError("give a SUITE or -- CMD, not both", EXIT_USAGE)
+    if not cmd and not args.suite:
+        raise LabError("nothing to run: give a SUITE or -- CMD", EXIT_USAGE)
+
+
+def parse_faults(spec: str | None) -> dict | None:
+    if not spec:
+        return None
+    parts = spec.split(",")
+    try:
+        prob = int(parts[0])
+        interval = int(parts[1]) if len(parts) > 1 else 1
+        times = int(parts[2]) if len(parts) > 2 else -1
+    except ValueError:
+        raise LabError(f"--fail-page-alloc {spec}: want P[,INTERVAL[,TIMES]] integers", EXIT_USAGE) from None
+    if not 0 <= prob <= 100 or interval < 1 or len(parts) > 3:
+        raise LabError(f"--fail-page-alloc {spec}: probability 0-100, interval >= 1", EXIT_USAGE)
+    return {"probability": prob, "interval": interval, "times": times}
+
+
+# --------------------------------------------------------------------------- handlers
+
+
+def cmd_kernel_build(args) -> int:
+    meta = kernel.build(args.variant, tree=args.tree, jobs=args.jobs, force=args.force,
+                        dry_run=args.dry_run)
+    if not args.dry_run:
+        print(f"{meta['variant']}\t{meta['release']}\t{kernel.image_dir(meta['key'])}/bzImage")
+    return 0
+
+
+def cmd_kernel_list(args) -> int:
+    rows = kernel.describe(args.tree)
+    if args.json:
+        json.dump(rows, sys.stdout, indent=2)
+        print()
+        return 0
+    if not rows:
+        print("no variants in kernel/series")
+        return 0
+    width = max(len(r["variant"]) for r in rows)
+    for r in rows:
+        state = "built" if r["built"] else "not built"
+        if r["error"]:
+            state = f"error: {r['error']}"
+        extra = f" +{'+'.join(r['fragments'][1:])}" if len(r["fragments"]) > 1 else ""
+        print(f"{r['variant']:<{width}}  {state}{extra}")
+        for p in r["patches"]:
+            print(f"{'':<{width}}    {p}")
+        if not r["patches"] and not r["error"]:
+            print(f"{'':<{width}}    (no patches)")
+    return 0
+
+
+def ensure_built(variant: str, tree: str | None, dry_run: bool) -> dict:
+    meta = kernel.build(variant, tree=tree, dry_run=dry_run, quiet=True)
+    if dry_run and "release" not in meta:
+        meta.update(release="?", patches=[{"name": p} for p in kernel.load_variant(variant).patches])
+    return meta
+
+
+def cmd_vm_run(args) -> int:
+    split_run_rest(args)
+    faults = parse_faults(args.fail_page_alloc)
+    meta = ensure_built(args.variant, args.tree, args.dry_run)
+    image = kernel.image_dir(meta["key"]) / "bzImage"
+    accel = vm.accel_for(image, args.dry_run)
+    if args.command:
+        b = vm.boot(meta, accel, args.command, thp=args.thp or "madvise", timeout=args.timeout,
+                    faults=faults, kmemleak=args.kmemleak, dry_run=args.dry_run)
+        if args.dry_run:
+            return 0
+        with open(b.shared / "job.out", errors="replace") as f:
+            sys.stdout.write(f.read())
+        report_boot(b, args.record)
+        if not b.ok:
+            return b.rc if (b.reason or "").startswith("job exited") and b.rc else 1
+        return 0
+    out = args.output or Path("results") / f"{time.strftime('%Y%m%dT%H%M%S')}-vm-{args.variant}-{args.suite}.json"
+    res, b = run_suite_boot(meta, accel, args.suite, out, quick=not args.full, thp=args.thp,
+                            timeout=args.timeout, dry_run=args.dry_run, faults=faults,
+                            kmemleak=args.kmemleak)
+    if args.dry_run:
+        return 0
+    report_boot(b, args.record)
+    if res is not None:
+        print(f"results: {out} (variant={meta['variant']} kernel={b.release} accel={accel}"
+              f"{', emulated timings' if accel == 'tcg' else ''})")
+    return 0 if b.ok and res is not None else 1
+
+
+def run_suite_boot(meta, accel, suite, out: Path, *, quick=True, thp=None, timeout=900,
+                   dry_run=False, faults=None, kmemleak=False):
+    out = out.resolve()
+    guest_out = Path("result.json")
+    mode = thp or vm.suite_thp(suite) or "madvise"
+    shared = kernel.cache_root() / "runs" / f"{time.strftime('%Y%m%dT%H%M%S')}-{meta['variant']}-{suite}-{time.monotonic_ns() % 100000}"
+    argv = vm.suite_argv(suite, shared / guest_out, meta, accel, quick=quick)
+    b = vm.boot(meta, accel, argv, thp=mode, timeout=timeout, dry_run=dry_run, shared=shared,
+                faults=faults, kmemleak=kmemleak, watch=str(guest_out))
+    if dry_run:
+        return None, b
+    res = vm.tag_results(shared / guest_out, b, meta)
+    if res is None:
+        # No results at all (the guest died first or the CLI failed): still leave a file
+        # that says so, with the console tail, so the failure is on record.
+        res = {"schema": "ipclab-results/1", "id": shared.name, "suite": suite,
+               "mode": "quick" if quick else "full",
+               "meta": {"variant": meta["variant"], "kernel": b.release, "accel": accel,
+                        "patches": ",".join(p["name"] for p in meta["patches"]) or "none",
+                        "emulated": accel == "tcg", "lab": b.record()},
+               "cells": [{"key": f"lab:boot:{meta['variant']}", "suite": suite, "workload": "boot",
+                          "args": [], "samples": [], "status": "failed",
+                          "error": f"{b.reason}\n{b.console_tail}"}],
+               "complete": False}
+        write_json_atomic(shared / guest_out, res)
+        b.ok = False
+        if not b.reason:
+            b.reason = "the suite wrote no results"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out, res)
+    return res, b
+
+
+def report_boot(b: vm.Boot, record: Path | None) -> None:
+    if record:
+        write_json_atomic(record, b.record())
+    t = b.timings
+    tm = ", ".join(f"{k}={v}" for k, v in t.items())
+    if b.ok:
+        log(f"{b.variant} ({b.release}, accel={b.accel}): ok [{tm}]")
+        for n in b.status.get("notes", []):
+            log(f"guest note: {n}")
+        return
+    log(f"{b.variant} ({b.release}, accel={b.accel}): FAILED: {b.reason} [{tm}]")
+    for line in b.bad_lines[:10]:
+        log(f"  kernel: {line}")
+    for n in b.status.get("notes", []):
+        log(f"guest note: {n}")
+    if b.console_tail and (b.rc is None or not b.status):
+        log("console tail:\n" + b.console_tail)
+    log(f"evidence: {b.shared}")
+
+
+# --------------------------------------------------------------------------- ab
+
+
+def merge(results: list[dict], label: str) -> dict:
+    """One results object per side: each cell's samples concatenated across boots."""
+    cells: dict[str, dict] = {}
+    order: list[str] = []
+    for res in results:
+        for cell in res.get("cells", []):
+            key = cell["key"]
+            if key not in cells:
+                cells[key] = {**cell, "samples": [], "status": "failed", "error": None,
+                              "boots_ok": 0, "boot_errors": []}
+                order.append(key)
+            m = cells[key]
+            if cell.get("status") == "ok":
+                m["samples"].extend(cell.get("samples", []))
+                m["boots_ok"] += 1
+                m["status"] = "ok"
+                m["error"] = None
+            else:
+                m["boot_errors"].append(cell.get("error"))
+                if m["status"] != "ok":
+                    m["error"] = cell.get("error")
+    first = results[0] if results else {}
+    meta = dict(first.get("meta", {}))
+    meta["lab"] = [r.get("meta", {}).get("lab") for r in results]
+    meta["boots"] = len(results)
+    meta["side"] = label
+    return {"schema": first.get("schema", "ipclab-results/1"), "id": f"ab-{label}",
+            "suite": first.get("suite"), "mode": first.get("mode"), "meta": meta,
+            "cells": [cells[k] for k in order],
+            "complete": all(r.get("complete") for r in results) and bool(results)}
+
+
+def cmd_ab(args) -> int:
+    t0 = time.monotonic()
+    metas = {}
+    for side, name in (("A", args.base), ("B", args.new)):
+        metas[side] = ensure_built(name, args.tree, args.dry_run)
+    accel = vm.accel_for(kernel.image_dir(metas["A"]["key"]) / "bzImage", args.dry_run)
+    outdir = args.output_dir or Path("results") / f"{time.strftime('%Y%m%dT%H%M%S')}-ab-{args.base}-{args.new}-{args.suite}"
+    per_side: dict[str, list[dict]] = {"A": [], "B": []}
+    failures = []
+    # A B A B ...: drift in the host (other jobs, thermal, caches) hits both sides alike.
+    for i in range(args.boots):
+        for side in ("A", "B"):
+            meta = metas[side]
+            out = outdir / f"{side}-{meta['variant']}-boot{i + 1}.json"
+            log(f"ab: boot {i + 1}/{args.boots} of {side} ({meta['variant']})")
+            res, b = run_suite_boot(meta, accel, args.suite, out, quick=not args.full,
+                                    thp=args.thp, timeout=args.timeout, dry_run=args.dry_run)
+            if args.dry_run:
+                continue
+            report_boot(b, None)
+            if not b.ok:
+                failures.append(f"{side} boot {i + 1}: {b.reason}")
+            per_side[side].append(res)
+    if args.dry_run:
+        return 0
+    paths = {}
+    for side, name in (("A", args.base), ("B", args.new)):
+        paths[side] = outdir / f"{side}-{name}-merged.json"
+        write_json_atomic(paths[side], merge(per_side[side], f"{side}:{name}"))
+    heading = (f"ipclab ab {args.base} -> {args.new}: suite {args.suite}, {args.boots} boots each, "
+               f"accel={accel}")
+    if accel == "tcg":
+        heading += " (EMULATED timings: TCG; trust counts and ratios, not absolute times)"
+    try:
+        from .compare import compare_files
+    except ImportError:
+        log(f"ipclab.compare is not available yet; merged results are in {outdir}")
+        return 1
+    sys.stdout.flush()
+    rc = compare_files(str(paths["A"]), str(paths["B"]), out=sys.stdout, heading=heading)
+    elapsed = time.monotonic() - t0
+    log(f"ab: {2 * args.boots} boots in {elapsed:.0f} s; results in {outdir}")
+    if failures:
+        for f in failures:
+            log(f"ab: failed {f}")
+        return 1
+    return rc
+
+
+# --------------------------------------------------------------------------- entry
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="ipclab", description="ipclab kernel lab")
+    sub = p.add_subparsers(dest="cmd", metavar="{kernel,vm,ab}")
+    sub.required = True
+    register(sub)
+    args = p.parse_args(argv)
+    return dispatch(args)
+
+
+def dispatch(args) -> int:
+    return args.func(args)
+
+
+def guarded(fn):
+    """The handler cli.py calls: lab failures become one line and an exit code."""
+    def handler(args) -> int:
+        try:
+            return fn(args)
+        except LabError as e:
+            print(f"ipclab: error: {e}", file=sys.stderr)
+            return e.code
+        except KeyboardInterrupt:
+            print("ipclab: interrupted", file=sys.stderr)
+            return 130
+    handler.__name__ = fn.__name__
+    return handler
+
+
+if __name__ == "__main__":
+    sys.exit(main())

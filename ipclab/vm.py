@@ -1,0 +1,296 @@
+# SPDX-License-Identifier: MIT
+"""Kernel lab, run side: probe the accelerator, boot a variant with virtme-ng, run one job.
+
+A boot is one `vng --run bzImage --exec "guest-run.py SHARED"` with a fresh shared directory
+(--rwdir). The guest writes its results, status and dmesg there; the console log is only
+evidence for failures. Each boot runs under a host watchdog that kills the whole process group
+(vng, qemu, virtiofsd), so a panicked or hung guest becomes a failed cell, never a hung lab.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import kernel
+from .kernel import LabError, cache_root, log, write_json_atomic
+
+REPO = kernel.REPO
+GUEST_SCRIPT = REPO / "scripts" / "guest-run.py"
+VNG = REPO / ".venv" / "bin" / "vng"
+DEFAULT_MEMORY = "2G"
+DEFAULT_CPUS = 2
+PROBE_TIMEOUT_S = 60
+
+# Lines that fail a run (the issue's list, plus the ways the kernel says the same thing).
+BAD_DMESG = re.compile(
+    r"\bBUG\b|\bWARNING\b|\bOops\b|lockdep|KASAN|Kernel panic|"
+    r"possible (?:recursive|circular) locking|suspicious RCU usage|"
+    r"INFO: task .* blocked for more than|general protection fault|"
+    r"kmemleak: \d+ new suspected memory leaks"
+)
+EMULATED_NOTE = ("guest timings under TCG are emulated (~25x slower than native): compare "
+                 "counts and ratios, not absolute times")
+
+
+# --------------------------------------------------------------------------- accel
+
+
+def machine_id() -> str:
+    mid = ""
+    with contextlib.suppress(OSError):
+        mid = Path("/etc/machine-id").read_text().strip()
+    return f"{mid}:{os.uname().release}"
+
+
+def vng_argv(image: Path, accel: str, shared: Path | None, command: str,
+             cpus: int = DEFAULT_CPUS, memory: str = DEFAULT_MEMORY,
+             append: list[str] | None = None) -> list[str]:
+    argv = [str(VNG), "--run", str(image), "--verbose", "--cpus", str(cpus),
+            "--memory", memory, "--name", "ipclab"]
+    if accel == "tcg":
+        argv.append("--disable-kvm")
+    if shared is not None:
+        argv += ["--rwdir", str(shared)]
+    for a in append or []:
+        argv += ["--append", a]
+    return argv + ["--exec", command]
+
+
+def probe_accel(image: Path, dry_run: bool = False) -> dict:
+    """KVM if a stock guest really boots under it, else TCG. Cached per machine."""
+    forced = os.environ.get("IPCLAB_ACCEL")
+    if forced:
+        if forced not in ("kvm", "tcg"):
+            raise LabError(f"IPCLAB_ACCEL={forced}: must be kvm or tcg", 2)
+        return {"accel": forced, "reason": "forced by IPCLAB_ACCEL"}
+    path = cache_root() / "accel.json"
+    with contextlib.suppress(OSError, ValueError):
+        cached = json.loads(path.read_text())
+        if cached.get("machine") == machine_id():
+            return cached
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        result = {"accel": "tcg", "reason": "/dev/kvm is missing or not accessible"}
+    else:
+        marker = "IPCLAB-KVM-PROBE-OK"
+        argv = vng_argv(image, "kvm", None, f"echo {marker}", cpus=1, memory="512M")
+        if dry_run:
+            log("would probe KVM: " + " ".join(argv))
+            return {"accel": "tcg", "reason": "dry run"}
+        log(f"probing KVM with a stock guest (once per machine, up to {PROBE_TIMEOUT_S} s)")
+        rc, out, _ = run_watchdog(argv, PROBE_TIMEOUT_S)
+        if rc == 0 and marker in out:
+            result = {"accel": "kvm", "reason": "a stock guest booted under KVM"}
+        else:
+            why = "timed out" if rc is None else f"exit {rc}"
+            result = {"accel": "tcg",
+                      "reason": f"a stock guest did not boot under KVM ({why}; the host "
+                                "hypervisor may only run specially built guests)"}
+    result.update(machine=machine_id(), probed_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    write_json_atomic(path, result)
+    return result
+
+
+def accel_for(image: Path, dry_run: bool = False) -> str:
+    res = probe_accel(image, dry_run)
+    if res["accel"] == "tcg":
+        log(f"warning: using QEMU TCG, not KVM: {res['reason']}. {EMULATED_NOTE}")
+    return res["accel"]
+
+
+# --------------------------------------------------------------------------- one boot
+
+
+def run_watchdog(argv: list[str], timeout: float, logfile: Path | None = None,
+                 poll=None) -> tuple[int | None, str, float]:
+    """Run argv in its own session; kill the group at timeout. rc is None on timeout.
+
+    poll(), if given, is called about 5 times a second while the guest runs (host-side
+    timing of guest milestones).
+    """
+    out_path = logfile or Path(os.devnull)
+    t0 = time.monotonic()
+    with open(out_path, "wb") as out:
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        except FileNotFoundError:
+            raise LabError(f"{argv[0]} not found: run `make lab-deps`") from None
+        rc = None
+        try:
+            while True:
+                try:
+                    rc = proc.wait(timeout=0.2)
+                    break
+                except subprocess.TimeoutExpired:
+                    if poll:
+                        poll()
+                    if time.monotonic() - t0 > timeout:
+                        break
+        finally:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            else:
+                # vng may leave virtiofsd behind in the group; it must not outlive the boot.
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+    text = ""
+    if logfile:
+        text = logfile.read_text(errors="replace")
+    return rc, text, time.monotonic() - t0
+
+
+@dataclasses.dataclass
+class Boot:
+    """What one boot produced: the job's rc and output, and the lab's verdict."""
+    variant: str
+    release: str | None
+    accel: str
+    shared: Path
+    ok: bool
+    rc: int | None
+    reason: str | None
+    bad_lines: list[str]
+    console_tail: str
+    timings: dict
+    status: dict
+
+    def record(self) -> dict:
+        return {
+            "variant": self.variant, "kernel": self.release, "accel": self.accel,
+            "emulated": self.accel == "tcg", "ok": self.ok, "rc": self.rc,
+            "reason": self.reason, "bad_lines": self.bad_lines,
+            "console_tail": None if self.ok else self.console_tail,
+            "timings": self.timings, "guest": self.status, "shared": str(self.shared),
+        }
+
+
+def scan(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if BAD_DMESG.search(line)][:20]
+
+
+def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
+         timeout: float = 900, faults: dict | None = None, kmemleak: bool = False,
+         extra_env: dict | None = None, cpus: int = DEFAULT_CPUS,
+         memory: str = DEFAULT_MEMORY, dry_run: bool = False,
+         shared: Path | None = None, watch: str | None = None) -> Boot:
+    """Boot the image in `meta`, run argv inside, and judge the result."""
+    image = kernel.image_dir(meta["key"]) / "bzImage"
+    if shared is None:
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        shared = cache_root() / "runs" / f"{stamp}-{meta['variant']}-{os.getpid()}-{time.monotonic_ns() % 100000}"
+    env = {"IPCBENCH_ACCEL": accel, "IPCLAB_VARIANT": meta["variant"],
+           "IPCLAB_KERNEL": meta["release"], "PYTHONUNBUFFERED": "1",
+           "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
+    env.update(extra_env or {})
+    job = {"argv": argv, "env": env, "cwd": str(REPO), "thp": thp, "cgroup": "ipclab",
+           "timeout": max(30, timeout - 120), "faults": faults, "kmemleak": kmemleak}
+    command = f"{sys.executable} {GUEST_SCRIPT} {shared}"
+    vargv = vng_argv(image, accel, shared, command, cpus=cpus, memory=memory)
+    if dry_run:
+        log("would run: " + " ".join(vargv))
+        log("guest job: " + json.dumps(job))
+        return Boot(meta["variant"], meta["release"], accel, shared, True, 0, None, [], "",
+                    {}, {})
+    shared.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(shared / "job.json", job)
+    console = shared / "console.log"
+    timings: dict = {}
+    t0 = time.monotonic()
+
+    def poll():
+        # Host-side milestones: guest userspace up, first result written.
+        now = round(time.monotonic() - t0, 2)
+        if "guest_started_s" not in timings and (shared / "started").exists():
+            timings["guest_started_s"] = now
+        if watch and "first_result_s" not in timings and (shared / watch).exists():
+            timings["first_result_s"] = now
+
+    rc, text, elapsed = run_watchdog(vargv, timeout, console, poll)
+    poll()
+    timings["boot_total_s"] = round(elapsed, 2)
+    status = {}
+    with contextlib.suppress(OSError, ValueError):
+        status = json.loads((shared / "status.json").read_text())
+    dmesg = ""
+    with contextlib.suppress(OSError):
+        dmesg = (shared / "dmesg.txt").read_text(errors="replace")
+    kml = ""
+    with contextlib.suppress(OSError):
+        kml = (shared / "kmemleak.txt").read_text(errors="replace")
+    bad = scan(dmesg or text)
+    if kml.strip():
+        bad.append("kmemleak: " + kml.strip().splitlines()[0])
+    reason = None
+    if rc is None:
+        reason = f"guest killed by the watchdog after {timeout:.0f} s (hang or timeout)"
+    elif not status:
+        reason = f"guest ended without a status (panic or early failure; vng exit {rc})"
+    elif bad:
+        reason = f"kernel log: {bad[0]}"
+    elif status.get("rc") != 0:
+        reason = f"job exited with {status.get('rc')}"
+    tail = "\n".join(text.splitlines()[-40:])
+    return Boot(meta["variant"], status.get("release") or meta["release"], accel, shared,
+                reason is None, status.get("rc"), reason, bad, tail, timings, status)
+
+
+# --------------------------------------------------------------------------- suites
+
+
+def suite_argv(suite: str, out: Path, meta: dict, accel: str, quick: bool = True) -> list[str]:
+    patches = ",".join(p["name"] for p in meta["patches"]) or "none"
+    argv = [sys.executable, "-m", "ipclab", "run", suite]
+    if quick:
+        argv.append("--quick")
+    argv += ["-o", str(out), "--meta", f"variant={meta['variant']}",
+             "--meta", f"kernel={meta['release']}", "--meta", f"accel={accel}",
+             "--meta", f"patches={patches}", "--quiet",
+             # The repo is read-only in the guest; reports are made on the host.
+             "--no-report"]
+    return argv
+
+
+def suite_thp(suite: str) -> str | None:
+    """THP mode a suite asks for (a `thp` attribute on the suite), if it asks."""
+    try:
+        from . import suites
+    except ImportError:
+        return None
+    s = getattr(suites, "SUITES", {}).get(suite)
+    thp = getattr(s, "thp", None)
+    return thp if thp in ("always", "madvise", "never") else None
+
+
+def tag_results(path: Path, boot: Boot, meta: dict) -> dict | None:
+    """Make sure the results carry variant, release, patches and accel; add the lab record."""
+    try:
+        res = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    m = res.setdefault("meta", {})
+    m.setdefault("variant", meta["variant"])
+    m["kernel"] = boot.release or meta["release"]
+    m["accel"] = boot.accel
+    m.setdefault("patches", ",".join(p["name"] for p in meta["patches"]) or "none")
+    m["emulated"] = boot.accel == "tcg"
+    m["lab"] = boot.record()
+    if not boot.ok:
+        # A kernel splat or a dead guest makes every cell of this boot suspect.
+        for cell in res.get("cells", []):
+            if cell.get("status") == "ok":
+                cell["status"] = "failed"
+                cell["error"] = f"lab: {boot.reason}"
+        res["complete"] = False
+    write_json_atomic(path, res)
+    return res

@@ -1,0 +1,233 @@
+# SPDX-License-Identifier: MIT
+"""Kernel lab logic that needs no kernel build and no VM: series, patch switching, cache
+keys, console scanning, merging boots, command-line parsing."""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ipclab import kernel, lab, vm
+from ipclab.kernel import LabError
+
+pytestmark = pytest.mark.skipif(shutil.which("patch") is None, reason="GNU patch not installed")
+
+PIPE_C = "".join(f"line {i}\n" for i in range(1, 41))
+
+
+def make_patch(path: Path, rel: str, old: str, new: str) -> Path:
+    """A -p1 unified diff made by diff(1) itself, so the fixture is a real patch."""
+    a = path.parent / "a" / rel
+    b = path.parent / "b" / rel
+    for f, text in ((a, old), (b, new)):
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text)
+    out = subprocess.run(["diff", "-u", f"a/{rel}", f"b/{rel}"], cwd=path.parent,
+                         capture_output=True, text=True).stdout
+    shutil.rmtree(path.parent / "a")
+    shutil.rmtree(path.parent / "b")
+    path.write_text(out)
+    return path
+
+
+@pytest.fixture
+def labdir(tmp_path, monkeypatch):
+    """A fake repo kernel/ dir and a fake kernel tree with two source files."""
+    kdir = tmp_path / "kernel"
+    for d in ("series", "patches", "config"):
+        (kdir / d).mkdir(parents=True)
+    (kdir / "config" / "lab.config").write_text("CONFIG_SMP=y\n")
+    monkeypatch.setattr(kernel, "KERNEL_DIR", kdir)
+    monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
+    tree = tmp_path / "tree"
+    (tree / "fs").mkdir(parents=True)
+    (tree / "ipc").mkdir()
+    (tree / "Makefile").write_text("VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 117\nEXTRAVERSION =\n")
+    (tree / "fs" / "pipe.c").write_text(PIPE_C)
+    (tree / "ipc" / "mqueue.c").write_text("mq\n")
+    old = 1_000_000_000 * 1_600_000_000
+    for f in (tree / "fs" / "pipe.c", tree / "ipc" / "mqueue.c"):
+        os.utime(f, ns=(old, old))
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "state.json").write_text('{"applied": [], "touched": {}, "dirty": false}')
+    src = kernel.Source(tree, work, "test", "6.12.117", managed=False)
+    return kdir, src
+
+
+def series(kdir, name, *patches):
+    (kdir / "series" / name).write_text("# test\n" + "".join(p + "\n" for p in patches))
+    return kernel.load_variant(name)
+
+
+def test_series_comments_and_fragments(labdir):
+    kdir, _ = labdir
+    make_patch(kdir / "patches" / "0001-x.patch", "fs/pipe.c", PIPE_C, PIPE_C.replace("line 5\n", "five\n"))
+    (kdir / "config" / "debug.config").write_text("CONFIG_DEBUG_KERNEL=y\n")
+    (kdir / "series" / "debug").write_text("0001-x.patch  # the patch\n\n# done\n")
+    v = kernel.load_variant("debug")
+    assert v.patches == ["0001-x.patch"]
+    assert v.fragments == ["lab.config", "debug.config"]
+    assert v.config_name == "lab+debug"
+
+
+def test_unknown_variant_and_missing_patch_are_usage_errors(labdir):
+    kdir, _ = labdir
+    with pytest.raises(LabError) as e:
+        kernel.load_variant("nope")
+    assert e.value.code == 2
+    (kdir / "series" / "bad").write_text("missing.patch\n")
+    with pytest.raises(LabError, match="missing.patch"):
+        kernel.load_variant("bad")
+
+
+def test_switch_restores_only_touched_files_and_keeps_mtimes(labdir):
+    kdir, src = labdir
+    make_patch(kdir / "patches" / "p1.patch", "fs/pipe.c", PIPE_C, PIPE_C.replace("line 5\n", "five\n"))
+    pipe, mq = src.tree / "fs" / "pipe.c", src.tree / "ipc" / "mqueue.c"
+    mq_mtime = mq.stat().st_mtime_ns
+    kernel.switch_tree(src, series(kdir, "x", "p1.patch"), dry_run=False)
+    assert "five\n" in pipe.read_text()
+    patched_mtime = pipe.stat().st_mtime_ns
+    kernel.switch_tree(src, series(kdir, "base"), dry_run=False)
+    assert pipe.read_text() == PIPE_C
+    # The restored file must look newer than objects built from the patched one ...
+    assert pipe.stat().st_mtime_ns >= patched_mtime
+    # ... and a file no series touched keeps its mtime, so make leaves it alone.
+    assert mq.stat().st_mtime_ns == mq_mtime
+    assert json.loads(src.state_path.read_text())["applied"] == []
+
+
+def test_switch_between_identical_results_keeps_mtime(labdir):
+    kdir, src = labdir
+    new = PIPE_C.replace("line 5\n", "five\n")
+    make_patch(kdir / "patches" / "a.patch", "fs/pipe.c", PIPE_C, new)
+    make_patch(kdir / "patches" / "b.patch", "fs/pipe.c", PIPE_C, new)
+    kernel.switch_tree(src, series(kdir, "va", "a.patch"), dry_run=False)
+    pipe = src.tree / "fs" / "pipe.c"
+    os.utime(pipe, ns=(5_000, 5_000))
+    kernel.switch_tree(src, series(kdir, "vb", "b.patch"), dry_run=False)
+    assert pipe.read_text() == new
+    assert pipe.stat().st_mtime_ns == 5_000
+
+
+def test_created_files_are_removed_on_switch(labdir):
+    kdir, src = labdir
+    p = kdir / "patches" / "new.patch"
+    p.write_text("--- /dev/null\n+++ b/fs/new.c\n@@ -0,0 +1 @@\n+hello\n")
+    kernel.switch_tree(src, series(kdir, "n", "new.patch"), dry_run=False)
+    assert (src.tree / "fs" / "new.c").read_text() == "hello\n"
+    kernel.switch_tree(src, series(kdir, "base"), dry_run=False)
+    assert not (src.tree / "fs" / "new.c").exists()
+
+
+def test_failing_patch_names_patch_and_hunk_and_leaves_tree_pristine(labdir):
+    kdir, src = labdir
+    good = PIPE_C.replace("line 5\n", "five\n")
+    make_patch(kdir / "patches" / "0001-ok.patch", "fs/pipe.c", PIPE_C, good)
+    # Written against a different file: its second hunk cannot match.
+    other = PIPE_C.replace("line 30\n", "thirty\n")
+    make_patch(kdir / "patches" / "0002-bad.patch", "fs/pipe.c",
+               other.replace("line 2\n", "two\n"), other.replace("line 2\n", "TWO\n").replace("thirty\n", "30\n"))
+    v = series(kdir, "broken", "0001-ok.patch", "0002-bad.patch")
+    with pytest.raises(LabError) as e:
+        kernel.switch_tree(src, v, dry_run=False)
+    msg = str(e.value)
+    assert "0002-bad.patch" in msg and "fs/pipe.c" in msg and "hunk #1" in msg
+    assert (src.tree / "fs" / "pipe.c").read_text() == PIPE_C
+    assert json.loads(src.state_path.read_text()) == {"applied": [], "touched": {}, "dirty": False}
+
+
+def test_interrupted_switch_is_repaired(labdir):
+    kdir, src = labdir
+    make_patch(kdir / "patches" / "p1.patch", "fs/pipe.c", PIPE_C, PIPE_C.replace("line 5\n", "five\n"))
+    kernel.switch_tree(src, series(kdir, "x", "p1.patch"), dry_run=False)
+    st = json.loads(src.state_path.read_text())
+    st["dirty"] = True
+    src.state_path.write_text(json.dumps(st))
+    kernel.switch_tree(src, series(kdir, "base"), dry_run=False)
+    assert (src.tree / "fs" / "pipe.c").read_text() == PIPE_C
+
+
+def test_image_key_follows_patch_content_and_config(labdir):
+    kdir, src = labdir
+    p = make_patch(kdir / "patches" / "p.patch", "fs/pipe.c", PIPE_C, PIPE_C.replace("line 5\n", "five\n"))
+    v = series(kdir, "x", "p.patch")
+    k1 = kernel.image_key(src, v)
+    assert kernel.image_key(src, v) == k1
+    p.write_text(p.read_text() + "\n")
+    k2 = kernel.image_key(src, v)
+    (kdir / "config" / "lab.config").write_text("CONFIG_SMP=y\nCONFIG_FUTEX=y\n")
+    k3 = kernel.image_key(src, v)
+    assert len({k1, k2, k3}) == 3
+
+
+def test_scan_flags_splats_not_ordinary_boot_lines():
+    log = "\n".join([
+        "[    0.000000] Linux version 6.12.117",
+        "[    1.000000] WARNING: CPU: 1 PID: 7 at fs/pipe.c:100 pipe_write+0x1/0x2",
+        "[    1.1] BUG: kernel NULL pointer dereference, address: 0000000000000008",
+        "[    2.0] ======================================================",
+        "[    2.1] WARNING: possible circular locking dependency detected",
+        "[    3.0] kmemleak: 2 new suspected memory leaks (see /sys/kernel/debug/kmemleak)",
+        "[    4.0] virtme-ng-init: mount /dev/mqueue",
+    ])
+    bad = vm.scan(log)
+    assert len(bad) == 4
+    assert not vm.scan("[ 0.1] Booting paravirtualized kernel on bare hardware\n")
+
+
+def test_merge_concatenates_samples_across_boots():
+    def res(n, status="ok"):
+        return {"schema": "ipclab-results/1", "suite": "s", "mode": "quick",
+                "meta": {"variant": "base", "accel": "tcg", "lab": {"ok": status == "ok"}},
+                "cells": [{"key": "c1", "workload": "w", "args": [], "status": status,
+                           "samples": [{"sample": i} for i in range(n)], "error": None}],
+                "complete": True}
+    m = lab.merge([res(3), res(2), res(4, "failed")], "A:base")
+    (cell,) = m["cells"]
+    assert len(cell["samples"]) == 5 and cell["status"] == "ok" and cell["boots_ok"] == 2
+    assert m["meta"]["boots"] == 3 and m["meta"]["accel"] == "tcg"
+
+
+def parse(argv):
+    import argparse
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd")
+    lab.register(sub)
+    return p.parse_args(argv)
+
+
+def test_vm_run_argument_forms():
+    a = parse(["vm", "run", "base", "seed-exclusive-waits", "--thp", "always"])
+    lab.split_run_rest(a)
+    assert a.suite == "seed-exclusive-waits" and a.thp == "always" and a.command is None
+    a = parse(["vm", "run", "--timeout", "60", "base", "--", "uname", "-r", "--x"])
+    lab.split_run_rest(a)
+    assert a.command == ["uname", "-r", "--x"] and a.suite is None and a.timeout == 60
+    # ipclab/cli.py cuts argv at `--` itself and passes the tail as engine_args.
+    a = parse(["vm", "run", "base"])
+    a.engine_args = ["true"]
+    lab.split_run_rest(a)
+    assert a.command == ["true"]
+    a = parse(["vm", "run", "base"])
+    a.engine_args = None
+    with pytest.raises(LabError) as e:
+        lab.split_run_rest(a)
+    assert e.value.code == 2
+
+
+def test_bad_input_is_one_line_and_exit_2(capsys):
+    assert lab.main(["kernel", "build", "no-such-variant"]) == 2
+    assert lab.main(["vm", "run", "base", "--fail-page-alloc", "x", "--", "true"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(line.startswith("ipclab: error:") for line in err)
+
+
+def test_parse_faults():
+    assert lab.parse_faults("10,2,5") == {"probability": 10, "interval": 2, "times": 5}
+    with pytest.raises(LabError):
+        lab.parse_faults("200")
