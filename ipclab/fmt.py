@@ -19,7 +19,7 @@ def num(v):
         return "%.2f" % v
     if a == 0:
         return "0"
-    return "%.3g" % v
+    return "%#.3g" % v
 
 
 def pct(x, signed=True):

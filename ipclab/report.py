@@ -19,7 +19,7 @@ def _ref_text(ref, view, row, col):
         return ""
     figs = ref.get("figures", {}).get(view.ref_key, {})
     k = view.ref_cells.get((row, col))
-    v = figs.get("cells", {}).get(k) if k else None
+    v = figs.get("cells", {}).get(k) if k and not k.startswith("local:") else None
     if v is None:
         return ""
     if isinstance(v, dict):
@@ -32,7 +32,7 @@ def _ref_text(ref, view, row, col):
 def _local_text(ref, view, row, col):
     local = (ref or {}).get("local", {}).get("cells", {})
     k = view.ref_cells.get((row, col))
-    v = local.get(k) if k else None
+    v = local.get(k[len("local:"):] if k and k.startswith("local:") else k) if k else None
     if v is None:
         return ""
     return v if isinstance(v, str) else fmt.num(v)

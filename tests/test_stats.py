@@ -1,0 +1,114 @@
+# SPDX-License-Identifier: MIT
+"""The statistics agree with known values."""
+import itertools
+import math
+import random
+
+import pytest
+
+from ipclab import stats
+
+
+def test_median_quantile_iqr_cv():
+    assert stats.median([3, 1, 2]) == 2
+    assert stats.median([4, 1, 3, 2]) == 2.5
+    # numpy.percentile([1..10], 25/75) = 3.25 / 7.75
+    xs = list(range(1, 11))
+    assert stats.quantile(xs, 0.25) == pytest.approx(3.25)
+    assert stats.iqr(xs) == pytest.approx(4.5)
+    # sd(ddof=1) of 2,4,4,4,5,5,7,9 is 2.138089935; mean 5
+    assert stats.cv([2, 4, 4, 4, 5, 5, 7, 9]) == pytest.approx(2.138089935299395 / 5)
+    assert math.isnan(stats.cv([1.0]))
+
+
+def test_geomean():
+    assert stats.geomean([1.1, 1 / 1.1]) == pytest.approx(1.0)
+    assert stats.geomean([2, 8]) == pytest.approx(4.0)
+
+
+def test_mwu_scipy_doc_example_exact():
+    # scipy.stats.mannwhitneyu docs: males vs females, U1 = 17, exact p = 0.1111...
+    r = stats.mann_whitney_u([19, 22, 16, 29, 24], [20, 11, 17, 12])
+    assert r.u == 17
+    assert r.method == "exact"
+    assert r.p == pytest.approx(0.1111111111111111, abs=1e-12)
+
+
+def test_mwu_full_separation():
+    r = stats.mann_whitney_u([1, 2, 3, 4, 5], [6, 7, 8, 9, 10])
+    assert r.u == 0
+    assert r.p == pytest.approx(2 / math.comb(10, 5))
+    r = stats.mann_whitney_u(range(10), range(10, 20))
+    assert r.p == pytest.approx(2 / math.comb(20, 10))
+
+
+def brute_force_p(x, y):
+    """Two-sided exact p by enumerating every split of the pooled sample."""
+    pooled = list(x) + list(y)
+    n1 = len(x)
+
+    def u_of(idx):
+        a = [pooled[i] for i in idx]
+        b = [pooled[i] for i in range(len(pooled)) if i not in idx]
+        return sum((ai > bi) + 0.5 * (ai == bi) for ai in a for bi in b)
+
+    u = u_of(range(n1))
+    us = [u_of(set(c)) for c in itertools.combinations(range(len(pooled)), n1)]
+    lo = sum(1 for v in us if v <= u) / len(us)
+    hi = sum(1 for v in us if v >= u) / len(us)
+    return u, min(1.0, 2 * min(lo, hi))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_mwu_exact_matches_enumeration(seed):
+    rnd = random.Random(seed)
+    x = [rnd.random() for _ in range(rnd.randint(2, 6))]
+    y = [rnd.random() + 0.2 for _ in range(rnd.randint(2, 6))]
+    u, p = brute_force_p(x, y)
+    r = stats.mann_whitney_u(x, y)
+    assert r.u == u
+    assert r.p == pytest.approx(p, abs=1e-12)
+
+
+def test_mwu_normal_approximation_with_ties():
+    # x = 1,2,2,3,4,5; y = 2,6,7,8,9,10.  The 2s tie three ways (ranks 2-4,
+    # average 3).  R1 = 1+3+3+5+6+7 = 25, U1 = 25 - 21 = 4, mu = 18.
+    # var = 36/12 * (13 - (27-3)/(12*11)) = 3 * (13 - 24/132) = 38.454545...
+    # z = (|4-18| - 0.5) / sqrt(var) = 13.5 / 6.20117 = 2.17701
+    # p = erfc(z / sqrt 2) = 0.029480...
+    r = stats.mann_whitney_u([1, 2, 2, 3, 4, 5], [2, 6, 7, 8, 9, 10])
+    assert r.method == "normal"
+    assert r.u == 4
+    var = 3 * (13 - 24 / 132)
+    z = 13.5 / math.sqrt(var)
+    assert r.p == pytest.approx(math.erfc(z / math.sqrt(2)), rel=1e-12)
+    assert r.p == pytest.approx(0.02948, abs=1e-5)
+
+
+def test_mwu_all_equal_is_not_significant():
+    r = stats.mann_whitney_u([5.0] * 10, [5.0] * 10)
+    assert r.p == 1.0
+
+
+def test_holm_known_values():
+    # p = 0.01, 0.04, 0.03, 0.005 -> sorted 0.005*4, 0.01*3, 0.03*2, 0.04*1
+    # = 0.02, 0.03, 0.06, 0.06 (monotone), back in input order:
+    assert stats.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert stats.holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
+
+
+def test_bootstrap_ci_contains_ratio_and_is_deterministic():
+    rnd = random.Random(1)
+    base = [100 * (1 + rnd.gauss(0, 0.02)) for _ in range(10)]
+    new = [110 * (1 + rnd.gauss(0, 0.02)) for _ in range(10)]
+    lo, hi = stats.bootstrap_ratio_ci(base, new, seed=7)
+    ratio = stats.median(new) / stats.median(base)
+    assert lo <= ratio <= hi
+    assert 1.0 < lo and hi < 1.2
+    assert stats.bootstrap_ratio_ci(base, new, seed=7) == (lo, hi)
+
+
+def test_compare_samples_direction():
+    c = stats.compare_samples([10, 11, 12, 10.5, 11.5], [20, 21, 22, 20.5, 21.5])
+    assert c.ratio == pytest.approx(21 / 11)
+    assert c.u.p < 0.05
