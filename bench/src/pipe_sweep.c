@@ -138,8 +138,9 @@ static int sweep_validate(const struct common_opts *c, void *wopts)
 		return usage_error("--count (writes per writer) and --duration exclude each other");
 	max = sysctl_read_ll(PIPE_MAX_SIZE_PATH);
 	/*
-	 * Above fs/pipe-max-size F_SETPIPE_SZ needs CAP_SYS_RESOURCE.  Root has
-	 * it, so the size is granted without touching the sysctl.
+	 * Above fs/pipe-max-size F_SETPIPE_SZ needs CAP_SYS_RESOURCE, which
+	 * root in a container may lack; root raises the sysctl instead (see
+	 * raise_pipe_max_size()).
 	 */
 	if (max > 0 && o->pipe_size > max && geteuid() != 0)
 		return usage_error("--pipe-size %lld: above %s (%lld); needs root",
@@ -364,7 +365,7 @@ static void report_pressure(struct report *r, const struct pressure *p)
 /* Run one (writers, readers) cell and emit its result. */
 static int sweep_cell(const struct common_opts *c, const struct sweep_opts *o,
 		      int writers, int readers, const struct pressure *pr,
-		      struct report *r)
+		      long long raised_from, struct report *r)
 {
 	int nr = writers + readers, i, granted, ret = EXIT_FAIL, err;
 	struct sweep_worker *workers;
@@ -440,10 +441,12 @@ static int sweep_cell(const struct common_opts *c, const struct sweep_opts *o,
 		close(pfd[0]);
 	start = now_ns();
 	close(go[1]);
-	if (!failed && !run.count)
+	/* with --count the writers stop by themselves */
+	if (!failed && !run.count) {
 		sleep_until(start + (uint64_t)((c->duration_set ? c->duration :
 					      SWEEP_DEFAULT_DURATION) * 1e9));
-	atomic_store(&sh->stop, 1);
+		atomic_store(&sh->stop, 1);
+	}
 	for (i = 0; i < nr; i++) {
 		if (finish_worker(&workers[i]))
 			failed = true;
@@ -504,6 +507,9 @@ static int sweep_cell(const struct common_opts *c, const struct sweep_opts *o,
 		report_latency(r, "read", rh);
 	report_counters(r, &cnt);
 	report_pressure(r, pr);
+	if (raised_from)
+		report_note(r, "pipe_max_size", "raised from %lld to %lld for this run, restored on exit",
+			    raised_from, o->pipe_size);
 	if (written != read_bytes) {
 		report_note(r, "error", "bytes read %llu != bytes written %llu",
 			    (unsigned long long)read_bytes, (unsigned long long)written);
@@ -528,6 +534,32 @@ out_unmap:
 	return ret;
 }
 
+/*
+ * Let F_SETPIPE_SZ grant a size above fs/pipe-max-size: root raises the
+ * sysctl through sysctl_set(), and the core puts the old value back on every
+ * exit path.  Non-root was turned away in sweep_validate().
+ */
+static int raise_pipe_max_size(const struct sweep_opts *o, long long *old)
+{
+	long long max;
+	char value[32];
+	int ret;
+
+	*old = 0;
+	max = sysctl_read_ll(PIPE_MAX_SIZE_PATH);
+	if (max <= 0 || o->pipe_size <= max)
+		return 0;
+	snprintf(value, sizeof(value), "%lld", o->pipe_size);
+	ret = sysctl_set(PIPE_MAX_SIZE_PATH, value);
+	if (ret) {
+		fail_reason("--pipe-size %lld is above %s (%lld) and raising it failed: %s",
+			    o->pipe_size, PIPE_MAX_SIZE_PATH, max, strerror(-ret));
+		return ret;
+	}
+	*old = max;
+	return 0;
+}
+
 static const int sweep_writers[] = { 1, 2, 5 };
 static const int sweep_readers[] = { 1, 5, 10 };
 
@@ -535,10 +567,13 @@ static int sweep_run(const struct common_opts *c, void *wopts, struct report *r)
 {
 	const struct sweep_opts *o = wopts;
 	struct pressure pr = { 0 };
+	long long raised_from;
 	double budget;
 	unsigned int i, j, cells;
 	int ret = EXIT_OK;
 
+	if (raise_pipe_max_size(o, &raised_from))
+		return EXIT_FAIL;
 	if (o->memory_pressure) {
 		/* stress-ng's own timeout, should the engine die with SIGKILL */
 		cells = o->sweep ? 9 : 1;
@@ -548,12 +583,14 @@ static int sweep_run(const struct common_opts *c, void *wopts, struct report *r)
 			return EXIT_FAIL;
 	}
 	if (!o->sweep) {
-		ret = sweep_cell(c, o, o->writers, o->readers, &pr, r);
+		ret = sweep_cell(c, o, o->writers, o->readers, &pr,
+				 raised_from, r);
 		goto out_pressure;
 	}
 	for (i = 0; i < sizeof(sweep_writers) / sizeof(sweep_writers[0]); i++) {
 		for (j = 0; j < sizeof(sweep_readers) / sizeof(sweep_readers[0]); j++) {
-			ret = sweep_cell(c, o, sweep_writers[i], sweep_readers[j], &pr, r);
+			ret = sweep_cell(c, o, sweep_writers[i], sweep_readers[j], &pr,
+					 raised_from, r);
 			if (ret != EXIT_OK)
 				goto out_pressure;
 		}
