@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pipe-sweep times every write(): the "write" histogram holds one entry per
+ * write, its percentiles are ordered, and --no-latency drops it.
+ */
+#include "engine_run.h"
+
+int main(int argc, char **argv)
+{
+	char *argv_on[] = { (char *)engine_path(argc, argv), "pipe-sweep", "--json",
+			    "--duration", "0.3", "--writers", "2", NULL };
+	char *argv_off[] = { (char *)engine_path(argc, argv), "pipe-sweep", "--json",
+			     "--duration", "0.3", "--no-latency", NULL };
+	static const char *const keys[] = { "min", "p50", "p90", "p99", "p99.9", "max" };
+	struct engine_result res;
+	double writes, count, v, prev = 0;
+	const char *lat;
+	unsigned int i;
+	int ret = T_FAIL;
+
+	if (engine_run(argv_on, 10, &res))
+		return T_FAIL;
+	if (res.status != 0 || !json_metric(res.out, "writes", &writes)) {
+		t_fail(&res, "run with latency");
+		goto out;
+	}
+	lat = strstr(res.out, "\"latency\": {\"write\": {");
+	if (!lat || !json_number(lat, "count", &count) || count != writes || writes < 1) {
+		t_fail(&res, "latency.write.count should equal writes (%.0f)", writes);
+		goto out;
+	}
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (!json_number(lat, keys[i], &v) || v < prev || v <= 0) {
+			t_fail(&res, "latency.write.%s missing or out of order", keys[i]);
+			goto out;
+		}
+		prev = v;
+	}
+	engine_result_free(&res);
+
+	if (engine_run(argv_off, 10, &res))
+		return T_FAIL;
+	if (res.status != 0 || !strstr(res.out, "\"latency\": {}") ||
+	    !strstr(res.out, "\"latency\": false")) {
+		t_fail(&res, "--no-latency should emit no write histogram");
+		goto out;
+	}
+	ret = T_PASS;
+out:
+	engine_result_free(&res);
+	return ret;
+}
