@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fastpipe --verify checks every byte the reader gets, for write and for
+ * vmsplice (whose double buffering it proves), and says how many it checked.
+ */
+#include "engine_run.h"
+
+static int run(const char *engine, const char *mode)
+{
+	char *args[] = { (char *)engine, "fastpipe", "--verify", "--write", (char *)mode,
+			 "--bytes", "64M", "--json", NULL };
+	struct engine_result res;
+	const char *p;
+	int ret = T_FAIL;
+
+	if (engine_run(args, 20, &res))
+		return T_FAIL;
+	if (res.status == T_SKIP) {
+		ret = T_SKIP;
+		goto out;
+	}
+	p = strstr(res.out, "\"verify\": \"");
+	/* 64 MiB: every byte the reader got, first transfer included */
+	if (res.status != 0 || !p || strncmp(p + 11, "67108864 bytes checked, all correct", 35)) {
+		t_fail(&res, "--verify --write %s: want exit 0 and 67108864 bytes checked", mode);
+		goto out;
+	}
+	ret = T_PASS;
+out:
+	engine_result_free(&res);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	const char *engine = engine_path(argc, argv);
+	int ret;
+
+	ret = run(engine, "write");
+	if (ret)
+		return ret;
+	return run(engine, "vmsplice");
+}
