@@ -77,7 +77,7 @@ static const struct opt sweep_opt_table[] = {
 	{ "read-latency", OPT_FLAG, SO(read_latency),
 	  "also time each read(); includes the wait for data" },
 	{ "memory-pressure", OPT_FLAG, SO(memory_pressure),
-	  "run stress-ng --vm alongside (needs stress-ng in PATH)" },
+	  "run stress-ng --vm alongside, started anew for each sample (needs stress-ng in PATH)" },
 	{ "vm", OPT_INT, SO(pressure.vm),
 	  "stress-ng --vm workers for --memory-pressure (default 2)", 1, 256 },
 	{ "vm-bytes", OPT_STRING, SO(pressure.vm_bytes),
@@ -603,7 +603,8 @@ out_pressure:
 const struct bench bench_pipe_sweep = {
 	.name = "pipe-sweep",
 	.summary = "W writers x R readers on one pipe: MB/s and per-write() latency "
-		   "(pipe-prealloc-outside-mutex; --sweep, --memory-pressure)",
+		   "(pipe-prealloc-outside-mutex; --sweep, --memory-pressure; "
+		   "default 10 s, --count N = writes per writer)",
 	.opts = sweep_opt_table,
 	.opts_size = sizeof(struct sweep_opts),
 	.defaults = &sweep_defaults,
