@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pipe_vmsplice_integrity: vmsplice(2) moves user memory through a pipe
+ * intact, in both directions.
+ *  - user pages -> pipe -> read(): a child vmsplices 16 MiB of page-aligned
+ *    buffers (iovecs of several segments, partial transfers resumed), the
+ *    parent reads and checks every byte.  The buffers are never written
+ *    again after being spliced: vmsplice without SPLICE_F_GIFT hands the
+ *    pages themselves to the pipe, so reuse would be our bug, not the
+ *    kernel's;
+ *  - user pages -> pipe -> splice() -> file: the zero-copy path of the
+ *    fast-pipes experiment; the file must equal the buffers;
+ *  - write() -> pipe -> vmsplice() into user memory (the read direction,
+ *    which copies).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "ct.h"
+
+#define TOTAL	(16u << 20)
+
+static uint64_t seed;
+static int p[2];
+static char *src;
+
+/* vmsplice all of [buf, buf+len) as three iovec segments, resuming partials. */
+static int vmsplice_all(int fd, char *buf, size_t len)
+{
+	size_t third = len / 3;
+	struct iovec iov[3] = {
+		{ buf, third }, { buf + third, third }, { buf + 2 * third, len - 2 * third },
+	};
+	struct iovec *v = iov;
+	int nr = 3;
+
+	while (nr) {
+		ssize_t n = vmsplice(fd, v, nr, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -errno;
+		while (n && nr) {
+			size_t k = (size_t)n < v->iov_len ? (size_t)n : v->iov_len;
+
+			v->iov_base = (char *)v->iov_base + k;
+			v->iov_len -= k;
+			n -= k;
+			if (!v->iov_len) {
+				v++;
+				nr--;
+			}
+		}
+	}
+	return 0;
+}
+
+static int gifting_writer(void *arg)
+{
+	uint64_t rng = seed ^ 7, off = 0;
+
+	(void)arg;
+	close(p[0]);
+	while (off < TOTAL) {
+		size_t n = 4096 * (1 + ct_rand(&rng) % 64) + ct_rand(&rng) % 4096;
+
+		if (n > TOTAL - off)
+			n = TOTAL - off;
+		if (vmsplice_all(p[1], src + off, n))
+			return 1;
+		off += n;
+	}
+	return 0;
+}
+
+static void to_reader(void)
+{
+	uint64_t rng = seed ^ 8, off = 0;
+	char *buf = malloc(1 << 17);
+	int status;
+	pid_t pid;
+
+	if (!buf || pipe(p))
+		ct_fatal("setup: %m");
+	pid = ct_spawn(gifting_writer, NULL);
+	if (pid < 0)
+		ct_fatal("fork: %s", strerror(-pid));
+	close(p[1]);
+	for (;;) {
+		ssize_t n = read(p[0], buf, 1 + ct_rand(&rng) % (1 << 17)), bad;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		bad = ct_pattern_check(buf, n, seed, off);
+		if (!ct_expect(bad < 0, "vmsplice->read: byte %llu differs",
+			       (unsigned long long)(off + bad)))
+			break;
+		off += n;
+	}
+	close(p[0]);
+	status = ct_wait(pid);
+	ct_expect(status == 0, "vmsplice writer status %#x", status);
+	ct_expect(off == TOTAL, "vmsplice->read: %llu of %u bytes", (unsigned long long)off,
+		  TOTAL);
+	free(buf);
+}
+
+static void to_file(void)
+{
+	int out = ct_tmpfile(), status;
+	char *buf = malloc(1 << 20);
+	loff_t off = 0;
+	pid_t pid;
+
+	if (!buf || out < 0 || pipe(p))
+		ct_fatal("setup: %m");
+	pid = ct_spawn(gifting_writer, NULL);
+	if (pid < 0)
+		ct_fatal("fork: %s", strerror(-pid));
+	close(p[1]);
+	for (;;) {
+		ssize_t n = splice(p[0], NULL, out, &off, 1 << 20, SPLICE_F_MOVE);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			ct_fatal("splice pipe->file: %m");
+		if (n == 0)
+			break;
+	}
+	status = ct_wait(pid);
+	ct_expect(status == 0, "vmsplice writer status %#x", status);
+	ct_expect(off == TOTAL, "vmsplice->splice->file: %lld of %u bytes", (long long)off,
+		  TOTAL);
+	for (off = 0; off < TOTAL; off += 1 << 20) {
+		if (pread(out, buf, 1 << 20, off) != 1 << 20)
+			ct_fatal("pread: %m");
+		if (!ct_expect(ct_pattern_check(buf, 1 << 20, seed, off) < 0,
+			       "vmsplice->splice->file: MiB at %lld differs", (long long)off))
+			break;
+	}
+	close(p[0]);
+	close(out);
+	free(buf);
+}
+
+static int plain_writer(void *arg)
+{
+	(void)arg;
+	close(p[0]);
+	return ct_write_full(p[1], src, TOTAL) == TOTAL ? 0 : 1;
+}
+
+static void from_pipe(void)
+{
+	char *dst = aligned_alloc(4096, TOTAL);
+	uint64_t off = 0;
+	int status;
+	pid_t pid;
+
+	if (!dst || pipe(p))
+		ct_fatal("setup: %m");
+	memset(dst, 0, TOTAL);
+	pid = ct_spawn(plain_writer, NULL);
+	if (pid < 0)
+		ct_fatal("fork: %s", strerror(-pid));
+	close(p[1]);
+	while (off < TOTAL) {
+		struct iovec iov = { dst + off, TOTAL - off };
+		ssize_t n = vmsplice(p[0], &iov, 1, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			ct_fatal("vmsplice from the read end: %m");
+		if (n == 0)
+			break;
+		off += n;
+	}
+	close(p[0]);
+	status = ct_wait(pid);
+	ct_expect(status == 0, "writer status %#x", status);
+	ct_expect(off == TOTAL, "pipe->vmsplice: %llu of %u bytes", (unsigned long long)off,
+		  TOTAL);
+	ct_expect(ct_pattern_check(dst, TOTAL, seed, 0) < 0, "pipe->vmsplice: data differs");
+	free(dst);
+}
+
+int main(void)
+{
+	ct_watchdog(60, "pipe_vmsplice_integrity: transfer stalled");
+	seed = ct_seed();
+	src = aligned_alloc(4096, TOTAL);
+	if (!src)
+		ct_fatal("aligned_alloc");
+	ct_pattern_fill(src, TOTAL, seed, 0);
+	to_reader();
+	to_file();
+	from_pipe();
+	return ct_result();
+}
