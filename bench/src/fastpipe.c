@@ -76,7 +76,8 @@ static const struct opt fp_opt_table[] = {
 	{ "dont-touch", OPT_FLAG, FO(dont_touch),
 	  "leave the writer's buffers unwritten (the post's untouched-pages effect)" },
 	{ "buf-size", OPT_SIZE, FO(buf_size),
-	  "bytes per write/vmsplice call pair (default 256K; with vmsplice a multiple of 8K)",
+	  "buffer the writer pushes whole each round (as two halves with vmsplice) and the "
+	  "reader asks for per call (default 256K; a multiple of 8K with vmsplice)",
 	  4096, 1 << 30 },
 	{ "pipe-size", OPT_SIZE, FO(pipe_size),
 	  "pipe capacity (F_SETPIPE_SZ); default buf-size/2 with vmsplice, else the kernel's",
@@ -698,7 +699,7 @@ static int fp_run(const struct common_opts *c, void *wopts, struct report *r)
 const struct bench bench_fastpipe = {
 	.name = "fastpipe",
 	.summary = "writer -> pipe -> reader in GiB/s: write/read, vmsplice, splice, huge pages, "
-		   "busy loop (fast-pipes-blog)",
+		   "busy loop (fast-pipes-blog); pinned to CPUs 0,1 unless --cpus",
 	.opts = fp_opt_table,
 	.opts_size = sizeof(struct fp_opts),
 	.defaults = &fp_defaults,
