@@ -234,7 +234,7 @@ static void scan_group(pid_t pgrp, struct group_scan *s)
 	closedir(d);
 }
 
-/* The leader died before it was ready: reap it and say why. */
+/* stress-ng itself is gone or a zombie. */
 static bool leader_died(pid_t pid)
 {
 	pid_t pg;
@@ -243,6 +243,26 @@ static bool leader_died(pid_t pid)
 	if (proc_stat(pid, &state, &pg))
 		return true;
 	return state == 'Z' || state == 'X';
+}
+
+/*
+ * Kill stress-ng's whole group at once (stress-ng, its "[wait]" parents, the
+ * workers) and reap it.  Returns stress-ng's exit status as reap() does.
+ */
+static int kill_group(pid_t pid)
+{
+	int status;
+
+	kill(-pid, SIGKILL);
+	status = reap(pid);
+	/*
+	 * The engine is a child subreaper, so the workers are reparented to us
+	 * as stress-ng dies; reap every member of its group.  The next
+	 * measurement must not start while gigabytes are still being freed.
+	 */
+	while (waitpid(-pid, NULL, 0) > 0 || errno == EINTR)
+		;
+	return status;
 }
 
 int pressure_start(struct pressure *p, const struct pressure_opts *o,
@@ -308,7 +328,7 @@ int pressure_start(struct pressure *p, const struct pressure_opts *o,
 	settled_at = t0;
 	for (;;) {
 		if (leader_died(pid)) {
-			status = reap(pid);
+			status = kill_group(pid);
 			p->pid = 0;
 			fail_reason("stress-ng exited (status %d) before its vm workers ran", status);
 			return -ECHILD;
@@ -354,15 +374,6 @@ void pressure_stop(struct pressure *p)
 {
 	if (p->pid <= 0)
 		return;
-	/* The whole group at once: stress-ng, its "[wait]" parents, the workers. */
-	kill(-p->pid, SIGKILL);
-	reap(p->pid);
-	/*
-	 * The engine is a child subreaper, so the workers are reparented to us
-	 * as stress-ng dies; reap every member of its group.  The next
-	 * measurement must not start while gigabytes are still being freed.
-	 */
-	while (waitpid(-p->pid, NULL, 0) > 0 || errno == EINTR)
-		;
+	kill_group(p->pid);
 	p->pid = 0;
 }
