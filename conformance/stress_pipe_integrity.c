@@ -299,7 +299,7 @@ int main(int argc, char **argv)
 	close(fds[0]);
 	close(fds[1]);
 
-	ret = stress_supervise(&opts, sh, pids, opts.writers, opts.readers);
+	ret = stress_supervise(&opts, sh, pids, opts.writers, opts.readers, NULL);
 	if (atomic_load(&sh->failed))
 		ct_expect(0, "%s", sh->why);
 	else

@@ -196,8 +196,10 @@ static void dump_child(pid_t pid, const char *role, int idx)
 }
 
 int stress_supervise(const struct stress_opts *o, struct stress_shared *sh,
-		     pid_t *pids, int nr_writers, int nr_readers)
+		     pid_t *pids, int nr_writers, int nr_readers,
+		     void (*writers_done)(void))
 {
+	int writers_left = nr_writers;
 	uint64_t start = ct_now_ns(), last_change = start, last = 0, now;
 	uint64_t run_ns = (uint64_t)(o->duration * 1e9);
 	uint64_t stall_ns = (uint64_t)(ct_scale(o->stall) * 1e9);
@@ -225,6 +227,13 @@ int stress_supervise(const struct stress_opts *o, struct stress_shared *sh,
 			pids[i] = 0;
 			left--;
 			last_change = now;
+			if (i < nr_writers && !--writers_left && writers_done)
+				writers_done();
+		}
+		/* A failure is final: do not wait for peers that may now block forever. */
+		if (left && (bad || atomic_load(&sh->failed))) {
+			ct_kill_children();
+			return -1;
 		}
 		if (atomic_load(&sh->progress) != last) {
 			last = atomic_load(&sh->progress);

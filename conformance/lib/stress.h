@@ -77,10 +77,13 @@ int stress_spawn(const struct stress_opts *o, int (*fn)(void *), int n, pid_t *p
 		 void **args);
 /*
  * The supervisor loop described above.  @pids holds the writers first, then
- * the readers.  Returns 0 when every child exited 0 in time, -1 otherwise
- * (with the reason logged).
+ * the readers.  @writers_done (may be NULL) runs once, in the parent, when
+ * the last writer has exited: the mqueue test uses it to tell the readers
+ * that no more messages will come.  Returns 0 when every child exited 0 in
+ * time, -1 otherwise (with the reason logged).
  */
 int stress_supervise(const struct stress_opts *o, struct stress_shared *sh,
-		     pid_t *pids, int nr_writers, int nr_readers);
+		     pid_t *pids, int nr_writers, int nr_readers,
+		     void (*writers_done)(void));
 
 #endif /* CT_STRESS_H */
