@@ -52,6 +52,7 @@ def register(subparsers) -> None:
     a.add_argument("--boots", type=positive_int, default=2, help="boots of each variant (2)")
     a.add_argument("--full", action="store_true", help="full suite instead of --quick")
     a.add_argument("--thp", choices=("always", "madvise", "never"))
+    add_reps(a)
     a.add_argument("--timeout", type=positive_float, default=1800, help="per boot, s (1800)")
     a.add_argument("-o", "--output-dir", type=Path, help="where to keep per-boot and merged results")
     add_tree(a)
@@ -79,6 +80,13 @@ def positive_float(s: str) -> float:
     return v
 
 
+def add_reps(p) -> None:
+    # Passed through to `ipclab run` in the guest: emulated guests are slow, and a smoke run
+    # or a first look may want fewer repetitions than the suite's default.
+    p.add_argument("--reps", type=positive_int, help="measured repetitions per cell (suite default)")
+    p.add_argument("--warmups", type=int, help="warmup rounds per cell (suite default)")
+
+
 def add_tree(p) -> None:
     p.add_argument("--tree", help="kernel tree to patch and build instead of Debian's 6.12.117")
 
@@ -90,6 +98,7 @@ def add_run_options(p) -> None:
                    help="watchdog for the whole boot, s (900)")
     p.add_argument("-o", "--output", type=Path, help="results file (suite mode)")
     p.add_argument("--full", action="store_true", help="full suite instead of --quick")
+    add_reps(p)
     p.add_argument("--fail-page-alloc", metavar="P[,INTERVAL[,TIMES]]",
                    help="inject page allocation failures into the command only "
                         "(debug variant): probability %%, interval, times")
@@ -209,7 +218,7 @@ def cmd_vm_run(args) -> int:
     out = args.output or Path("results") / f"{time.strftime('%Y%m%dT%H%M%S')}-vm-{args.variant}-{args.suite}.json"
     res, b = run_suite_boot(meta, accel, args.suite, out, quick=not args.full, thp=args.thp,
                             timeout=args.timeout, dry_run=args.dry_run, faults=faults,
-                            kmemleak=args.kmemleak)
+                            kmemleak=args.kmemleak, reps=args.reps, warmups=args.warmups)
     if args.dry_run:
         return 0
     report_boot(b, args.record)
@@ -220,12 +229,16 @@ def cmd_vm_run(args) -> int:
 
 
 def run_suite_boot(meta, accel, suite, out: Path, *, quick=True, thp=None, timeout=900,
-                   dry_run=False, faults=None, kmemleak=False):
+                   dry_run=False, faults=None, kmemleak=False, reps=None, warmups=None):
     out = out.resolve()
     guest_out = Path("result.json")
     mode = thp or vm.suite_thp(suite) or "madvise"
     shared = kernel.cache_root() / "runs" / f"{time.strftime('%Y%m%dT%H%M%S')}-{meta['variant']}-{suite}-{time.monotonic_ns() % 100000}"
     argv = vm.suite_argv(suite, shared / guest_out, meta, accel, quick=quick)
+    if reps:
+        argv += ["--reps", str(reps)]
+    if warmups is not None:
+        argv += ["--warmups", str(warmups)]
     b = vm.boot(meta, accel, argv, thp=mode, timeout=timeout, dry_run=dry_run, shared=shared,
                 faults=faults, kmemleak=kmemleak, watch=str(guest_out))
     if dry_run:
@@ -323,7 +336,8 @@ def cmd_ab(args) -> int:
             out = outdir / f"{side}-{meta['variant']}-boot{i + 1}.json"
             log(f"ab: boot {i + 1}/{args.boots} of {side} ({meta['variant']})")
             res, b = run_suite_boot(meta, accel, args.suite, out, quick=not args.full,
-                                    thp=args.thp, timeout=args.timeout, dry_run=args.dry_run)
+                                    thp=args.thp, timeout=args.timeout, dry_run=args.dry_run,
+                                    reps=args.reps, warmups=args.warmups)
             if args.dry_run:
                 continue
             report_boot(b, None)

@@ -13,6 +13,7 @@ Output: SHARED/started    written first, so the host can time boot-to-userspace
 Only the standard library: the guest shares the host's Python, not its site-packages.
 """
 
+import ctypes
 import json
 import os
 import platform
@@ -176,6 +177,11 @@ def main():
     write(f"{shared}/dmesg.txt", dmesg.stdout)
     write(f"{shared}/status.json.tmp", json.dumps(status, indent=2) + "\n")
     os.replace(f"{shared}/status.json.tmp", f"{shared}/status.json")
+    os.sync()
+    # The lab kernel has no ACPI, so virtme-ng-init's power-off only halts and QEMU would
+    # sit there. A restart ends QEMU at once (vng runs it with -no-reboot).
+    if not job.get("no_reboot"):
+        ctypes.CDLL(None, use_errno=True).reboot(0x01234567)   # RB_AUTOBOOT
     return 0
 
 

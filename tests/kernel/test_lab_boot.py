@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: MIT
+"""Kernel tier: build `base` (once per machine; the image cache makes reruns cheap), boot it,
+run a command, the conformance tests and a tiny suite inside, and kill a panicking guest.
+
+Each test boots its own guest under the lab's watchdog; the timeouts below bound a boot, they
+are not measurements.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ipclab import kernel
+
+REPO = Path(__file__).resolve().parents[2]
+TARBALL = Path(os.environ.get("IPCLAB_KERNEL_TARBALL", kernel.DEFAULT_TARBALL))
+
+
+def missing_prereq():
+    if not TARBALL.is_file():
+        return f"{TARBALL} missing (make lab-deps installs linux-source-6.12)"
+    if shutil.which("qemu-system-x86_64") is None:
+        return "qemu-system-x86_64 missing (make lab-deps installs qemu-system-x86)"
+    if not (REPO / ".venv" / "bin" / "vng").exists():
+        return "virtme-ng missing from .venv (make lab-deps)"
+    for tool in ("make", "gcc", "flex", "bison", "bc", "patch"):
+        if shutil.which(tool) is None:
+            return f"{tool} missing (make lab-deps)"
+    return None
+
+
+pytestmark = pytest.mark.skipif(missing_prereq() is not None, reason=str(missing_prereq()))
+
+
+def ipclab(*argv, timeout=1800):
+    """The real command line, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "ipclab", *argv], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def base_built():
+    # First run on a machine: a clean build (minutes). Later runs: a cache hit.
+    r = ipclab("kernel", "build", "base", timeout=3600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = {row["variant"]: row for row in json.loads(ipclab("kernel", "list", "--json").stdout)}
+    assert rows["base"]["built"] and rows["base"]["patches"] == []
+    return rows["base"]
+
+
+def test_list_shows_base_built(base_built):
+    assert base_built["release"] == "6.12.117"
+
+
+def test_command_runs_in_guest_with_lab_setup(base_built, tmp_path):
+    rec = tmp_path / "record.json"
+    script = ("uname -r; cat /proc/self/cgroup; grep -c ' /dev/mqueue mqueue ' /proc/mounts; "
+              "cat /sys/kernel/mm/transparent_hugepage/enabled; echo accel=$IPCBENCH_ACCEL")
+    r = ipclab("vm", "run", "base", "--thp", "always", "--timeout", "300", "--record", str(rec),
+               "--", "sh", "-c", script)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.splitlines()
+    assert lines[0] == "6.12.117"
+    assert "0::/ipclab" in lines          # the workload ran in the non-root memory cgroup
+    assert lines[2] == "1"                 # /dev/mqueue mounted
+    assert "[always]" in lines[3]
+    record = json.loads(rec.read_text())
+    assert lines[4] == f"accel={record['accel']}"
+    assert record["ok"] and record["variant"] == "base" and record["kernel"] == "6.12.117"
+    assert int(record["guest"]["memcg"]["memory.peak"]) > 0
+
+
+def test_failing_command_fails_the_run(base_built):
+    r = ipclab("vm", "run", "base", "--timeout", "300", "--", "sh", "-c", "exit 3")
+    assert r.returncode == 3
+
+
+def test_panicking_guest_is_a_failed_run_with_console_tail(base_built, tmp_path):
+    rec = tmp_path / "record.json"
+    r = ipclab("vm", "run", "base", "--timeout", "300", "--record", str(rec), "--",
+               "sh", "-c", "echo c > /proc/sysrq-trigger; sleep 600")
+    assert r.returncode == 1
+    record = json.loads(rec.read_text())
+    assert not record["ok"]
+    assert "Kernel panic" in record["console_tail"] or "sysrq" in record["console_tail"].lower()
+
+
+def test_hung_guest_is_killed_by_the_watchdog(base_built, tmp_path):
+    rec = tmp_path / "record.json"
+    r = ipclab("vm", "run", "base", "--timeout", "45", "--record", str(rec), "--",
+               "sleep", "3600")
+    assert r.returncode == 1
+    record = json.loads(rec.read_text())
+    assert not record["ok"] and "watchdog" in record["reason"]
+
+
+def test_conformance_inside_guest(base_built):
+    runner = REPO / "conformance" / "run.sh"
+    bins = REPO / "conformance" / "bin"
+    if not runner.exists() or not bins.is_dir() or not any(bins.iterdir()):
+        pytest.skip("conformance tests not built (make conformance)")
+    # Emulated CPUs are ~25x slower: scale the tests' own watchdogs to match.
+    r = ipclab("vm", "run", "base", "--timeout", "1200", "--", "env", "CT_WATCHDOG_SCALE=25",
+               str(runner), timeout=1500)
+    assert "TAP version" in r.stdout or "KTAP version" in r.stdout, r.stdout[-2000:]
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+def test_tiny_suite_results_carry_variant_and_accel(base_built, tmp_path):
+    if not (REPO / "bench" / "ipcbench").exists():
+        pytest.skip("engine not built (make engine)")
+    out = tmp_path / "res.json"
+    r = ipclab("vm", "run", "base", "seed-exclusive-waits", "--reps", "2", "--warmups", "0",
+               "--timeout", "1200", "-o", str(out), timeout=1500)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(out.read_text())
+    meta = res["meta"]
+    assert meta["variant"] == "base" and meta["kernel"] == "6.12.117"
+    assert meta["accel"] in ("kvm", "tcg") and meta["emulated"] == (meta["accel"] == "tcg")
+    assert meta["patches"] == "none"
+    assert res["cells"] and all(c["status"] == "ok" for c in res["cells"])
+    samples = [s for c in res["cells"] for s in c["samples"] if not s.get("warmup")]
+    assert len(samples) >= 2
+    assert all(s["env"]["accel"] == meta["accel"] for s in samples)
