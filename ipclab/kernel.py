@@ -526,6 +526,13 @@ def build(variant_name: str, tree: str | None = None, jobs: int | None = None,
     jobs = jobs or os.cpu_count() or 1
     bdir = src.build_dir(variant)
     with tree_lock(dry_run):
+        # Whoever held the lock may have built this very image meanwhile.
+        key = image_key(src, variant)
+        meta = built_image(src, variant)
+        if meta and not force:
+            if not quiet:
+                log(f"{variant.name}: cached image {image_dir(key)}/bzImage ({meta['release']})")
+            return meta
         t0 = time.monotonic()
         notes = switch_tree(src, variant, dry_run)
         for n in notes:
@@ -541,6 +548,10 @@ def build(variant_name: str, tree: str | None = None, jobs: int | None = None,
         log(f"{variant.name}: building in {bdir} (-j{jobs}, log {logfile})")
         run(argv, timeout=BUILD_TIMEOUT_S, cwd=src.tree, logfile=logfile)
         seconds = time.monotonic() - t0
+        if image_key(src, variant) != key:
+            # The image would be filed under inputs it was not built from.
+            raise LabError(f"{variant.name}: its patches or config changed during the build; "
+                           "build again")
         release = subprocess.run(make_argv(src, bdir, "-s", "kernelrelease"), capture_output=True,
                                  text=True, timeout=120, cwd=src.tree).stdout.strip()
         d = image_dir(key)

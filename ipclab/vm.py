@@ -53,7 +53,7 @@ def machine_id() -> str:
 
 def vng_argv(image: Path, accel: str, shared: Path | None, command: str,
              cpus: int = DEFAULT_CPUS, memory: str = DEFAULT_MEMORY,
-             append: list[str] | None = None) -> list[str]:
+             append: list[str] | None = None, qemu_opts: list[str] | None = None) -> list[str]:
     # 9p, not virtiofs: Debian's virtiofsd is the deprecated C one. The kernel then needs the
     # 9p tag as root= (vng leaves it out and 6.12 mounts an empty device name otherwise).
     argv = [str(VNG), "--run", str(image), "--verbose", "--cpus", str(cpus),
@@ -64,6 +64,8 @@ def vng_argv(image: Path, accel: str, shared: Path | None, command: str,
         argv += ["--rwdir", str(shared)]
     for a in append or []:
         argv += ["--append", a]
+    if qemu_opts:
+        argv.append("--qemu-opts=" + " ".join(qemu_opts))  # "=": the value starts with "-"
     return argv + ["--exec", command]
 
 
@@ -83,19 +85,35 @@ def probe_accel(image: Path, dry_run: bool = False) -> dict:
         result = {"accel": "tcg", "reason": "/dev/kvm is missing or not accessible"}
     else:
         marker = "IPCLAB-KVM-PROBE-OK"
-        argv = vng_argv(image, "kvm", None, f"echo {marker}", cpus=1, memory="512M")
+        # vng's KVM default is -cpu host; some nested hypervisors reject its MSRs but boot a
+        # plain CPU model, so that is tried too before giving up on KVM.
+        attempts = [("-cpu host", []), ("-cpu qemu64", ["-cpu", "qemu64"])]
+        tried = []
+        result = None
+        for label, qemu_opts in attempts:
+            argv = vng_argv(image, "kvm", None, f"echo {marker}", cpus=1, memory="512M",
+                            qemu_opts=qemu_opts)
+            if dry_run:
+                log("would probe KVM: " + " ".join(argv))
+                continue
+            logdir = cache_root() / "logs"
+            logdir.mkdir(parents=True, exist_ok=True)
+            logfile = logdir / f"accel-probe-{label.split()[-1]}.log"
+            log(f"probing KVM ({label}) with a stock guest, once per machine, up to "
+                f"{PROBE_TIMEOUT_S} s")
+            rc, out, _ = run_watchdog(argv, PROBE_TIMEOUT_S, logfile)
+            if rc == 0 and marker in out:
+                result = {"accel": "kvm", "reason": f"a stock guest booted under KVM ({label})",
+                          "qemu_opts": qemu_opts}
+                break
+            last = (out.strip().splitlines() or ["no output"])[-1][:160]
+            tried.append(f"{label}: " + ("hung (killed after "
+                                         f"{PROBE_TIMEOUT_S} s)" if rc is None else f"exit {rc}: {last}"))
         if dry_run:
-            log("would probe KVM: " + " ".join(argv))
             return {"accel": "tcg", "reason": "dry run"}
-        log(f"probing KVM with a stock guest (once per machine, up to {PROBE_TIMEOUT_S} s)")
-        rc, out, _ = run_watchdog(argv, PROBE_TIMEOUT_S)
-        if rc == 0 and marker in out:
-            result = {"accel": "kvm", "reason": "a stock guest booted under KVM"}
-        else:
-            why = "timed out" if rc is None else f"exit {rc}"
+        if result is None:
             result = {"accel": "tcg",
-                      "reason": f"a stock guest did not boot under KVM ({why}; the host "
-                                "hypervisor may only run specially built guests)"}
+                      "reason": "a stock guest does not boot under KVM here (" + "; ".join(tried) + ")"}
     result.update(machine=machine_id(), probed_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     write_json_atomic(path, result)
     return result
@@ -106,6 +124,13 @@ def accel_for(image: Path, dry_run: bool = False) -> str:
     if res["accel"] == "tcg":
         log(f"warning: using QEMU TCG, not KVM: {res['reason']}. {EMULATED_NOTE}")
     return res["accel"]
+
+
+def kvm_qemu_opts() -> list[str]:
+    """QEMU options the KVM probe needed to boot a guest (e.g. a plain CPU model)."""
+    with contextlib.suppress(OSError, ValueError):
+        return list(json.loads((cache_root() / "accel.json").read_text()).get("qemu_opts") or [])
+    return []
 
 
 # --------------------------------------------------------------------------- one boot
@@ -203,7 +228,8 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
     job = {"argv": argv, "env": env, "cwd": str(REPO), "thp": thp, "cgroup": "ipclab",
            "timeout": max(30, timeout - 120), "faults": faults, "kmemleak": kmemleak}
     command = f"{sys.executable} {GUEST_SCRIPT} {shared}"
-    vargv = vng_argv(image, accel, shared, command, cpus=cpus, memory=memory)
+    vargv = vng_argv(image, accel, shared, command, cpus=cpus, memory=memory,
+                     qemu_opts=kvm_qemu_opts() if accel == "kvm" else None)
     if dry_run:
         log("would run: " + " ".join(vargv))
         log("guest job: " + json.dumps(job))
