@@ -99,9 +99,9 @@ def add_run_options(p) -> None:
     p.add_argument("-o", "--output", type=Path, help="results file (suite mode)")
     p.add_argument("--full", action="store_true", help="full suite instead of --quick")
     add_reps(p)
-    p.add_argument("--fail-page-alloc", metavar="P[,INTERVAL[,TIMES]]",
+    p.add_argument("--fail-page-alloc", metavar="P[,INTERVAL[,TIMES[,SPACE]]]",
                    help="inject page allocation failures into the command only "
-                        "(debug variant): probability %%, interval, times")
+                        "(debug variant): probability %%, interval, times, bytes first")
     p.add_argument("--kmemleak", action="store_true",
                    help="scan kmemleak after the command; leaks fail the run (debug variant)")
     p.add_argument("--record", type=Path, help="write the lab's JSON record of the boot here")
@@ -143,18 +143,28 @@ def split_run_rest(args) -> None:
 
 
 def parse_faults(spec: str | None) -> dict | None:
+    """P[,INTERVAL[,TIMES[,SPACE]]]: the fail_page_alloc knobs of the same names."""
     if not spec:
         return None
     parts = spec.split(",")
+    if len(parts) > 4:
+        raise LabError(f"--fail-page-alloc {spec}: want P[,INTERVAL[,TIMES[,SPACE]]]", EXIT_USAGE)
     try:
         prob = int(parts[0])
         interval = int(parts[1]) if len(parts) > 1 else 1
         times = int(parts[2]) if len(parts) > 2 else -1
+        space = parse_size(parts[3]) if len(parts) > 3 else 0
     except ValueError:
-        raise LabError(f"--fail-page-alloc {spec}: want P[,INTERVAL[,TIMES]] integers", EXIT_USAGE) from None
-    if not 0 <= prob <= 100 or interval < 1 or len(parts) > 3:
+        raise LabError(f"--fail-page-alloc {spec}: want integers (SPACE may end in K, M or G)",
+                       EXIT_USAGE) from None
+    if not 0 <= prob <= 100 or interval < 1 or space < 0:
         raise LabError(f"--fail-page-alloc {spec}: probability 0-100, interval >= 1", EXIT_USAGE)
-    return {"probability": prob, "interval": interval, "times": times}
+    return {"probability": prob, "interval": interval, "times": times, "space": space}
+
+
+def parse_size(s: str) -> int:
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(s[-1:].upper(), 1)
+    return int(s[:-1] if mult > 1 else s) * mult
 
 
 # --------------------------------------------------------------------------- handlers

@@ -102,7 +102,9 @@ def arm_faults(faults, notes):
         "probability": faults.get("probability", 10),
         "interval": faults.get("interval", 1),
         "times": faults.get("times", -1),
-        "space": 0,
+        # A budget of bytes the filtered tasks allocate before failures start, so exec and
+        # program start-up get through and the failures land in the workload proper.
+        "space": faults.get("space", 0),
         "verbose": faults.get("verbose", 1),
     }
     ok = True
@@ -160,7 +162,11 @@ def main():
     status["rc"] = rc
     status["job_seconds"] = round(time.time() - t0, 3)
     if faults:
+        left = read("/sys/kernel/debug/fail_page_alloc/times")
         disarm_faults()
+        times = int(faults.get("times", -1))
+        if times > 0 and left is not None:
+            status["faults_injected"] = times - int(left)
     if cg:
         # Evidence that the workload was charged: peak usage and the kernel-memory share.
         status["memcg"] = {k: read(f"{cg}/{k}") for k in ("memory.peak", "memory.current")}

@@ -228,6 +228,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys):
 
 
 def test_parse_faults():
-    assert lab.parse_faults("10,2,5") == {"probability": 10, "interval": 2, "times": 5}
+    assert lab.parse_faults("10,2,5") == {"probability": 10, "interval": 2, "times": 5, "space": 0}
+    assert lab.parse_faults("100,1,10,8M")["space"] == 8 << 20
     with pytest.raises(LabError):
         lab.parse_faults("200")
