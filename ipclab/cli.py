@@ -101,6 +101,8 @@ def cmd_run(args):
     res["host"] = envinfo.collect()
     results.save(res, path)
     if not args.quiet:
+        for w in envinfo.warnings(res["host"]):
+            sys.stderr.write("warning: %s\n" % w)
         sys.stderr.write("ipclab: %s (%s): %d cells x %d reps (+%d warmup), results in %s\n"
                          % (suite.name, mode, len(cells), reps, warmups, path))
     rc = runner.execute(res, cells, eng, path, quiet=args.quiet)

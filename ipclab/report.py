@@ -177,6 +177,11 @@ def quality(res):
     if acc and acc != "native":
         warns.append("accel=%s: timings are emulated; only ratios of counts are meaningful"
                      % acc)
+    host = res.get("host") or {}
+    load, nproc = host.get("loadavg"), host.get("nproc") or 1
+    if load and load[0] > 0.5 * nproc:
+        warns.append("load average was %.2f on %d CPUs when the run started: other work"
+                     " competed with it" % (load[0], nproc))
     return lines, warns
 
 

@@ -117,7 +117,7 @@ def _sweep_cells(duration, pressure=False):
             if pressure:
                 # The seed's stress-ng --vm 2 --vm-bytes 50% --vm-keep.
                 args += ["--memory-pressure", "--vm", "2", "--vm-bytes", "50%"]
-            cells.append(Cell(key, "pipe-sweep", args, est_s=duration + 0.05 * (w + r)))
+            cells.append(Cell(key, "pipe-sweep", args, est_s=duration + 0.1 + 0.01 * (w + r)))
     return cells
 
 
@@ -159,7 +159,7 @@ PIPE_PREALLOC = Suite(
 def _token_cells(transfers):
     return [Cell("token-ring/procs=64", "token-ring",
                  ["--procs", "64", "--transfers", str(transfers)],
-                 est_s=0.05 + transfers * 4e-6)]
+                 est_s=0.3 + transfers * 3e-6)]
 
 
 _TOKEN_KEY = "token-ring/procs=64"
@@ -195,7 +195,7 @@ def _unixbench_cells(duration):
         for label, n in (("1", 1), ("ncpu", ncpu())):
             cells.append(Cell("%s/copies=%s" % (wl, label), wl,
                               ["--copies", str(n), "--duration", str(duration)],
-                              est_s=duration + 0.05))
+                              est_s=duration + 0.2))
     return cells
 
 
@@ -233,27 +233,28 @@ SKIP_WAKEUPS = Suite(
 # ---- seed-fast-pipes ----------------------------------------------------
 
 LADDER = [
-    ("write-read", "write/read", ["--write", "write", "--read", "read"], 1),
-    ("vmsplice-read", "vmsplice -> read", ["--write", "vmsplice", "--read", "read"], 2),
-    ("vmsplice-splice", "vmsplice -> splice", ["--write", "vmsplice", "--read", "splice"], 8),
+    ("write-read", "write/read", ["--write", "write", "--read", "read"]),
+    ("vmsplice-read", "vmsplice -> read", ["--write", "vmsplice", "--read", "read"]),
+    ("vmsplice-splice", "vmsplice -> splice", ["--write", "vmsplice", "--read", "splice"]),
     ("huge-pages", "+ huge pages", ["--write", "vmsplice", "--read", "splice",
-                                    "--huge-pages"], 8),
+                                    "--huge-pages"]),
     ("busy-loop", "+ busy loop", ["--write", "vmsplice", "--read", "splice", "--huge-pages",
-                                  "--busy-loop"], 16),
+                                  "--busy-loop"]),
     ("dont-touch", "vmsplice -> splice, pages untouched",
-     ["--write", "vmsplice", "--read", "splice", "--dont-touch"], 8),
+     ["--write", "vmsplice", "--read", "splice", "--dont-touch"]),
 ]
 
 
-def _ladder_cells(gib_unit):
-    """gib_unit: GiB piped per sample for the slowest step (faster steps pipe more)."""
+def _ladder_cells(duration):
+    # A duration, not --bytes: the rungs differ 50x in speed, and a fixed
+    # time keeps every rung's sample long enough without making the slow
+    # rungs dominate the run.
     cells = []
-    for step, _, args, mult in LADDER:
-        nbytes = int(gib_unit * mult * 1024)
+    for step, _, args in LADDER:
         cells.append(Cell("fastpipe/" + step, "fastpipe",
-                          args + ["--buf-size", "256K", "--bytes", "%dM" % nbytes,
+                          args + ["--buf-size", "256K", "--duration", str(duration),
                                   "--cpus", "0,1"],
-                          est_s=0.1 + gib_unit * 1.2))
+                          est_s=duration + 0.15))
     return cells
 
 
@@ -262,14 +263,14 @@ FAST_PIPES = Suite(
     "256 KiB buffers through a pipe: write/read, vmsplice, splice, huge pages, busy loop,"
     " and the untouched-pages effect",
     seed="fast-pipes",
-    quick_cells=_ladder_cells(0.25),
+    quick_cells=_ladder_cells(0.3),
     full_cells=_ladder_cells(2.0),
     views=[
         View("ladder", "Pipe throughput ladder in GiB/s", "step", ["GiB/s"],
              [(label, [("fastpipe/" + step, "metrics.throughput")])
-              for step, label, _, _ in LADDER],
+              for step, label, _ in LADDER],
              unit="GiB/s", ref_key="ladder",
-             ref_cells={(label, "GiB/s"): step for step, label, _, _ in LADDER},
+             ref_cells={(label, "GiB/s"): step for step, label, _ in LADDER},
              kind="ladder"),
     ],
 )
@@ -281,7 +282,7 @@ PRIORITIES = ("constant", "increasing", "decreasing", "random")
 
 def _mq_cells(duration):
     return [Cell("mq-latency/prio=" + p, "mq-latency",
-                 ["--priorities", p, "--duration", str(duration)], est_s=2 * duration + 0.05)
+                 ["--priorities", p, "--duration", str(duration)], est_s=duration + 0.1)
             for p in PRIORITIES]
 
 
@@ -293,14 +294,14 @@ MQUEUE_CACHE = Suite(
     full_cells=_mq_cells(2.0),
     views=[
         View("empty", "Queue empty: ns per message", "op", ["ns"], [
-            ("send", [("mq-latency/prio=constant", "metrics.send_empty_ns")]),
-            ("recv", [("mq-latency/prio=constant", "metrics.recv_empty_ns")]),
+            ("send", [("mq-latency/prio=constant", "metrics.empty_send_ns")]),
+            ("recv", [("mq-latency/prio=constant", "metrics.empty_recv_ns")]),
         ], unit="ns", ref_key="empty",
             ref_cells={("send", "ns"): "send", ("recv", "ns"): "recv"}),
         View("full", "Queue full: ns per message, by priority pattern", "priorities",
              ["send", "recv"],
-             [(p, [("mq-latency/prio=" + p, "metrics.send_full_ns"),
-                   ("mq-latency/prio=" + p, "metrics.recv_full_ns")]) for p in PRIORITIES],
+             [(p, [("mq-latency/prio=" + p, "metrics.full_send_ns"),
+                   ("mq-latency/prio=" + p, "metrics.full_recv_ns")]) for p in PRIORITIES],
              unit="ns"),
     ],
 )
