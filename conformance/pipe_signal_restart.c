@@ -5,8 +5,8 @@
  * resumes and completes normally once data or room arrive (signal(7)).
  *
  * A child blocks, the parent waits until it is asleep, sends SIGUSR1, waits
- * until it is asleep again (restarted), and only then supplies data (or
- * room).  The child checks that its handler ran and the call succeeded.
+ * for the handler to report (through a second pipe) and for the child to be
+ * asleep again (restarted); twice; and only then supplies data (or room).  The child checks that its handler ran and the call succeeded.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,13 +16,15 @@
 
 #include "ct.h"
 
-static int fds[2];
+static int fds[2], note[2];
 static volatile sig_atomic_t handled;
 
+/* Counts, and tells the parent, so it never sends the next signal too early. */
 static void on_usr1(int sig)
 {
 	(void)sig;
 	handled++;
+	(void)!write(note[1], "h", 1);
 }
 
 static void restart_handler(void)
@@ -70,8 +72,9 @@ static void run(int (*fn)(void *), bool reader, const char *what)
 	static char buf[1 << 16];
 	int status, i;
 	pid_t pid;
+	char c;
 
-	if (pipe(fds))
+	if (pipe(fds) || pipe(note))
 		ct_fatal("pipe: %m");
 	pid = ct_spawn(fn, NULL);
 	if (pid < 0)
@@ -82,7 +85,8 @@ static void run(int (*fn)(void *), bool reader, const char *what)
 		if (ct_wait_sleeping(pid, 5000))
 			ct_fatal("%s: child not asleep before signal %d", what, i + 1);
 		kill(pid, SIGUSR1);
-		ct_sleep_ms(20);
+		if (read(note[0], &c, 1) != 1)
+			ct_fatal("%s: no word from the signal handler", what);
 	}
 	if (ct_wait_sleeping(pid, 5000))
 		ct_fatal("%s: child did not go back to sleep after the signals", what);
@@ -97,6 +101,8 @@ static void run(int (*fn)(void *), bool reader, const char *what)
 	ct_expect(status == 0, "%s: status %#x (2: the call failed, 3: wrong data or "
 		  "handler count)", what, status);
 	close(reader ? fds[1] : fds[0]);
+	close(note[0]);
+	close(note[1]);
 }
 
 int main(void)
