@@ -467,6 +467,15 @@ def test_run_case_sees_signals_hangs_and_leftovers():
     assert o.leftovers and o.rc == 0
 
 
+def test_sanitized_engine_is_available(engine, sanitized_engine):
+    """Says out loud (as a skip) when usage errors are not re-run under ASan/UBSan."""
+    if not sanitized_engine:
+        pytest.skip("no ASan/UBSan build of the engine (FUZZ_SANITIZE=0, no gcc, or it "
+                    "failed to build): usage errors are checked on the plain binary only")
+    o = run_case([sanitized_engine, "list"], env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
+    assert o.rc == 0, o.describe()
+
+
 @pytest.mark.parametrize("i", range(N_ENGINE), ids=lambda i: "engine-%03d" % i)
 def test_engine_argv(i, engine, sanitized_engine):
     argv = engine_argv(_case_rng("engine", i))
