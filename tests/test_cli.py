@@ -208,3 +208,36 @@ def test_lab_register_hook_is_optional():
     from ipclab import cli
     parser = cli.build_parser()
     assert parser.prog == "ipclab"
+
+
+def test_ctrl_c_keeps_samples_and_resume_finishes(tmp_path):
+    import signal
+    import time
+    env = dict(os.environ, PYTHONPATH=ROOT, IPCBENCH=FAKE_ENGINE, FAKE_HANG="pipe-context")
+    p = subprocess.Popen([sys.executable, "-m", "ipclab", "run", "seed-skip-wakeups", "--reps",
+                          "2", "-o", "r.json", "--no-report", "--order-seed", "1"],
+                         cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    path = tmp_path / "r.json"
+    # Wait until the run is stuck in the hanging workload with samples saved.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if path.exists() and sum(len(c["samples"]) for c in
+                                 results.load(str(path))["cells"]) >= 1:
+            break
+        time.sleep(0.2)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "interrupted" in err and "--resume" in err
+    assert "Traceback" not in err
+    kept = results.load(str(path))
+    assert not kept["complete"]
+    assert sum(len(c["samples"]) for c in kept["cells"]) >= 1
+    r = run_cli("run", "--resume", "r.json", "--quiet", "--no-report",
+                env={"IPCBENCH": FAKE_ENGINE}, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    done = results.load(str(path))
+    assert done["complete"]
+    assert all(len(results.measured(c)) == 2 for c in done["cells"])
