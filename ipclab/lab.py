@@ -75,8 +75,8 @@ def positive_float(s: str) -> float:
         v = float(s)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0: {s}")
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0: {s}")
     return v
 
 
@@ -109,6 +109,13 @@ def add_run_options(p) -> None:
     p.add_argument("--dry-run", action="store_true", help="show the commands only")
 
 
+class QuietParser(argparse.ArgumentParser):
+    """Re-parses what followed VARIANT: errors become one line, not usage plus exit."""
+
+    def error(self, message):
+        raise LabError(f"vm run: {message}", EXIT_USAGE)
+
+
 def split_run_rest(args) -> None:
     """`vm run VARIANT [SUITE | -- CMD]` with options anywhere before `--`."""
     rest = list(args.rest)
@@ -119,14 +126,11 @@ def split_run_rest(args) -> None:
         rest, cmd = rest[:i], rest[i + 1:]
         if not cmd:
             raise LabError("nothing after --", EXIT_USAGE)
-    sub = argparse.ArgumentParser(prog="ipclab vm run", add_help=False)
+    sub = QuietParser(prog="ipclab vm run", add_help=False)
     add_run_options(sub)
     sub.add_argument("variant")
     sub.add_argument("suite", nargs="?")
-    try:
-        extra, unknown = sub.parse_known_args(rest, namespace=argparse.Namespace())
-    except SystemExit:
-        raise LabError("bad options for vm run (see ipclab vm run --help)", EXIT_USAGE) from None
+    extra, unknown = sub.parse_known_args(rest, namespace=argparse.Namespace())
     if not getattr(extra, "variant", None) or extra.variant.startswith("-"):
         raise LabError("vm run: which VARIANT?", EXIT_USAGE)
     if unknown:
@@ -404,6 +408,10 @@ def guarded(fn):
         except LabError as e:
             print(f"ipclab: error: {e}", file=sys.stderr)
             return e.code
+        except OSError as e:
+            # An unwritable -o, a full disk: say which file, no traceback.
+            print(f"ipclab: error: {e.filename or ''}: {e.strerror}", file=sys.stderr)
+            return 1
         except KeyboardInterrupt:
             print("ipclab: interrupted", file=sys.stderr)
             return 130

@@ -239,6 +239,7 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
     write_json_atomic(shared / "job.json", job)
     console = shared / "console.log"
     timings: dict = {}
+    seen: dict = {}
     t0 = time.monotonic()
 
     def poll():
@@ -246,8 +247,15 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
         now = round(time.monotonic() - t0, 2)
         if "guest_started_s" not in timings and (shared / "started").exists():
             timings["guest_started_s"] = now
-        if watch and "first_result_s" not in timings and (shared / watch).exists():
-            timings["first_result_s"] = now
+        if watch and "first_result_s" not in timings:
+            # First result = the first sample on disk (the CLI saves after every sample).
+            with contextlib.suppress(OSError, ValueError):
+                mtime = (shared / watch).stat().st_mtime_ns
+                if mtime != seen.get("mtime"):
+                    seen["mtime"] = mtime
+                    res = json.loads((shared / watch).read_text())
+                    if any(c.get("samples") for c in res.get("cells", [])):
+                        timings["first_result_s"] = now
         if (shared / "status.json").exists():
             timings.setdefault("guest_done_s", now)
             return True
