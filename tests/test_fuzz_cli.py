@@ -6,6 +6,10 @@ exit code in the documented set (0 ok, 1 failed, 2 usage error, 77 skipped),
 no hang, and no process left behind.  A non-zero exit must say why on
 stderr.
 
+With --json and exit 0, every stdout line must be an ipcbench/1 JSON object,
+also when IPCBENCH_ACCEL (which the engine copies into "env") holds quotes,
+control characters or non-ASCII text.
+
 The cases are generated from a seed, so a failure names the exact command
 line and can be replayed:
 
@@ -31,6 +35,7 @@ Keeping it cheap and harmless on a shared 2-core machine:
     gets `--dry-run` right after the subcommand (before any `--`), runs in a
     temporary directory, and only reads files the fuzzer made there.
 """
+import json
 import os
 import random
 import shlex
@@ -148,8 +153,16 @@ def engine_argv(rng):
     if style < 0.12:
         return [rng.choice(NASTY) for _ in range(rng.randint(0, 4))] + ENGINE_TAIL
     wl = rng.choice(WORKLOADS)
-    argv = [wl if rng.random() < 0.85 else mangle(rng, wl)]
     opts = dict(COMMON_OPTS, **WORKLOAD_OPTS.get(wl, {}))
+    if style < 0.25:
+        # Valid and measured, with --json: the output itself gets checked.
+        argv = [wl, "--json"]
+        own = sorted(WORKLOAD_OPTS[wl])
+        for name in rng.sample(own, min(len(own), rng.randint(0, 2))):
+            kind = WORKLOAD_OPTS[wl][name]
+            argv += [name] if kind is None else [name, valid_value(rng, kind)]
+        return argv + ENGINE_TAIL
+    argv = [wl if rng.random() < 0.85 else mangle(rng, wl)]
     other = [o for w, d in WORKLOAD_OPTS.items() if w != wl for o in d]
     for _ in range(rng.randint(0, 6)):
         r = rng.random()
@@ -478,12 +491,38 @@ def test_sanitized_engine_is_available(engine, sanitized_engine):
     assert o.rc == 0, o.describe()
 
 
+def engine_accel(rng):
+    """IPCBENCH_ACCEL for a case: usually sane, sometimes hostile (it lands in the JSON)."""
+    r = rng.random()
+    if r < 0.7:
+        return "native"
+    if r < 0.8:
+        return rng.choice(["kvm", "tcg"])
+    return rng.choice(NASTY)
+
+
+def check_json_lines(o):
+    """With --json and exit 0, stdout is one ipcbench/1 object per line."""
+    lines = [ln for ln in o.out.splitlines() if ln.strip()]
+    assert lines, "--json run printed nothing\n" + o.describe()
+    for ln in lines:
+        try:
+            obj = json.loads(ln)
+        except ValueError as e:
+            raise AssertionError("stdout line is not JSON (%s): %r\n%s" % (
+                e, ln[:300], o.describe())) from None
+        assert isinstance(obj, dict) and obj.get("schema") == "ipcbench/1", \
+            "not an ipcbench/1 object: %r\n%s" % (ln[:300], o.describe())
+
+
 @pytest.mark.parametrize("i", range(N_ENGINE), ids=lambda i: "engine-%03d" % i)
 def test_engine_argv(i, engine, sanitized_engine):
     argv = engine_argv(_case_rng("engine", i))
-    env = dict(os.environ, IPCBENCH_ACCEL="native")
+    env = dict(os.environ, IPCBENCH_ACCEL=engine_accel(_case_rng("engine-env", i)))
     o = run_case([engine] + argv, env=env)
     check_contract(o, "ipcbench")
+    if o.rc == 0 and "--json" in argv and not {"--help", "-h", "list"} & set(argv):
+        check_json_lines(o)
     if o.rc == 2 and sanitized_engine:
         env.update(ASAN_OPTIONS="detect_leaks=0:abort_on_error=0",
                    UBSAN_OPTIONS="print_stacktrace=1")
