@@ -50,6 +50,16 @@ def cmd_run(args):
     extra = args.engine_args or []
     if args.resume:
         res = results.load(args.resume)
+        plan = res.get("plan", {})
+        if not all(isinstance(plan.get(k), int) and not isinstance(plan.get(k), bool)
+                   for k in ("reps", "warmups", "order_seed")) or plan["reps"] < 1 \
+                or plan["warmups"] < 0:
+            raise UserError("%s: cannot resume: the file has no usable plan (reps, warmups,"
+                            " order_seed)" % args.resume)
+        if any(c.get("workload") not in suites.WORKLOADS for c in res["cells"]):
+            bad = [c.get("workload") for c in res["cells"]
+                   if c.get("workload") not in suites.WORKLOADS]
+            raise UserError("%s: cannot resume: unknown workload %r" % (args.resume, bad[0]))
         path = args.output or args.resume
         cells = runner.cells_from_results(res)
         if args.dry_run:

@@ -178,8 +178,10 @@ def quality(res):
         warns.append("accel=%s: timings are emulated; only ratios of counts are meaningful"
                      % acc)
     host = res.get("host") or {}
-    load, nproc = host.get("loadavg"), host.get("nproc") or 1
-    if load and load[0] > 0.5 * nproc:
+    load, nproc = host.get("loadavg"), host.get("nproc")
+    nproc = nproc if isinstance(nproc, int) and nproc > 0 else 1
+    if isinstance(load, list) and load and isinstance(load[0], (int, float)) \
+            and load[0] > 0.5 * nproc:
         warns.append("load average was %.2f on %d CPUs when the run started: other work"
                      " competed with it" % (load[0], nproc))
     return lines, warns

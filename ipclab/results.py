@@ -67,6 +67,8 @@ def load(path):
     except json.JSONDecodeError as e:
         raise UserError("%s: corrupt results file (invalid JSON at line %d column %d)"
                         % (path, e.lineno, e.colno))
+    except RecursionError:
+        raise UserError("%s: corrupt results file (JSON nested too deeply)" % path)
     except (OSError, UnicodeDecodeError) as e:
         raise UserError("%s: cannot read: %s" % (path, e))
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
@@ -78,20 +80,53 @@ def load(path):
             isinstance(c, dict) and isinstance(c.get("key"), str)
             and isinstance(c.get("samples"), list) for c in cells):
         raise UserError("%s: corrupt results file (bad \"cells\" list)" % path)
+    for k in ("meta", "env", "plan", "host"):
+        if k in data and not isinstance(data[k], dict):
+            raise UserError("%s: corrupt results file (%r is not an object)" % (path, k))
+    for k in ("id", "suite", "mode"):
+        if k in data and not isinstance(data[k], str):
+            raise UserError("%s: corrupt results file (%r is not a string)" % (path, k))
     for c in cells:
         c.setdefault("status", "ok")
         c.setdefault("error", "")
         c.setdefault("workload", c["key"].split("/")[0])
         c.setdefault("suite", data.get("suite", ""))
         c.setdefault("args", [])
-        if not all(isinstance(s, dict) for s in c["samples"]):
-            raise UserError("%s: corrupt results file (cell %s has a non-object sample)"
+        if not isinstance(c["args"], list) or not all(isinstance(a, str) for a in c["args"]) \
+                or not all(isinstance(c[k], str) for k in ("status", "error", "workload",
+                                                            "suite")):
+            raise UserError("%s: corrupt results file (cell %s has bad fields)"
                             % (path, c["key"]))
+        for smp in c["samples"]:
+            why = _sample_problem(smp)
+            if why:
+                raise UserError("%s: corrupt results file (cell %s: %s)" % (path, c["key"], why))
     data.setdefault("meta", {})
     data.setdefault("env", {})
     data.setdefault("plan", {})
     data.setdefault("id", os.path.splitext(os.path.basename(path))[0])
     return data
+
+
+def _sample_problem(smp):
+    """Why an engine sample cannot be used, or None."""
+    if not isinstance(smp, dict):
+        return "a sample is not an object"
+    for k in ("metrics", "latency", "counters", "params", "env", "notes"):
+        if k in smp and not isinstance(smp[k], dict):
+            return "sample field %r is not an object" % k
+    for name, m in smp.get("metrics", {}).items():
+        if isinstance(m, dict):
+            if not isinstance(m.get("value", 0), (int, float, type(None))):
+                return "metric %r has a non-numeric value" % name
+            if not isinstance(m.get("unit", ""), str) or not isinstance(m.get("better", ""), str):
+                return "metric %r has a bad unit or better" % name
+        elif not isinstance(m, (int, float, type(None))):
+            return "metric %r is neither a number nor an object" % name
+    for name, lat in smp.get("latency", {}).items():
+        if not isinstance(lat, dict):
+            return "latency %r is not an object" % name
+    return None
 
 
 def measured(cell):
