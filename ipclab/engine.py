@@ -17,6 +17,10 @@ from ipclab import ROOT, UserError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_SKIP = 0, 1, 2, 77
 
+# Our watchdog fires this long after the engine's own --timeout should have:
+# the engine normally cleans up and exits 1 first.
+WATCHDOG_GRACE_S = 15
+
 
 def default_engine_path():
     return os.environ.get("IPCBENCH") or os.path.join(ROOT, "bench", "ipcbench")
@@ -62,14 +66,14 @@ def run_cell(engine, cell, env=None):
     except OSError as e:
         return Outcome("failed", error="cannot run %s: %s" % (engine, e), rc=-1, argv=argv)
     try:
-        out, err = proc.communicate(timeout=cell.timeout + 15)
+        out, err = proc.communicate(timeout=cell.timeout + WATCHDOG_GRACE_S)
     except subprocess.TimeoutExpired:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         out, err = proc.communicate()
-        return Outcome("failed", error="timed out after %gs" % (cell.timeout + 15),
+        return Outcome("failed", error="timed out after %gs" % (cell.timeout + WATCHDOG_GRACE_S),
                        rc=-9, argv=argv)
     except KeyboardInterrupt:
         try:

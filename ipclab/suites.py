@@ -43,10 +43,11 @@ class Cell:
     args: list
     suite: str = ""
     est_s: float = 1.0      # expected seconds per sample, for the ETA and the timeout
+    timeout_s: float = 0.0  # engine --timeout; 0 = derived from est_s
 
     @property
     def timeout(self):
-        return max(30.0, self.est_s * 10 + 20)
+        return self.timeout_s or max(30.0, self.est_s * 10 + 20)
 
 
 @dataclass

@@ -241,3 +241,15 @@ def test_ctrl_c_keeps_samples_and_resume_finishes(tmp_path):
     done = results.load(str(path))
     assert done["complete"]
     assert all(len(results.measured(c)) == 2 for c in done["cells"])
+
+
+def test_hung_engine_is_killed_by_the_watchdog(monkeypatch):
+    import time
+    from ipclab import engine, suites
+    monkeypatch.setenv("FAKE_HANG", "fastpipe")
+    monkeypatch.setattr(engine, "WATCHDOG_GRACE_S", 1)
+    cell = suites.Cell("fastpipe/x", "fastpipe", [], timeout_s=1)
+    t = time.monotonic()
+    out = engine.run_cell(FAKE_ENGINE, cell)
+    assert out.status == "failed" and "timed out" in out.error
+    assert time.monotonic() - t < 20
