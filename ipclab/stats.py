@@ -10,6 +10,7 @@ Everything here is pure Python (numpy only for the bootstrap), so that the
 front end needs no scipy; the tests pin the results to known values.
 """
 
+import functools
 import math
 import random
 from dataclasses import dataclass
@@ -116,6 +117,7 @@ def _norm_sf(z):
     return 0.5 * math.erfc(z / math.sqrt(2))
 
 
+@functools.lru_cache(maxsize=64)
 def _exact_u_cdf_table(n1, n2):
     """Number of arrangements giving each U, for U = 0 .. n1*n2.
 
@@ -137,7 +139,7 @@ def _exact_u_cdf_table(n1, n2):
                 row[u] += c
             cur.append(row)
         prev = cur
-    return prev[n2]
+    return tuple(prev[n2])
 
 
 EXACT_MAX_N = 50
