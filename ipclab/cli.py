@@ -93,6 +93,8 @@ def cmd_run(args):
     warmups = args.warmups if args.warmups is not None else suite.warmups
     if reps < 1:
         raise UserError("--reps must be at least 1")
+    if warmups < 0:
+        raise UserError("--warmups must be 0 or more")
     if args.dry_run:
         eng = args.engine or engine.default_engine_path()
         est = sum(c.est_s for c in cells) * (reps + warmups)

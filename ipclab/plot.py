@@ -150,7 +150,7 @@ def compare_plot(outcome, out_dir):
     ax.axvline(0, color="k", lw=0.8)
     ax.set_yticks(y)
     ax.set_yticklabels(labels, fontsize=7)
-    ax.invert_yaxis()
+    ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlabel("delta % (new vs baseline), 95% CI; coloured = significant (Holm)")
     ax.set_title("%s -> %s" % (outcome.base.get("id"), outcome.new.get("id")))
     name = "compare-%s-vs-%s.png" % (outcome.base.get("id"), outcome.new.get("id"))
