@@ -141,7 +141,8 @@ PIPE_PREALLOC = Suite(
     " (full adds the memory-pressure sweep)",
     seed="pipe-prealloc",
     quick_cells=_sweep_cells(0.25),
-    full_cells=_sweep_cells(2.0) + _sweep_cells(2.0, pressure=True),
+    # The seed's own sizes: 10 s per config, 6 s under memory pressure.
+    full_cells=_sweep_cells(10.0) + _sweep_cells(6.0, pressure=True),
     views=[
         _sweep_view("throughput", "Throughput in MB/s", "metrics.throughput", "MB/s",
                     "throughput"),
