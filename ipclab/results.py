@@ -44,14 +44,38 @@ def new_results(run_id, suite, mode, cells, reps, warmups, order_seed, meta=None
     }
 
 
+def dumps(results):
+    """JSON text with one top-level field, cell header and sample per line.
+
+    Samples are compact: the file is rewritten after every sample, and an
+    indented dump of a quick seeds run (4 MB, mostly histogram buckets)
+    took 0.3 s per save, a third of a minute over a run.
+    """
+    items = []
+    for k, v in results.items():
+        if k == "cells" and isinstance(v, list):
+            cells = []
+            for c in v:
+                head = {ck: cv for ck, cv in c.items() if ck != "samples"}
+                text = json.dumps(head)[:-1]
+                sep = ", " if head else ""
+                samples = ",\n   ".join(json.dumps(smp, separators=(",", ":"))
+                                        for smp in c.get("samples", []))
+                body = "\n   %s\n  " % samples if samples else ""
+                cells.append('  %s%s"samples": [%s]}' % (text, sep, body))
+            items.append(' "cells": [\n%s\n ]' % ",\n".join(cells))
+        else:
+            items.append(" %s: %s" % (json.dumps(k), json.dumps(v)))
+    return "{\n" + ",\n".join(items) + "\n}\n"
+
+
 def save(results, path):
     results["updated"] = now_iso()
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     tmp = "%s.tmp.%d" % (path, os.getpid())
     with open(tmp, "w") as f:
-        json.dump(results, f, indent=1, sort_keys=False)
-        f.write("\n")
+        f.write(dumps(results))
     os.replace(tmp, path)
 
 
