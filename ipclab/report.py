@@ -232,6 +232,15 @@ def write_report(paths_and_results, out_dir):
         acc = res.get("meta", {}).get("accel") or env.get("accel")
         if acc and acc != "native":
             w("- **timings are emulated (%s)**: absolute times are not native" % acc)
+        host = res.get("host")
+        if isinstance(host, dict) and host:
+            from ipclab import envinfo
+            try:
+                for x in envinfo.warnings(host):
+                    if not x.startswith("load average"):  # quality() says it below
+                        w("- environment: " + x)
+            except (TypeError, ValueError, AttributeError):
+                pass  # a hand-edited host block must not stop the report
         meta = {k: v for k, v in res.get("meta", {}).items() if k != "accel"}
         if meta:
             w("- meta: " + ", ".join("%s=%s" % kv for kv in sorted(meta.items())))
