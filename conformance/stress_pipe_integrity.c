@@ -23,6 +23,11 @@
  *    such writes may interleave) may be written partially; the writer then
  *    continues with the rest, as POSIX allows.
  *
+ * --splice takes the splice(2) paths instead: a writer writes each record
+ * into a private, empty pipe and splices it from there into the shared one
+ * (a one-buffer move, so it stays whole); a reader splices from the shared
+ * pipe into its own private pipe and reads it back from there.
+ *
  * --tolerate-enomem is for runs under fault injection (fail_page_alloc):
  * a write or read failing with ENOMEM is retried and counted, a fork that
  * fails is retried; everything else is still a failure.
@@ -50,9 +55,16 @@ struct rec_hdr {
 	uint32_t check;		/* hash of the fields above */
 };
 
+#ifndef STRESS_DEFAULT_SPLICE
+#define STRESS_DEFAULT_SPLICE false
+#endif
+
 static struct stress_opts opts = {
 	.duration = 3, .writers = 8, .readers = 4, .stall = 10,
+	.splice = STRESS_DEFAULT_SPLICE,
 };
+/* With --splice: this process's private pipe. */
+static int priv[2];
 static struct stress_shared *sh;
 static int fds[2];
 
@@ -99,11 +111,38 @@ static int verify(const char *buf, size_t have, const char *who)
 	return 0;
 }
 
+/* --splice: the record into the private pipe, then one splice into the shared one. */
+static int put_splice(const char *buf, size_t len, int id)
+{
+	ssize_t n;
+
+	if (ct_write_full(priv[1], buf, len) != (ssize_t)len)
+		return stress_fail(sh, "writer %d: write to the private pipe: %s", id,
+				   ct_errname(errno));
+	for (;;) {
+		n = splice(priv[0], NULL, fds[1], NULL, len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == ENOMEM && opts.tolerate_enomem) {
+			atomic_fetch_add(&sh->enomem_retries, 1);
+			continue;
+		}
+		if (n < 0)
+			return stress_fail(sh, "writer %d: splice: %s", id, ct_errname(errno));
+		if ((size_t)n != len)
+			return stress_fail(sh, "writer %d: splice moved %zd of a %zu-byte record",
+					   id, n, len);
+		return 0;
+	}
+}
+
 static int put(const char *buf, size_t len, int id)
 {
 	size_t done = 0;
 	ssize_t n;
 
+	if (opts.splice)
+		return put_splice(buf, len, id);
 	while (done < len) {
 		n = write(fds[1], buf + done, len - done);
 		if (n < 0 && errno == EINTR)
@@ -134,8 +173,8 @@ static int writer(void *arg)
 	uint32_t seq;
 
 	close(fds[0]);
-	if (!buf)
-		return stress_fail(sh, "writer %d: malloc", id), 1;
+	if (!buf || (opts.splice && pipe(priv)))
+		return stress_fail(sh, "writer %d: setup: %s", id, ct_errname(errno)), 1;
 	for (seq = 0; !atomic_load(&sh->stop); seq++) {
 		size_t len = opts.record_size;
 
@@ -162,12 +201,23 @@ static int writer(void *arg)
 	return 0;
 }
 
+/*
+ * Take up to @len bytes from the shared pipe into @buf: read(), or with
+ * --splice a splice into the private pipe and a read of all of it back.
+ */
 static ssize_t get(char *buf, size_t len, int id)
 {
 	ssize_t n;
 
 	for (;;) {
-		n = read(fds[0], buf, len);
+		if (opts.splice) {
+			n = splice(fds[0], NULL, priv[1], NULL, len, 0);
+			if (n > 0 && ct_read_full(priv[0], buf, n) != n)
+				return stress_fail(sh, "reader %d: the private pipe did not give "
+						   "back %zd bytes", id, n);
+		} else {
+			n = read(fds[0], buf, len);
+		}
 		if (n >= 0)
 			return n;
 		if (errno == EINTR)
@@ -176,7 +226,8 @@ static ssize_t get(char *buf, size_t len, int id)
 			atomic_fetch_add(&sh->enomem_retries, 1);
 			continue;
 		}
-		return stress_fail(sh, "reader %d: read: %s", id, ct_errname(errno));
+		return stress_fail(sh, "reader %d: %s: %s", id, opts.splice ? "splice" : "read",
+				   ct_errname(errno));
 	}
 }
 
@@ -192,8 +243,8 @@ static int stream_reader(void *arg)
 	int id = (int)(long)arg;
 
 	close(fds[1]);
-	if (!buf || !next)
-		return stress_fail(sh, "reader: malloc"), 1;
+	if (!buf || !next || (opts.splice && pipe(priv)))
+		return stress_fail(sh, "reader: setup: %s", ct_errname(errno)), 1;
 	for (;;) {
 		size_t want = 1 + ct_rand(&rng) % (cap - have);
 
@@ -236,8 +287,8 @@ static int record_reader(void *arg)
 	ssize_t n;
 
 	close(fds[1]);
-	if (!buf)
-		return stress_fail(sh, "reader %d: malloc", id), 1;
+	if (!buf || (opts.splice && pipe(priv)))
+		return stress_fail(sh, "reader %d: setup: %s", id, ct_errname(errno)), 1;
 	for (;;) {
 		/* Ask for one byte more: a read must still stop at one record. */
 		n = get(buf, opts.record_size + (opts.packet ? 1 : 0), id);
@@ -271,6 +322,11 @@ int main(int argc, char **argv)
 			"--writers 1 --readers 1: such writes may interleave\n", PIPE_BUF);
 		return 2;
 	}
+	if (opts.splice && (opts.packet || opts.record_size > PIPE_BUF)) {
+		fprintf(stderr, "stress_pipe_integrity: --splice works with records of at most "
+			"PIPE_BUF (%d) bytes and without --packet\n", PIPE_BUF);
+		return 2;
+	}
 	if (opts.record_size && opts.record_size < (long)sizeof(struct rec_hdr)) {
 		fprintf(stderr, "stress_pipe_integrity: --record-size must be at least %zu\n",
 			sizeof(struct rec_hdr));
@@ -286,7 +342,8 @@ int main(int argc, char **argv)
 	ct_log("%d writers x %d readers, %.2f s, records %s, pipe %d bytes%s%s",
 	       opts.writers, opts.readers, opts.duration,
 	       opts.record_size ? "fixed" : "16..PIPE_BUF", fcntl(fds[0], F_GETPIPE_SZ),
-	       opts.packet ? ", packet mode" : "", opts.tolerate_enomem ? ", ENOMEM tolerated" : "");
+	       opts.packet ? ", packet mode" : opts.splice ? ", through splice" : "",
+	       opts.tolerate_enomem ? ", ENOMEM tolerated" : "");
 
 	for (i = 0; i < STRESS_MAX_PROCS; i++)
 		args[i] = (void *)(long)i;

@@ -55,6 +55,7 @@ void stress_parse(int argc, char **argv, struct stress_opts *o, const char *prog
 		{ "seed", required_argument, NULL, 'S' },
 		{ "tolerate-enomem", no_argument, NULL, 'E' },
 		{ "packet", no_argument, NULL, 'P' },
+		{ "splice", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -73,6 +74,7 @@ void stress_parse(int argc, char **argv, struct stress_opts *o, const char *prog
 		case 'S': o->seed = parse_num(prog, "seed", optarg, 1, 1e18); break;
 		case 'E': o->tolerate_enomem = true; break;
 		case 'P': o->packet = true; break;
+		case 'L': o->splice = true; break;
 		case 'h':
 			printf("usage: %s [options]\n%s\n"
 			       "  --duration S        seconds the writers run (default %g)\n"
@@ -82,6 +84,8 @@ void stress_parse(int argc, char **argv, struct stress_opts *o, const char *prog
 			       "  --pipe-size B       pipe capacity via F_SETPIPE_SZ (pipe test)\n"
 			       "  --depth N           mq_maxmsg (mqueue test)\n"
 			       "  --packet            O_DIRECT packet-mode pipe (pipe test)\n"
+			       "  --splice            records enter and leave the pipe by splice(2)\n"
+			       "                      through a private pipe per process (pipe test)\n"
 			       "  --stall S           seconds without progress = hang (default %g)\n"
 			       "  --tolerate-enomem   for fault injection: retry ENOMEM (and continue\n"
 			       "                      short writes where POSIX allows them)\n"

@@ -36,6 +36,7 @@ struct stress_opts {
 	double stall;		/* seconds without progress that count as a hang */
 	bool tolerate_enomem;	/* fault injection: ENOMEM is retried, not a failure */
 	bool packet;		/* pipe: O_DIRECT packet mode */
+	bool splice;		/* pipe: records go in and out through splice(2) */
 	uint64_t seed;
 };
 
