@@ -14,7 +14,8 @@ import os
 import random
 import sys
 
-from ipclab import UserError, __version__, compare, engine, envinfo, report, results, runner
+from ipclab import UserError, __version__, compare, engine, envinfo, progress, report, results
+from ipclab import runner
 from ipclab import suites
 
 
@@ -129,8 +130,9 @@ def cmd_suites(args):
     for name, s in suites.SUITES.items():
         cells = s.cells(mode)
         print("%s: %s" % (name, s.summary))
-        print("  %s mode: %d cells, %d reps + %d warmup" % (mode, len(cells), s.reps[mode],
-                                                            s.warmups))
+        est = sum(c.est_s for c in cells) * (s.reps[mode] + s.warmups)
+        print("  %s mode: %d cells, %d reps + %d warmup, planned about %s of measurement"
+              % (mode, len(cells), s.reps[mode], s.warmups, progress.fmt_duration(est)))
         if name != "seeds":
             for c in cells:
                 print("    %-32s %s %s" % (c.key, c.workload, " ".join(c.args)))
