@@ -46,9 +46,29 @@ class Outcome:
     argv: list = field(default_factory=list)
 
 
+# Under QEMU TCG everything runs about 25x slower (DESIGN.md), and variants
+# that put a thundering herd back are slower still: stretch the watchdogs so
+# that emulation does not read as a hang.  IPCLAB_TIMEOUT_FACTOR overrides.
+ACCEL_TIMEOUT_FACTOR = {"native": 1.0, "kvm": 2.0, "tcg": 40.0}
+
+
+def timeout_factor():
+    try:
+        f = float(os.environ.get("IPCLAB_TIMEOUT_FACTOR", ""))
+        if f > 0:
+            return f
+    except ValueError:
+        pass
+    return ACCEL_TIMEOUT_FACTOR.get(os.environ.get("IPCBENCH_ACCEL", "native"), 1.0)
+
+
+def cell_timeout(cell):
+    return cell.timeout * timeout_factor()
+
+
 def argv_for(engine, cell):
     return [engine, cell.workload] + list(cell.args) + ["--json", "--timeout",
-                                                        "%g" % cell.timeout]
+                                                        "%g" % cell_timeout(cell)]
 
 
 def _last_line(text):
@@ -66,15 +86,15 @@ def run_cell(engine, cell, env=None):
     except OSError as e:
         return Outcome("failed", error="cannot run %s: %s" % (engine, e), rc=-1, argv=argv)
     try:
-        out, err = proc.communicate(timeout=cell.timeout + WATCHDOG_GRACE_S)
+        out, err = proc.communicate(timeout=cell_timeout(cell) + WATCHDOG_GRACE_S)
     except subprocess.TimeoutExpired:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         out, err = proc.communicate()
-        return Outcome("failed", error="timed out after %gs" % (cell.timeout + WATCHDOG_GRACE_S),
-                       rc=-9, argv=argv)
+        return Outcome("failed", error="timed out after %gs"
+                       % (cell_timeout(cell) + WATCHDOG_GRACE_S), rc=-9, argv=argv)
     except KeyboardInterrupt:
         try:
             os.killpg(proc.pid, signal.SIGTERM)

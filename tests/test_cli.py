@@ -253,3 +253,15 @@ def test_hung_engine_is_killed_by_the_watchdog(monkeypatch):
     out = engine.run_cell(FAKE_ENGINE, cell)
     assert out.status == "failed" and "timed out" in out.error
     assert time.monotonic() - t < 20
+
+
+def test_watchdogs_stretch_under_emulation(monkeypatch):
+    from ipclab import engine, suites
+    cell = suites.Cell("x", "fastpipe", [], timeout_s=10)
+    monkeypatch.delenv("IPCLAB_TIMEOUT_FACTOR", raising=False)
+    monkeypatch.setenv("IPCBENCH_ACCEL", "native")
+    assert engine.argv_for("e", cell)[-2:] == ["--timeout", "10"]
+    monkeypatch.setenv("IPCBENCH_ACCEL", "tcg")
+    assert engine.argv_for("e", cell)[-2:] == ["--timeout", "400"]
+    monkeypatch.setenv("IPCLAB_TIMEOUT_FACTOR", "3")
+    assert engine.argv_for("e", cell)[-2:] == ["--timeout", "30"]
