@@ -266,3 +266,9 @@ def main(argv=None):
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as e:
+        # Files we were asked to write (-o, --report-dir) or read: the
+        # user's environment, not a bug; one line like any bad input.
+        where = " %s:" % e.filename if getattr(e, "filename", None) else ""
+        sys.stderr.write("ipclab: error:%s %s\n" % (where, e.strerror or e))
+        return 2

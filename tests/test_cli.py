@@ -265,3 +265,14 @@ def test_watchdogs_stretch_under_emulation(monkeypatch):
     assert engine.argv_for("e", cell)[-2:] == ["--timeout", "400"]
     monkeypatch.setenv("IPCLAB_TIMEOUT_FACTOR", "3")
     assert engine.argv_for("e", cell)[-2:] == ["--timeout", "30"]
+
+
+def test_unwritable_output_is_one_line_exit_2(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    p = run_cli("run", "fastpipe", "-o", str(blocker / "r.json"),
+                env={"IPCBENCH": FAKE_ENGINE}, cwd=str(tmp_path))
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.count("\n") == 1
+    p = run_cli("report", fixture("base.json"), "-o", str(blocker / "rep"), cwd=str(tmp_path))
+    assert p.returncode == 2 and "Traceback" not in p.stderr
