@@ -346,13 +346,18 @@ int ct_wait_sleeping(pid_t pid, unsigned int timeout_ms)
 	int settled = 0, ret;
 	char st;
 
-	/* Two readings in a row, 2 ms apart, so a passing sleep is not taken. */
+	/*
+	 * Three readings of 'S' in a row, 2 ms apart, so a passing sleep is not
+	 * taken.  Only 'S': the waits we look for (pipe, mqueue) are
+	 * interruptible, while 'D' is more likely a page fault or a lock on
+	 * the way there, and signalling then would be too early.
+	 */
 	while (ct_now_ns() < end) {
 		ret = ct_proc_state(pid, &st);
 		if (ret)
 			return ret;
-		if (st == 'S' || st == 'D') {
-			if (++settled >= 2)
+		if (st == 'S') {
+			if (++settled >= 3)
 				return 0;
 		} else {
 			settled = 0;

@@ -88,9 +88,9 @@ int ct_try_wait(pid_t pid, int *status);
 void ct_kill_children(void);
 
 /*
- * Wait until @pid (a process or, with tid, a thread) is asleep in the kernel
- * (state S or D in /proc/PID/stat), for up to @timeout_ms.  Returns 0, or
- * -ETIMEDOUT, or -errno.
+ * Wait until @pid (a process or, with tid, a thread) is in an interruptible
+ * sleep (state S in /proc/PID/stat, three readings in a row), for up to
+ * @timeout_ms.  Returns 0, or -ETIMEDOUT, or -errno.
  */
 int ct_wait_sleeping(pid_t pid, unsigned int timeout_ms);
 
