@@ -218,6 +218,10 @@ def open_source(tree_arg: str | None, dry_run: bool = False) -> Source:
         tree = Path(tree_arg).resolve()
         if not (tree / "Makefile").is_file() or not (tree / "kernel").is_dir():
             raise LabError(f"--tree {tree_arg}: not a kernel source tree", 2)
+        if (tree / ".config").exists() or (tree / "include" / "config").is_dir():
+            # Kbuild refuses O= builds from a tree that was built in place.
+            raise LabError(f"--tree {tree_arg}: it has an in-tree build; run `make mrproper` "
+                           "there or pass a clean tree", 2)
         version = tree_version(tree)
         work = cache / "trees" / sha256_bytes(str(tree).encode())[:16]
         ident = f"tree:{tree}:{version}:{git_head(tree)}"

@@ -310,7 +310,7 @@ def merge(results: list[dict], label: str) -> dict:
         for cell in res.get("cells", []):
             key = cell["key"]
             if key not in cells:
-                cells[key] = {**cell, "samples": [], "status": "failed", "error": None,
+                cells[key] = {**cell, "samples": [], "status": "failed", "error": "",
                               "boots_ok": 0, "boot_errors": []}
                 order.append(key)
             m = cells[key]
@@ -318,11 +318,11 @@ def merge(results: list[dict], label: str) -> dict:
                 m["samples"].extend(cell.get("samples", []))
                 m["boots_ok"] += 1
                 m["status"] = "ok"
-                m["error"] = None
+                m["error"] = ""
             else:
-                m["boot_errors"].append(cell.get("error"))
+                m["boot_errors"].append(cell.get("error") or "")
                 if m["status"] != "ok":
-                    m["error"] = cell.get("error")
+                    m["error"] = cell.get("error") or "failed"
     first = results[0] if results else {}
     meta = dict(first.get("meta", {}))
     meta["lab"] = [r.get("meta", {}).get("lab") for r in results]

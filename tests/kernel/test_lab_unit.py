@@ -191,6 +191,8 @@ def test_merge_concatenates_samples_across_boots():
     (cell,) = m["cells"]
     assert len(cell["samples"]) == 5 and cell["status"] == "ok" and cell["boots_ok"] == 2
     assert m["meta"]["boots"] == 3 and m["meta"]["accel"] == "tcg"
+    # ipclab.results insists on string errors; the merged file must load there.
+    assert cell["error"] == "" and all(isinstance(e, str) for e in cell["boot_errors"])
 
 
 def parse(argv):
