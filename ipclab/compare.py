@@ -160,12 +160,14 @@ def _views_text(outcome, out):
     idx = {(r.key, r.path): r for r in outcome.rows}
     by_key = {c["key"]: c for c in outcome.base["cells"]}
     mode = outcome.base.get("mode", "quick")
+    from ipclab import report
     for part in suites.suite_parts(outcome.base.get("suite")) or []:
+        ref = part.reference()
         for view in part.views:
             if mode not in view.modes:
                 continue
-            trows, anyval = [], False
-            ratios = []
+            trows, anyval, anyref = [], False, False
+            ratios, pub_ratios = [], []
             for label, entries in view.rows:
                 line = [label]
                 for key, path in entries:
@@ -187,16 +189,31 @@ def _views_text(outcome, out):
                     anyval = True
                     s = view.scale
                     ratios.append(r.cmp.ratio)
-                    line.append("%s -> %s (%s)%s" % (fmt.num(r.cmp.base.median * s),
-                                                     fmt.num(r.cmp.new.median * s),
-                                                     fmt.pct(r.cmp.delta), mark(r) or " "))
+                    txt = "%s -> %s (%s)%s" % (fmt.num(r.cmp.base.median * s),
+                                               fmt.num(r.cmp.new.median * s),
+                                               fmt.pct(r.cmp.delta), mark(r) or " ")
+                    # The seed's own before -> after change, for a patch A/B:
+                    # its last two published columns.
+                    pub = report.ref_values(ref, view, label, (view.columns +
+                                                               [None])[len(line) - 1])
+                    if isinstance(pub, list) and len(pub) >= 2 and pub[-2]:
+                        txt += " [seed %s]" % fmt.pct(pub[-1] / pub[-2] - 1, True)
+                        pub_ratios.append(pub[-1] / pub[-2])
+                        anyref = True
+                    line.append(txt)
                 trows.append(line)
             if not anyval:
                 continue
-            out.write("%s: %s (baseline -> new, delta)\n" % (part.name, view.title))
+            out.write("%s: %s (baseline -> new, delta%s)\n"
+                      % (part.name, view.title, "; [seed's published change]" if anyref else ""))
             out.write(fmt.table([view.row_header] + view.columns, trows) + "\n")
-            if len(ratios) > 1:
-                out.write("  geometric mean of ratios: %s\n" % fmt.pct(stats.geomean(ratios) - 1))
+            # A sweep's summary (DESIGN.md); other views mix metrics, where
+            # one mean of ratios would mean nothing.
+            if len(ratios) > 1 and view.kind == "grid":
+                seed_gm = (" [seed %s]" % fmt.pct(stats.geomean(pub_ratios) - 1)
+                           if len(pub_ratios) == len(ratios) else "")
+                out.write("  geometric mean of ratios: %s%s\n"
+                          % (fmt.pct(stats.geomean(ratios) - 1), seed_gm))
             out.write("\n")
 
 

@@ -13,6 +13,18 @@ import sys
 from ipclab import compare, fmt, results, stats, suites
 
 
+def ref_values(ref, view, row, col):
+    """The published figure(s) for one entry of a view: a list, a number or None."""
+    if not ref or not view.ref_key:
+        return None
+    figs = ref.get("figures", {}).get(view.ref_key, {})
+    k = view.ref_cells.get((row, col))
+    v = figs.get("cells", {}).get(k) if k and not k.startswith("local:") else None
+    if isinstance(v, dict):
+        v = v.get("value")
+    return v
+
+
 def _ref_text(ref, view, row, col):
     """The published figure(s) for one entry of a view, as text."""
     if not ref or not view.ref_key:
