@@ -23,7 +23,6 @@ static int fds[2];
 static int write_one_byte(void *arg)
 {
 	(void)arg;
-	close(fds[0]);
 	(void)!write(fds[1], "x", 1);
 	return 0;	/* only reached if SIGPIPE did not kill us */
 }
@@ -52,10 +51,11 @@ static void check_default_kills(void)
 
 	if (pipe(fds))
 		ct_fatal("pipe: %m");
+	/* No read end anywhere before the child exists, so its write cannot succeed. */
+	close(fds[0]);
 	pid = ct_spawn(write_one_byte, NULL);
 	if (pid < 0)
 		ct_fatal("fork: %s", strerror(-pid));
-	close(fds[0]);
 	close(fds[1]);
 	status = ct_wait(pid);
 	ct_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGPIPE,
