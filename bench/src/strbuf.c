@@ -73,7 +73,7 @@ void sb_json_num(struct strbuf *sb, double v)
 	else if (v == (double)(long long)v && fabs(v) < 1e15)
 		sb_printf(sb, "%lld", (long long)v);
 	else
-		sb_printf(sb, "%.6g", v);
+		sb_printf(sb, "%.10g", v);
 }
 
 void sb_sep(struct strbuf *sb)
