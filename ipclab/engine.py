@@ -128,15 +128,3 @@ def run_cell(engine, cell, env=None):
     if not samples:
         return Outcome("failed", error="engine printed no JSON sample", rc=rc, argv=argv)
     return Outcome("ok", samples=samples, rc=rc, argv=argv)
-
-
-def list_workloads(engine):
-    """Workload names from `ipcbench list` (first word of each line), or None."""
-    try:
-        p = subprocess.run([engine, "list"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if p.returncode != 0:
-        return None
-    names = [l.split()[0] for l in p.stdout.splitlines() if l.strip()]
-    return names or None

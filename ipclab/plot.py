@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ipclab import report, results, stats, suites  # noqa: E402
+from ipclab import report, results, stats  # noqa: E402
 
 PERCENTILES = ("p50", "p90", "p99", "p99.9")
 

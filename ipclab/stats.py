@@ -12,7 +12,6 @@ front end needs no scipy; the tests pin the results to known values.
 
 import functools
 import math
-import random
 from dataclasses import dataclass
 
 import numpy as np
@@ -263,9 +262,3 @@ def stable_seed(text):
     for ch in text.encode():
         h = ((h ^ ch) * 16777619) & 0xFFFFFFFF
     return h
-
-
-def shuffled(items, rnd: random.Random):
-    items = list(items)
-    rnd.shuffle(items)
-    return items

@@ -341,7 +341,3 @@ def suite_parts(name):
     if s is None:
         return []
     return list(getattr(s, "parts", [s]))
-
-
-def suite_for_cell(key_suite):
-    return SUITES.get(key_suite)
