@@ -19,6 +19,7 @@ Environment:
     FUZZ_SEED           generator seed (default 20261122: the same cases every run)
     FUZZ_ENGINE_CASES   number of ipcbench cases (default 240)
     FUZZ_CLI_CASES      number of ipclab cases (default 120)
+    FUZZ_CLI_RUN_CASES  number of real `ipclab run WORKLOAD -- ENGINE-ARGS` cases (default 30)
     FUZZ_SANITIZE       0 disables the ASan/UBSan re-run of usage errors (default on
                         when gcc is available)
 
@@ -33,7 +34,9 @@ Keeping it cheap and harmless on a shared 2-core machine:
     stress-ng on half of the machine's memory;
   - every ipclab subcommand that would build a kernel, boot a VM or run a suite
     gets `--dry-run` right after the subcommand (before any `--`), runs in a
-    temporary directory, and only reads files the fuzzer made there.
+    temporary directory, and only reads files the fuzzer made there;
+  - the cli-run cases do run: one workload, one repetition, no warmup, no report,
+    with fuzzed engine arguments after `--` that end in the same engine tail.
 """
 import json
 import os
@@ -55,6 +58,7 @@ FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 SEED = int(os.environ.get("FUZZ_SEED", "20261122"))
 N_ENGINE = int(os.environ.get("FUZZ_ENGINE_CASES", "240"))
 N_CLI = int(os.environ.get("FUZZ_CLI_CASES", "120"))
+N_CLI_RUN = int(os.environ.get("FUZZ_CLI_RUN_CASES", "30"))
 ALLOWED_EXITS = {0, 1, 2, 77}
 CASE_TIMEOUT = 30.0
 ENGINE_TAIL = ["--duration", "0.05", "--timeout", "5"]
@@ -536,6 +540,24 @@ def test_cli_argv(i, cli_dir):
     argv = cli_argv(_case_rng("cli", i))
     assert cli_is_safe(argv)
     env = dict(os.environ, PYTHONPATH=ROOT, IPCBENCH=ENGINE, PYTHONDONTWRITEBYTECODE="1")
+    o = run_case([sys.executable, "-m", "ipclab"] + argv, env=env, cwd=cli_dir)
+    check_contract(o, "ipclab")
+
+
+def cli_run_argv(rng):
+    """`ipclab run WORKLOAD ... -- ENGINE-ARGS`, really run, kept to one short invocation."""
+    eng = engine_argv(rng)
+    wl = rng.choice(WORKLOADS)
+    return ["run", wl, "--reps", "1", "--warmups", "0", "--quiet", "--no-report",
+            "-o", "run-%d.json" % rng.randrange(10 ** 6), "--"] + eng[1:]
+
+
+@pytest.mark.parametrize("i", range(N_CLI_RUN), ids=lambda i: "cli-run-%03d" % i)
+def test_cli_run_with_engine_argv(i, cli_dir, engine):
+    argv = cli_run_argv(_case_rng("cli-run", i))
+    assert argv[-4:] == ENGINE_TAIL
+    env = dict(os.environ, PYTHONPATH=ROOT, IPCBENCH=engine, PYTHONDONTWRITEBYTECODE="1",
+               IPCBENCH_ACCEL="native")
     o = run_case([sys.executable, "-m", "ipclab"] + argv, env=env, cwd=cli_dir)
     check_contract(o, "ipclab")
 
