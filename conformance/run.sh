@@ -101,7 +101,8 @@ for t in "${tests[@]}"; do
 	args=()
 	case $t in stress_*) args=("${stress_args[@]}") ;; esac
 	echo "# $t"
-	timeout -k 5 "$timeout_s" "$bindir/$t" "${args[@]}" > "$out" 2>&1 < /dev/null
+	# The subshell keeps bash's own "Segmentation fault" notices out of the KTAP.
+	( timeout -k 5 "$timeout_s" "$bindir/$t" "${args[@]}" > "$out" 2>&1 < /dev/null; exit $? ) 2> /dev/null
 	rc=$?
 	while IFS= read -r line; do
 		case $line in
