@@ -449,6 +449,9 @@ def _case_rng(kind, i):
 # ---- the tests ---------------------------------------------------------------------------
 
 def test_generators_are_reproducible_and_harmless():
+    for i in range(1000):
+        r = cli_run_argv(_case_rng("cli-run", i))
+        assert r[-4:] == ENGINE_TAIL and "--" in r
     for i in range(200):
         a, b = engine_argv(_case_rng("engine", i)), engine_argv(_case_rng("engine", i))
         assert a == b
@@ -546,10 +549,11 @@ def test_cli_argv(i, cli_dir):
 
 def cli_run_argv(rng):
     """`ipclab run WORKLOAD ... -- ENGINE-ARGS`, really run, kept to one short invocation."""
-    eng = engine_argv(rng)
+    eng = engine_argv(rng)[:-len(ENGINE_TAIL)]
     wl = rng.choice(WORKLOADS)
+    # The engine's own workload name (first token) is ipclab's to give.
     return ["run", wl, "--reps", "1", "--warmups", "0", "--quiet", "--no-report",
-            "-o", "run-%d.json" % rng.randrange(10 ** 6), "--"] + eng[1:]
+            "-o", "run-%d.json" % rng.randrange(10 ** 6), "--"] + eng[1:] + ENGINE_TAIL
 
 
 @pytest.mark.parametrize("i", range(N_CLI_RUN), ids=lambda i: "cli-run-%03d" % i)
