@@ -331,11 +331,14 @@ def tag_results(path: Path, boot: Boot, meta: dict) -> dict | None:
     m["emulated"] = boot.accel == "tcg"
     m["lab"] = boot.record()
     if not boot.ok:
-        # A kernel splat or a dead guest makes every cell of this boot suspect.
+        # A kernel splat or a dead guest makes every cell of this boot suspect; the cells
+        # the guest never finished ("pending") failed with it. The error carries the
+        # evidence: the kernel lines, or the console tail when the guest died.
+        evidence = "\n".join(boot.bad_lines[:10]) if boot.bad_lines else boot.console_tail
         for cell in res.get("cells", []):
-            if cell.get("status") == "ok":
+            if cell.get("status") in ("ok", "pending"):
                 cell["status"] = "failed"
-                cell["error"] = f"lab: {boot.reason}"
+                cell["error"] = f"lab: {boot.reason}\n{evidence}".strip()
         res["complete"] = False
     write_json_atomic(path, res)
     return res

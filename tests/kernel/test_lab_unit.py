@@ -234,3 +234,22 @@ def test_parse_faults():
     assert lab.parse_faults("100,1,10,8M")["space"] == 8 << 20
     with pytest.raises(LabError):
         lab.parse_faults("200")
+
+
+def test_failed_boot_fails_its_cells_with_console_tail(tmp_path):
+    res = {"schema": "ipclab-results/1", "suite": "s", "meta": {},
+           "cells": [{"key": "a", "status": "ok", "samples": [{}], "error": ""},
+                     {"key": "b", "status": "pending", "samples": [], "error": ""}],
+           "complete": False}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(res))
+    boot = vm.Boot("base", "6.12.117", "tcg", tmp_path, False, None,
+                   "guest killed by the watchdog after 60 s (hang or timeout)", [],
+                   "[ 12.0] rcu: INFO: rcu_preempt self-detected stall", {}, {})
+    meta = {"variant": "base", "release": "6.12.117", "patches": []}
+    out = vm.tag_results(path, boot, meta)
+    assert [c["status"] for c in out["cells"]] == ["failed", "failed"]
+    assert all("watchdog" in c["error"] and "rcu_preempt" in c["error"] for c in out["cells"])
+    assert out["meta"]["accel"] == "tcg" and out["meta"]["emulated"] is True
+    assert out["meta"]["lab"]["console_tail"].endswith("stall")
+    assert json.loads(path.read_text()) == out
