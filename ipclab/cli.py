@@ -47,6 +47,21 @@ def _finish(res, path, args):
     out.write("results: %s\n" % path)
 
 
+def _run_status(res):
+    """Exit status of a finished run: 0, or 1 (2 for usage errors) when a cell failed.
+
+    The results and the report are written either way; the status tells a
+    script that some cells have no numbers.
+    """
+    failed = [c for c in res["cells"] if c["status"] == "failed"]
+    if not failed:
+        return 0
+    sys.stderr.write("ipclab: %d of %d cells failed; first: %s: %s\n"
+                     % (len(failed), len(res["cells"]), failed[0]["key"], failed[0]["error"]))
+    usage = all(c["error"].startswith("usage error") for c in failed)
+    return 2 if usage else 1
+
+
 def cmd_run(args):
     extra = args.engine_args or []
     if args.resume:
@@ -75,7 +90,7 @@ def cmd_run(args):
         if rc:
             return rc
         _finish(res, path, args)
-        return 0
+        return _run_status(res)
 
     target = args.target or "seeds"
     mode = suites.FULL if args.full else suites.QUICK
@@ -122,7 +137,7 @@ def cmd_run(args):
     if rc:
         return rc
     _finish(res, path, args)
-    return 0
+    return _run_status(res)
 
 
 def cmd_suites(args):

@@ -95,8 +95,9 @@ def test_skipped_and_failed_cells_are_recorded(fake_engine, tmp_path, monkeypatc
     assert "fake exit 77" in res["cells"][0]["error"]
     assert "skipped" in capsys.readouterr().out
     monkeypatch.setenv("FAKE_EXIT", "token-ring=1")
+    # the results are kept, and the exit status tells a script that a cell has no numbers
     assert main(["run", "seed-exclusive-waits", "--reps", "2", "--quiet", "-o", "f.json",
-                 "--no-report"]) == 0
+                 "--no-report"]) == 1
     (cell,) = results.load("f.json")["cells"]
     assert cell["status"] == "failed" and "exit 1" in cell["error"]
 
