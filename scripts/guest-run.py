@@ -104,8 +104,11 @@ def arm_faults(faults, notes):
         "times": faults.get("times", -1),
         # A budget of bytes the filtered tasks allocate before failures start, so exec and
         # program start-up get through and the failures land in the workload proper.
-        "space": faults.get("space", 0),
-        "verbose": faults.get("verbose", 1),
+        # fail_page_alloc charges `1 << order` per call against it: pages, not bytes.
+        "space": faults.get("space", 0) // os.sysconf("SC_PAGE_SIZE"),
+        # With a bounded number of failures, a stack per failure shows who was hit (and that
+        # only the job was); unbounded runs would flood an emulated console with them.
+        "verbose": faults.get("verbose", 2 if 0 < int(faults.get("times", -1)) <= 50 else 1),
     }
     ok = True
     for k, v in knobs.items():

@@ -28,10 +28,11 @@ def debug_built():
 
 def test_fail_page_alloc_hits_only_the_command(debug_built, tmp_path):
     rec = tmp_path / "record.json"
-    # 100% after a 4 MiB budget, at most 8 failures: pipe buffer pages of the copy fail.
-    script = ("cat /proc/self/make-it-fail; head -c 32M /dev/zero | cat > /dev/null; "
-              "cat /sys/kernel/debug/fail_page_alloc/task-filter; true")
-    r = ipclab("vm", "run", "debug", "--fail-page-alloc", "100,1,8,4M", "--kmemleak",
+    # 100% once the command's tasks have allocated 8 MiB (start-up of sh and dd stays well
+    # below), at most 8 failures: dd's 64 MiB buffer crosses the budget for certain.
+    script = ("cat /proc/self/make-it-fail; dd if=/dev/zero of=/dev/null bs=64M count=1 "
+              "2>/dev/null; cat /sys/kernel/debug/fail_page_alloc/task-filter; true")
+    r = ipclab("vm", "run", "debug", "--fail-page-alloc", "100,1,8,8M", "--kmemleak",
                "--timeout", "900", "--record", str(rec), "--", "sh", "-c", script)
     record = json.loads(rec.read_text())
     assert r.returncode == 0, r.stderr[-3000:]
@@ -44,7 +45,7 @@ def test_fail_page_alloc_hits_only_the_command(debug_built, tmp_path):
     # Only the command's tasks were hit: every injected failure names a task of the command.
     comms = {line.split("Comm: ")[1].split()[0] for line in dmesg.splitlines()
              if "Comm: " in line and "forcing" not in line}
-    assert comms and comms <= {"sh", "head", "cat"}, comms
+    assert comms and comms <= {"sh", "dd", "cat"}, comms
 
 
 def test_debug_kernel_has_lockdep_and_kmemleak(debug_built, tmp_path):

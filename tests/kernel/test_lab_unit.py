@@ -178,6 +178,8 @@ def test_scan_flags_splats_not_ordinary_boot_lines():
     bad = vm.scan(log)
     assert len(bad) == 4
     assert not vm.scan("[ 0.1] Booting paravirtualized kernel on bare hardware\n")
+    # The debug variant's boot banner is not a lockdep report.
+    assert not vm.scan("[    0.276495] rcu: \tRCU lockdep checking is enabled.\n")
 
 
 def test_merge_concatenates_samples_across_boots():
