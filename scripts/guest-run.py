@@ -183,6 +183,9 @@ def main():
             write("/sys/kernel/debug/kmemleak", "scan")
         write(f"{shared}/kmemleak.txt", read("/sys/kernel/debug/kmemleak") or "")
     dmesg = subprocess.run(["dmesg"], capture_output=True, text=True)
+    if faults:
+        # Unbounded runs (times -1) leave no count in the knob; the messages are the count.
+        status["fault_messages"] = dmesg.stdout.count("FAULT_INJECTION: forcing a failure")
     write(f"{shared}/dmesg.txt", dmesg.stdout)
     write(f"{shared}/status.json.tmp", json.dumps(status, indent=2) + "\n")
     os.replace(f"{shared}/status.json.tmp", f"{shared}/status.json")
