@@ -306,7 +306,7 @@ def merge(results: list[dict], label: str) -> dict:
     """One results object per side: each cell's samples concatenated across boots."""
     cells: dict[str, dict] = {}
     order: list[str] = []
-    for res in results:
+    for boot_no, res in enumerate(results, 1):
         for cell in res.get("cells", []):
             key = cell["key"]
             if key not in cells:
@@ -315,7 +315,9 @@ def merge(results: list[dict], label: str) -> dict:
                 order.append(key)
             m = cells[key]
             if cell.get("status") == "ok":
-                m["samples"].extend(cell.get("samples", []))
+                # Which boot a sample came from, for analyses that model boot-to-boot
+                # variance instead of pooling (see the A/A notes in docs/lab.md).
+                m["samples"].extend({**smp, "lab_boot": boot_no} for smp in cell.get("samples", []))
                 m["boots_ok"] += 1
                 m["status"] = "ok"
                 m["error"] = ""

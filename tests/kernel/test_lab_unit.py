@@ -192,6 +192,7 @@ def test_merge_concatenates_samples_across_boots():
     m = lab.merge([res(3), res(2), res(4, "failed")], "A:base")
     (cell,) = m["cells"]
     assert len(cell["samples"]) == 5 and cell["status"] == "ok" and cell["boots_ok"] == 2
+    assert [smp["lab_boot"] for smp in cell["samples"]] == [1, 1, 1, 2, 2]
     assert m["meta"]["boots"] == 3 and m["meta"]["accel"] == "tcg"
     # ipclab.results insists on string errors; the merged file must load there.
     assert cell["error"] == "" and all(isinstance(e, str) for e in cell["boot_errors"])
