@@ -41,9 +41,15 @@ static const struct opt pc_opt_table[] = {
 	OPT_END
 };
 
+/*
+ * The rate comes from the totals; the histogram holds each chunk's ns per
+ * round trip (PC_CHECK_EVERY of them), so a chunk that was preempted is one
+ * outlier and p50 stays usable on a busy machine.
+ */
 struct pc_result {
 	uint64_t round_trips;
 	uint64_t elapsed_ns;
+	struct hist h;
 };
 
 /*
@@ -76,9 +82,9 @@ static void pc_close_others(const struct pc_side *s)
 
 static int pc_initiator(struct pc_side *s)
 {
-	uint64_t v = 0, back, t0, t;
+	uint64_t v = 0, back, t0, t, prev;
 
-	t0 = now_ns();
+	prev = t0 = now_ns();
 	for (;;) {
 		uint64_t n = PC_CHECK_EVERY, i;
 
@@ -99,6 +105,9 @@ static int pc_initiator(struct pc_side *s)
 			}
 		}
 		t = now_ns();
+		if (n)
+			hist_add(&s->res->h, (t - prev) / n);
+		prev = t;
 		if (s->count ? v >= s->count : t - t0 >= s->duration_ns)
 			break;
 	}
@@ -178,6 +187,8 @@ static int pc_run(const struct common_opts *c, void *wopts, struct report *r)
 		fail_reason("mmap: %s", strerror(errno));
 		return EXIT_FAIL;
 	}
+	for (i = 0; i < copies; i++)
+		hist_init(&res[i].h);
 	if (pipe(go) < 0 || pipe(ready) < 0) {
 		fail_reason("pipe: %s", strerror(errno));
 		goto out_close;
@@ -245,6 +256,8 @@ static int pc_run(const struct common_opts *c, void *wopts, struct report *r)
 	for (i = 0; i < copies; i++) {
 		double rate = res[i].round_trips / (res[i].elapsed_ns / 1e9);
 
+		if (i)
+			hist_merge(&res[0].h, &res[i].h);
 		total += rate;
 		trips += res[i].round_trips;
 		if (len < sizeof(per_copy))
@@ -263,6 +276,9 @@ static int pc_run(const struct common_opts *c, void *wopts, struct report *r)
 	report_metric(r, "round_trips_per_s", total, "round trips/s", HIGHER_IS_BETTER);
 	report_metric(r, "round_trips", trips, "round trips", BETTER_NONE);
 	report_note(r, "per_copy_round_trips_per_s", "%s", per_copy);
+	report_latency(r, "round_trip", &res[0].h);
+	report_note(r, "latency", "ns per round trip averaged over each chunk of %d, one "
+		    "histogram entry per chunk, all copies merged", PC_CHECK_EVERY);
 	report_counters(r, &cnt);
 	report_emit(r);
 	ret = EXIT_OK;

@@ -40,9 +40,11 @@ static const struct opt pt_opt_table[] = {
 };
 
 /* One slot per copy, in a MAP_SHARED page the children write into. */
+/* Totals give the rate; the histogram holds each chunk's ns per loop. */
 struct pt_result {
 	uint64_t loops;
 	uint64_t elapsed_ns;
+	struct hist h;
 };
 
 struct pt_copy {
@@ -60,7 +62,7 @@ static int pt_copy_main(void *arg)
 {
 	struct pt_copy *cp = arg;
 	char buf[PT_MSG_SIZE];
-	uint64_t loops = 0, t0, t;
+	uint64_t loops = 0, t0, t, prev;
 	int pfd[2];
 	char c = 0;
 	int ret;
@@ -83,7 +85,7 @@ static int pt_copy_main(void *arg)
 		return EXIT_FAIL;
 	}
 
-	t0 = now_ns();
+	prev = t0 = now_ns();
 	for (;;) {
 		uint64_t n = PT_CHECK_EVERY, i;
 
@@ -99,6 +101,9 @@ static int pt_copy_main(void *arg)
 		}
 		loops += n;
 		t = now_ns();
+		if (n)
+			hist_add(&cp->res->h, (t - prev) / n);
+		prev = t;
 		if (cp->count ? loops >= cp->count : t - t0 >= cp->duration_ns)
 			break;
 	}
@@ -129,6 +134,8 @@ static int pt_run(const struct common_opts *c, void *wopts, struct report *r)
 		fail_reason("mmap: %s", strerror(errno));
 		return EXIT_FAIL;
 	}
+	for (i = 0; i < copies; i++)
+		hist_init(&res[i].h);
 	if (pipe(go) < 0) {
 		fail_reason("pipe: %s", strerror(errno));
 		goto out_unmap;
@@ -181,6 +188,8 @@ static int pt_run(const struct common_opts *c, void *wopts, struct report *r)
 	for (i = 0; i < copies; i++) {
 		double rate = res[i].loops / (res[i].elapsed_ns / 1e9);
 
+		if (i)
+			hist_merge(&res[0].h, &res[i].h);
 		total += rate;
 		loops += res[i].loops;
 		if (len < sizeof(per_copy))
@@ -200,6 +209,9 @@ static int pt_run(const struct common_opts *c, void *wopts, struct report *r)
 	report_metric(r, "loops_per_s", total, "loops/s", HIGHER_IS_BETTER);
 	report_metric(r, "loops", loops, "loops", BETTER_NONE);
 	report_note(r, "per_copy_loops_per_s", "%s", per_copy);
+	report_latency(r, "loop", &res[0].h);
+	report_note(r, "latency", "ns per write+read loop averaged over each chunk of %d, one "
+		    "histogram entry per chunk, all copies merged", PT_CHECK_EVERY);
 	report_counters(r, &cnt);
 	report_emit(r);
 	ret = EXIT_OK;
