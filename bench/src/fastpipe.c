@@ -116,6 +116,11 @@ struct fp_shared {
 	uint64_t bytes_verified;	/* reader */
 	long long huge_kb[2];		/* writer, reader; -1 = not measured */
 	int huge_maps[2];		/* how many mappings those kB came from */
+	/*
+	 * reader: ns per MiB of each stretch of at least FP_CLOCK_EVERY bytes,
+	 * so that a preempted stretch is one outlier and p50 stays usable
+	 */
+	struct hist ns_per_mib;
 };
 
 struct fp_ctx {
@@ -363,7 +368,7 @@ static int fp_reader(void *arg)
 	struct fp_ctx *x = arg;
 	const struct fp_cfg *cfg = x->cfg;
 	struct fp_shared *sh = x->sh;
-	uint64_t total = 0, first = 0, t0 = 0, t = 0, next_clock = 0;
+	uint64_t total = 0, first = 0, t0 = 0, t = 0, next_clock = 0, mark = 0, t_mark = 0;
 	int fd = x->pfd[0], out = -1, ret;
 	char *buf = NULL;
 
@@ -434,18 +439,16 @@ static int fp_reader(void *arg)
 		sh->transfers++;
 		if (!t0) {
 			/* the clock starts when the first transfer is done */
-			t = t0 = now_ns();
-			first = total;
+			t = t0 = t_mark = now_ns();
+			mark = first = total;
 			next_clock = total + FP_CLOCK_EVERY;
-		} else if (cfg->bytes) {
-			if (total >= cfg->bytes) {
-				t = now_ns();
-				break;
-			}
-		} else if (total >= next_clock) {
+		} else if (total >= next_clock || (cfg->bytes && total >= cfg->bytes)) {
 			t = now_ns();
+			hist_add(&sh->ns_per_mib, (t - t_mark) * (1ull << 20) / (total - mark));
+			t_mark = t;
+			mark = total;
 			next_clock = total + FP_CLOCK_EVERY;
-			if (t - t0 >= cfg->duration_ns)
+			if (cfg->bytes ? total >= cfg->bytes : t - t0 >= cfg->duration_ns)
 				break;
 		}
 		if (cfg->bytes && total >= cfg->bytes)
@@ -507,6 +510,7 @@ static int fp_run_one(const struct common_opts *c, const struct fp_cfg *cfg,
 		return EXIT_FAIL;
 	}
 	sh->huge_kb[0] = sh->huge_kb[1] = -1;
+	hist_init(&sh->ns_per_mib);
 	ctx.cfg = cfg;
 	ctx.sh = sh;
 	if (pipe(ctx.pfd) < 0) {
@@ -585,6 +589,12 @@ static int fp_run_one(const struct common_opts *c, const struct fp_cfg *cfg,
 	if (cfg->vmsplice && granted != (long long)cfg->buf_size / 2)
 		report_note(r, "double_buffering", "pipe size %d != buf-size/2 (%zu): the writer may "
 			    "refill a half the pipe still references", granted, cfg->buf_size / 2);
+	if (sh->ns_per_mib.count) {
+		report_latency(r, "ns_per_mib", &sh->ns_per_mib);
+		report_note(r, "latency", "ns_per_mib: reader's ns per MiB over each stretch of "
+			    "%llu MiB or more; GiB/s = 976562.5 / ns_per_mib",
+			    FP_CLOCK_EVERY >> 20);
+	}
 	if (cfg->verify)
 		report_note(r, "verify", "%llu bytes checked, all correct",
 			    (unsigned long long)sh->bytes_verified);
