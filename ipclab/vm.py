@@ -291,6 +291,11 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
         reason = f"kernel log: {bad[0]}"
     elif status.get("rc") != 0:
         reason = f"job exited with {status.get('rc')}"
+    if status and status.get("nproc") not in (None, cpus):
+        # Results from a guest with fewer CPUs than asked are a different experiment.
+        status.setdefault("notes", []).append(
+            f"the guest has {status['nproc']} CPUs, {cpus} were asked for")
+        log(f"warning: {meta['variant']}: the guest has {status['nproc']} CPUs, not {cpus}")
     tail = "\n".join(text.splitlines()[-40:])
     return Boot(meta["variant"], status.get("release") or meta["release"], accel, shared,
                 reason is None, status.get("rc"), reason, bad, tail, timings, status)

@@ -130,7 +130,7 @@ def main():
     with open(f"{shared}/job.json") as f:
         job = json.load(f)
     notes = []
-    status = {"release": platform.release(), "notes": notes}
+    status = {"release": platform.release(), "notes": notes, "nproc": os.cpu_count()}
     status["setup"] = setup(job, notes)
     faults = job.get("faults")
     if faults:

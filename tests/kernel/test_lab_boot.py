@@ -73,6 +73,7 @@ def test_command_runs_in_guest_with_lab_setup(base_built, tmp_path):
     assert lines[4] == f"accel={record['accel']}"
     assert record["ok"] and record["variant"] == "base" and record["kernel"] == "6.12.117"
     assert int(record["guest"]["memcg"]["memory.peak"]) > 0
+    assert record["guest"]["nproc"] == 2      # vng --cpus 2: the guest must see both
 
 
 def test_failing_command_fails_the_run(base_built):
