@@ -75,7 +75,7 @@ int set_pipe_size(int fd, long long size)
 		int err = errno;
 
 		if (err == EPERM)
-			fail_reason("F_SETPIPE_SZ %lld: above fs/pipe-max-size (%lld) and not root",
+			fail_reason("F_SETPIPE_SZ %lld: above fs/pipe-max-size (%lld), which needs CAP_SYS_RESOURCE",
 				    size, sysctl_read_ll("/proc/sys/fs/pipe-max-size"));
 		else
 			fail_reason("F_SETPIPE_SZ %lld: %s", size, strerror(err));
