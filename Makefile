@@ -5,13 +5,14 @@
 #   make engine         build bench/ipcbench
 #   make conformance    build and run the pipe/mqueue conformance suite (KTAP)
 #   make test-kernel    kernel tier only: build `base`, boot it, run tests inside
+#   make engine-checks  the engine's acceptance figures (timing cost, CV, ladder vs peers)
 
 VENV   := .venv
 PY     := $(VENV)/bin/python
 SUITE  ?= seeds
 
 .PHONY: all deps lab-deps engine conformance run test test-engine test-conformance \
-	test-python test-kernel clean
+	test-python test-kernel engine-checks clean
 
 all: engine
 
@@ -29,6 +30,9 @@ conformance:
 
 run: deps engine
 	$(PY) -m ipclab run $(SUITE) --quick
+
+engine-checks: deps engine
+	$(PY) scripts/engine-checks
 
 test-engine: engine
 	@$(MAKE) --no-print-directory -C bench test

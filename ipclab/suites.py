@@ -310,6 +310,36 @@ MQUEUE_CACHE = Suite(
 
 SEED_SUITES = [PIPE_PREALLOC, EXCLUSIVE_WAITS, SKIP_WAKEUPS, FAST_PIPES, MQUEUE_CACHE]
 
+# ---- engine-checks --------------------------------------------------------
+
+
+def _engine_check_cells(duration):
+    # The engine's own acceptance figures (bench/README.md, "Checks"): the
+    # cost of timing every write (the same 1x1 sweep cell with and without),
+    # run-to-run precision of pinned ping-pong and write/read, and the ladder
+    # against the peer programs' figures.  Interleaving puts each pair side
+    # by side in one run.
+    sweep = ["--writers", "1", "--readers", "1", "--write-size", "64K", "--pipe-size", "1M",
+             "--duration", str(duration)]
+    return [
+        Cell("pipe-sweep/1x1/timed", "pipe-sweep", sweep, est_s=duration + 0.1),
+        Cell("pipe-sweep/1x1/untimed", "pipe-sweep", sweep + ["--no-latency"],
+             est_s=duration + 0.1),
+        Cell("pipe-context/pinned", "pipe-context",
+             ["--copies", "1", "--cpus", "0,1", "--duration", str(duration)],
+             est_s=duration + 0.2),
+    ] + _ladder_cells(duration)
+
+
+ENGINE_CHECKS = Suite(
+    "engine-checks",
+    "engine acceptance: per-write timing cost, pinned precision, ladder vs peer programs",
+    seed="fast-pipes",
+    quick_cells=_engine_check_cells(2.0),
+    full_cells=_engine_check_cells(2.0),
+    views=FAST_PIPES.views,
+)
+
 
 class CompositeSuite(Suite):
     def __init__(self, name, summary, parts):
@@ -322,7 +352,7 @@ class CompositeSuite(Suite):
 
 SEEDS = CompositeSuite("seeds", "all five seed suites", SEED_SUITES)
 
-SUITES = {s.name: s for s in SEED_SUITES + [SEEDS]}
+SUITES = {s.name: s for s in SEED_SUITES + [SEEDS, ENGINE_CHECKS]}
 
 
 def workload_suite(workload, extra_args=(), duration=None):
