@@ -206,6 +206,8 @@ enum better { LOWER_IS_BETTER, HIGHER_IS_BETTER, BETTER_NONE };
 void report_param_int(struct report *r, const char *key, long long v);
 void report_param_str(struct report *r, const char *key, const char *v);
 void report_param_bool(struct report *r, const char *key, bool v);
+/* "cpus": "A,B" from --cpus, or "unpinned". */
+void report_param_cpus(struct report *r, const struct common_opts *c);
 void report_metric(struct report *r, const char *key, double v,
 		   const char *unit, enum better better);
 /* A latency distribution in ns under "latency": {key: {...}}. */

@@ -265,14 +265,7 @@ static int pc_run(const struct common_opts *c, void *wopts, struct report *r)
 					i ? "," : "", rate);
 	}
 	report_param_int(r, "copies", copies);
-	if (c->cpus[0] >= 0) {
-		char cpus[32];
-
-		snprintf(cpus, sizeof(cpus), "%d,%d", c->cpus[0], c->cpus[1]);
-		report_param_str(r, "cpus", cpus);
-	} else {
-		report_param_str(r, "cpus", "unpinned");
-	}
+	report_param_cpus(r, c);
 	report_metric(r, "round_trips_per_s", total, "round trips/s", HIGHER_IS_BETTER);
 	report_metric(r, "round_trips", trips, "round trips", BETTER_NONE);
 	report_note(r, "per_copy_round_trips_per_s", "%s", per_copy);

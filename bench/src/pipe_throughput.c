@@ -198,14 +198,7 @@ static int pt_run(const struct common_opts *c, void *wopts, struct report *r)
 	}
 	report_param_int(r, "copies", copies);
 	report_param_int(r, "msg_size", PT_MSG_SIZE);
-	if (c->cpus[0] >= 0) {
-		char cpus[32];
-
-		snprintf(cpus, sizeof(cpus), "%d,%d", c->cpus[0], c->cpus[1]);
-		report_param_str(r, "cpus", cpus);
-	} else {
-		report_param_str(r, "cpus", "unpinned");
-	}
+	report_param_cpus(r, c);
 	report_metric(r, "loops_per_s", total, "loops/s", HIGHER_IS_BETTER);
 	report_metric(r, "loops", loops, "loops", BETTER_NONE);
 	report_note(r, "per_copy_loops_per_s", "%s", per_copy);

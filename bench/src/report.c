@@ -101,6 +101,18 @@ void report_param_bool(struct report *r, const char *k, bool v)
 	sb_printf(&r->tparams, " %s=%s", k, v ? "yes" : "no");
 }
 
+void report_param_cpus(struct report *r, const struct common_opts *c)
+{
+	char cpus[32];
+
+	if (c->cpus[0] < 0) {
+		report_param_str(r, "cpus", "unpinned");
+		return;
+	}
+	snprintf(cpus, sizeof(cpus), "%d,%d", c->cpus[0], c->cpus[1]);
+	report_param_str(r, "cpus", cpus);
+}
+
 static const char *better_name(enum better b)
 {
 	switch (b) {
