@@ -290,6 +290,10 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
         reason = f"guest ended without a status (panic or early failure; vng exit {rc})"
     elif bad:
         reason = f"kernel log: {bad[0]}"
+    elif status.get("job_timed_out"):
+        # The guest's own job timer fired first (it is set below the host watchdog so
+        # that the evidence still gets written): the same verdict as the host watchdog.
+        reason = f"job killed by the in-guest watchdog after {status['job_timed_out']} s"
     elif status.get("rc") != 0 and job_rc_fails:
         reason = f"job exited with {status.get('rc')}"
     if status and status.get("nproc") not in (None, cpus):

@@ -158,6 +158,7 @@ def main():
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
                 rc = 124
+                status["job_timed_out"] = job.get("timeout")
                 notes.append(f"job timed out after {job.get('timeout')} s inside the guest")
         except OSError as e:
             rc = 127
