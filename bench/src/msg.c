@@ -16,15 +16,21 @@ void msg_set_workload(const char *name)
 	current_workload = name;
 }
 
+/* "ipcbench: <workload>: <tag><message>" as one line on stderr */
+static void say(const char *tag, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "ipcbench: %s: %s", current_workload, tag);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 int usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "ipcbench: %s: ", current_workload);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say("", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return -EINVAL;
 }
 
@@ -32,21 +38,16 @@ void skip_reason(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "ipcbench: %s: skip: ", current_workload);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say("skip: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 void fail_reason(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "ipcbench: %s: error: ", current_workload);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say("error: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
-
