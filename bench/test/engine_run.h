@@ -214,6 +214,32 @@ static inline int count_lines(const char *s)
  * Processes whose parent is us, alive or zombie.  With the test a child
  * subreaper, anything the engine failed to reap lands here.
  */
+/*
+ * Run "engine workload args..." and expect a usage error: exit 2, nothing on
+ * stdout, and exactly one line on stderr that contains @names.
+ */
+static inline int expect_usage_error(const char *engine, const char *workload,
+				     const char *const *args, const char *names)
+{
+	char *argv[16] = { (char *)engine, (char *)workload };
+	struct engine_result res;
+	unsigned int j;
+	int ret = T_PASS;
+
+	for (j = 0; args[j] && j + 3 < sizeof(argv) / sizeof(argv[0]); j++)
+		argv[2 + j] = (char *)args[j];
+	if (engine_run(argv, 5, &res))
+		return T_FAIL;
+	if (res.status != 2 || count_lines(res.err) != 1 || !strstr(res.err, names) ||
+	    res.out[0]) {
+		t_fail(&res, "%s %s: want exit 2 and one line naming %s", workload, args[0],
+		       names);
+		ret = T_FAIL;
+	}
+	engine_result_free(&res);
+	return ret;
+}
+
 static inline int count_our_children(bool include_zombies)
 {
 	char path[64], buf[512], state, *p;
