@@ -13,6 +13,9 @@ void proc_init(void);
 /* Kill and reap children, run cleanups, restore sysctls.  Signal safe. */
 void engine_cleanup(void);
 
+/* Whether counters_start() opens perf events (true) or uses rusage only. */
+void counters_use_perf(bool perf);
+
 /* Name the workload in every later message. */
 void msg_set_workload(const char *name);
 

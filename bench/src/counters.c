@@ -5,6 +5,10 @@
  * perf software events are opened on this process with inherit=1 before the
  * section's children are forked; a child's counts fold into ours when it
  * exits, so the section must reap its children before counters_stop().
+ * They are not free: every context switch of a task that carries them
+ * updates them, which cost fastpipe's vmsplice->splice rung about 30% of its
+ * throughput on the project VM.  So each workload says whether it wants them
+ * by default, and --counters overrides that.
  * getrusage() deltas are always taken: they split voluntary from
  * involuntary switches and keep working where perf_event_paranoid forbids
  * perf events.
@@ -17,7 +21,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "ipcbench.h"
+#include "core.h"
+
+static bool use_perf = true;
+
+void counters_use_perf(bool perf)
+{
+	use_perf = perf;
+}
 
 static const uint64_t sw_events[4] = {
 	PERF_COUNT_SW_CONTEXT_SWITCHES,
@@ -65,11 +76,15 @@ void counters_start(struct counters *c)
 	unsigned int i;
 
 	memset(c, 0, sizeof(*c));
-	c->perf = true;
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 4; i++)
+		c->fd[i] = -1;
+	c->perf = use_perf;
+	for (i = 0; c->perf && i < 4; i++) {
 		c->fd[i] = open_sw_event(sw_events[i]);
-		if (c->fd[i] < 0)
+		if (c->fd[i] < 0) {
 			c->perf = false;
+			c->perf_denied = true;
+		}
 	}
 	if (!c->perf) {
 		for (i = 0; i < 4; i++)

@@ -59,6 +59,7 @@ struct common_opts {
 	int cpus[2];		/* --cpus A,B; -1 = not pinned */
 	double timeout;		/* watchdog seconds for the whole invocation */
 	bool json;
+	const char *counters;	/* --counters perf|rusage; NULL = the workload's default */
 	unsigned long long seed;
 	bool duration_set;	/* user gave --duration */
 	bool count_set;		/* user gave --count */
@@ -72,6 +73,12 @@ struct bench {
 	const struct opt *opts;		/* workload options, OPT_END terminated */
 	size_t opts_size;		/* sizeof the workload's option struct */
 	const void *defaults;		/* initial values of that struct */
+	/*
+	 * Count with getrusage() only unless --counters perf: inherited perf
+	 * events add work to every context switch of the measured tasks,
+	 * which a throughput workload that switches 100k times a second feels.
+	 */
+	bool rusage_counters;
 	/*
 	 * Optional cross-option validation after parsing.  Return 0, or print
 	 * one line through usage_error() and return -EINVAL.
@@ -128,11 +135,13 @@ uint64_t hist_upper(unsigned int idx);	/* exclusive */
 /*
  * Scheduler counters over a measured section, covering this process and
  * every child it forks inside the section.  perf software events with
- * inherit=1 when allowed, getrusage(RUSAGE_SELF + RUSAGE_CHILDREN) deltas
- * always (voluntary/involuntary switches need it anyway).
+ * inherit=1 when wanted (--counters) and allowed,
+ * getrusage(RUSAGE_SELF + RUSAGE_CHILDREN) deltas always
+ * (voluntary/involuntary switches need it anyway).
  */
 struct counters {
-	bool perf;			/* perf_event_open worked */
+	bool perf;			/* perf events were counted */
+	bool perf_denied;		/* wanted, but perf_event_open failed */
 	uint64_t context_switches;	/* perf */
 	uint64_t cpu_migrations;	/* perf */
 	uint64_t task_clock_ns;		/* perf */

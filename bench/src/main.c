@@ -43,6 +43,8 @@ static const struct bench *const benches[] = {
 
 #define CO(field) offsetof(struct common_opts, field)
 
+static const char *const counter_sources[] = { "perf", "rusage", NULL };
+
 static const struct opt common_table[] = {
 	{ "duration", OPT_DOUBLE, CO(duration), "seconds of measurement per sample", 0.001, 86400 },
 	{ "count", OPT_INT, CO(count), "operations per sample instead of a duration", 1, 1e15 },
@@ -52,6 +54,10 @@ static const struct opt common_table[] = {
 	{ "timeout", OPT_DOUBLE, CO(timeout), "watchdog: kill everything after S seconds (default 600)", 0.001, 1e7 },
 	{ "json", OPT_FLAG, CO(json), "one JSON object per line (default: text)", 0, 0 },
 	{ "seed", OPT_INT, CO(seed), "seed for random choices (default 1)", 0, 9.2e18 },
+	{ "counters", OPT_CHOICE, CO(counters),
+	  "scheduler counters from inherited perf software events (which cost every context "
+	  "switch a little) plus getrusage, or from getrusage alone (no migrations); the "
+	  "default is the workload's", 0, 0, counter_sources },
 	OPT_END
 };
 
@@ -101,6 +107,8 @@ static void print_workload_help(const struct bench *b)
 	print_opts(b->opts);
 	printf("\ncommon options:\n");
 	print_opts(common_table);
+	printf("\n%s counts with --counters %s by default.\n", b->name,
+	       b->rusage_counters ? "rusage" : "perf");
 }
 
 /* ---- value parsing --------------------------------------------------------- */
@@ -420,6 +428,7 @@ int main(int argc, char **argv)
 	if (b->validate && b->validate(&c, wopts) < 0)
 		return EXIT_USAGE;
 
+	counters_use_perf(c.counters ? !strcmp(c.counters, "perf") : !b->rusage_counters);
 	proc_init();
 	install_signals();
 	atexit(exit_cleanup);

@@ -208,6 +208,9 @@ void report_counters(struct report *r, const struct counters *c)
 		  (unsigned long long)c->involuntary_cs,
 		  c->perf ? "" : "n/a ", (unsigned long long)(c->perf ? c->cpu_migrations : 0),
 		  c->task_clock_ns / 1e6);
+	if (c->perf_denied)
+		report_note(r, "counters", "perf_event_open refused (perf_event_paranoid?): "
+			    "rusage only, no cpu_migrations");
 }
 
 void report_note(struct report *r, const char *k, const char *fmt, ...)
