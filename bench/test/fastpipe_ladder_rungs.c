@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * fastpipe --ladder emits the post's five rungs, in order, one JSON object
- * each, with the modes each rung stands for and a positive GiB/s.
+ * each, with the modes each rung stands for, the post's buffer placement
+ * (16 bytes past a page as its malloc gave, 2 MiB aligned for huge pages)
+ * and a positive GiB/s.
  */
 #include "engine_run.h"
 
@@ -65,6 +67,11 @@ int main(int argc, char **argv)
 		    !has(line, "huge_pages", rungs[i].huge ? "true" : "false") ||
 		    !has(line, "busy_loop", rungs[i].busy ? "true" : "false")) {
 			t_fail(&res, "rung %s: wrong read/huge_pages/busy_loop", rungs[i].rung);
+			goto out;
+		}
+		if (!has(line, "buf_offset", rungs[i].huge ? "0" : "16")) {
+			t_fail(&res, "rung %s: buf_offset is not the post's %s", rungs[i].rung,
+			       rungs[i].huge ? "0" : "16");
 			goto out;
 		}
 		if (rungs[i].huge && !strstr(line, "\"huge_pages\": \"writer AnonHugePages")) {
