@@ -224,6 +224,28 @@ def bootstrap_ratio_ci(base, new, rounds=BOOTSTRAP_ROUNDS, level=0.95, seed=0):
     return (float(lo), float(hi))
 
 
+def paired_ratio_ci(base, new, rounds=BOOTSTRAP_ROUNDS, level=0.95, seed=0):
+    """Median of the per-pair ratios new[i] / base[i], with a bootstrap CI.
+
+    For samples taken in pairs side by side (one pair per round of an
+    interleaved run): a drift of the machine that lasts longer than a pair
+    moves both halves and cancels in the ratio, which the unpaired
+    bootstrap above cannot see.  Pairs are resampled whole.  Returns
+    (ratio, (lo, hi), n); n counts the pairs with a finite ratio.
+    """
+    b = np.asarray(base[:len(new)], dtype=float)
+    a = np.asarray(new[:len(base)], dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = a / b
+    r = r[np.isfinite(r)]
+    if r.size == 0:
+        return math.nan, (math.nan, math.nan), 0
+    rng = np.random.default_rng(seed)
+    meds = np.median(r[rng.integers(0, r.size, (rounds, r.size))], axis=1)
+    lo, hi = np.quantile(meds, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(np.median(r)), (float(lo), float(hi)), int(r.size)
+
+
 @dataclass
 class Comparison:
     base: Summary

@@ -314,17 +314,10 @@ SEED_SUITES = [PIPE_PREALLOC, EXCLUSIVE_WAITS, SKIP_WAKEUPS, FAST_PIPES, MQUEUE_
 
 
 def _engine_check_cells(duration):
-    # The engine's own acceptance figures (bench/README.md, "Checks"): the
-    # cost of timing every write (the same 1x1 sweep cell with and without),
-    # run-to-run precision of pinned ping-pong and write/read, and the ladder
-    # against the peer programs' figures.  Interleaving puts each pair side
-    # by side in one run.
-    sweep = ["--writers", "1", "--readers", "1", "--write-size", "64K", "--pipe-size", "1M",
-             "--duration", str(duration)]
+    # The engine's own acceptance figures (bench/README.md, "Checks"):
+    # run-to-run precision of pinned ping-pong and write/read, and the
+    # ladder against the peer programs' figures.
     return [
-        Cell("pipe-sweep/1x1/timed", "pipe-sweep", sweep, est_s=duration + 0.1),
-        Cell("pipe-sweep/1x1/untimed", "pipe-sweep", sweep + ["--no-latency"],
-             est_s=duration + 0.1),
         Cell("pipe-context/pinned", "pipe-context",
              ["--copies", "1", "--cpus", "0,1", "--duration", str(duration)],
              est_s=duration + 0.2),
@@ -333,11 +326,34 @@ def _engine_check_cells(duration):
 
 ENGINE_CHECKS = Suite(
     "engine-checks",
-    "engine acceptance: per-write timing cost, pinned precision, ladder vs peer programs",
+    "engine acceptance: pinned precision, ladder vs peer programs",
     seed="fast-pipes",
     quick_cells=_engine_check_cells(2.0),
     full_cells=_engine_check_cells(2.0),
     views=FAST_PIPES.views,
+)
+
+
+def _timing_cost_cells(duration):
+    # The same pinned 1x1 sweep cell with and without a clock read around
+    # every write.  Two cells only, so that each round is one adjacent pair
+    # and a drift of the machine cancels in the pair's ratio; many short
+    # pairs, because a single 1 s run of this cell varies by about 5% here.
+    sweep = ["--writers", "1", "--readers", "1", "--write-size", "64K", "--pipe-size", "1M",
+             "--cpus", "0,1", "--duration", str(duration)]
+    return [
+        Cell("pipe-sweep/1x1/timed", "pipe-sweep", sweep, est_s=duration + 0.1),
+        Cell("pipe-sweep/1x1/untimed", "pipe-sweep", sweep + ["--no-latency"],
+             est_s=duration + 0.1),
+    ]
+
+
+TIMING_COST = Suite(
+    "timing-cost",
+    "engine acceptance: what timing every write costs pipe-sweep 1x1, in adjacent pairs",
+    quick_cells=_timing_cost_cells(1.0),
+    full_cells=_timing_cost_cells(1.0),
+    reps={QUICK: 60, FULL: 60},
 )
 
 
@@ -352,7 +368,7 @@ class CompositeSuite(Suite):
 
 SEEDS = CompositeSuite("seeds", "all five seed suites", SEED_SUITES)
 
-SUITES = {s.name: s for s in SEED_SUITES + [SEEDS, ENGINE_CHECKS]}
+SUITES = {s.name: s for s in SEED_SUITES + [SEEDS, ENGINE_CHECKS, TIMING_COST]}
 
 
 def workload_suite(workload, extra_args=(), duration=None):
