@@ -6,9 +6,10 @@
  * section's children are forked; a child's counts fold into ours when it
  * exits, so the section must reap its children before counters_stop().
  * They are not free: every context switch of a task that carries them
- * updates them, which cost fastpipe's vmsplice->splice rung about 30% of its
- * throughput on the project VM.  So each workload says whether it wants them
- * by default, and --counters overrides that.
+ * updates them, which cost fastpipe's vmsplice->splice rung about 30% and
+ * pinned pipe-context 20% of their throughput on the project VM.  So only
+ * the workloads that study the scheduler use them by default, and
+ * --counters overrides that.
  * getrusage() deltas are always taken: they split voluntary from
  * involuntary switches and keep working where perf_event_paranoid forbids
  * perf events.

@@ -741,7 +741,6 @@ const struct bench bench_fastpipe = {
 	.opts = fp_opt_table,
 	.opts_size = sizeof(struct fp_opts),
 	.defaults = &fp_defaults,
-	.rusage_counters = true,
 	.validate = fp_validate,
 	.run = fp_run,
 };

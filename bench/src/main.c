@@ -108,7 +108,7 @@ static void print_workload_help(const struct bench *b)
 	printf("\ncommon options:\n");
 	print_opts(common_table);
 	printf("\n%s counts with --counters %s by default.\n", b->name,
-	       b->rusage_counters ? "rusage" : "perf");
+	       b->perf_counters ? "perf" : "rusage");
 }
 
 /* ---- value parsing --------------------------------------------------------- */
@@ -428,7 +428,7 @@ int main(int argc, char **argv)
 	if (b->validate && b->validate(&c, wopts) < 0)
 		return EXIT_USAGE;
 
-	counters_use_perf(c.counters ? !strcmp(c.counters, "perf") : !b->rusage_counters);
+	counters_use_perf(c.counters ? !strcmp(c.counters, "perf") : b->perf_counters);
 	proc_init();
 	install_signals();
 	atexit(exit_cleanup);

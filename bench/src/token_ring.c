@@ -231,6 +231,7 @@ const struct bench bench_token_ring = {
 	.opts = ring_opt_table,
 	.opts_size = sizeof(struct ring_opts),
 	.defaults = &ring_defaults,
+	.perf_counters = true,
 	.validate = ring_validate,
 	.run = ring_run,
 };
