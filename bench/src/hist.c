@@ -8,6 +8,7 @@
  * 1/(2*HIST_SUB) of any value in it.  Recording is a shift and an add, cheap
  * enough to time every write().
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ipcbench.h"
@@ -119,4 +120,26 @@ uint64_t hist_quantile(const struct hist *h, double q)
 	if (mid < h->min)
 		mid = h->min;
 	return mid;
+}
+
+double hist_timing_cost_ns(unsigned int n)
+{
+	struct hist *h = malloc(sizeof(*h));
+	uint64_t start, t0;
+	unsigned int i;
+
+	if (!h || !n) {
+		free(h);
+		return 0;
+	}
+	hist_init(h);
+	/* the same statements a timed write executes, minus the write */
+	start = now_ns();
+	for (i = 0; i < n; i++) {
+		t0 = now_ns();
+		hist_add(h, now_ns() - t0);
+	}
+	t0 = now_ns();
+	free(h);
+	return (double)(t0 - start) / n;
 }

@@ -130,6 +130,13 @@ double hist_mean(const struct hist *h);
 unsigned int hist_index(uint64_t ns);
 uint64_t hist_lower(unsigned int idx);
 uint64_t hist_upper(unsigned int idx);	/* exclusive */
+/*
+ * What timing one operation into a histogram costs, in ns: two clock reads
+ * and a hist_add() around nothing, averaged over @n rounds.  A workload that
+ * times every operation reports it, so each result carries its own
+ * instrument cost.
+ */
+double hist_timing_cost_ns(unsigned int n);
 
 /* ---- counters (counters.c) ---------------------------------------------- */
 

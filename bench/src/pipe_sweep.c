@@ -30,6 +30,7 @@
 
 #define SWEEP_DEFAULT_DURATION	10.0
 #define SWEEP_MAX_WORKERS	1024
+#define SWEEP_TIMING_PROBES	200000	/* rounds of hist_timing_cost_ns(): a few ms */
 #define PIPE_MAX_SIZE_PATH	"/proc/sys/fs/pipe-max-size"
 
 struct sweep_opts {
@@ -377,7 +378,7 @@ static int sweep_cell(const struct common_opts *c, const struct sweep_opts *o,
 	size_t sh_len;
 	int pfd[2], go[2];
 	bool failed = false;
-	double elapsed;
+	double elapsed, timing_ns = 0;
 
 	sh_len = sizeof(*sh) + (size_t)nr * sizeof(sh->slot[0]);
 	sh = mmap(NULL, sh_len, PROT_READ | PROT_WRITE,
@@ -423,6 +424,9 @@ static int sweep_cell(const struct common_opts *c, const struct sweep_opts *o,
 		workers[i].cpu = i == 0 ? c->cpus[0] : i == writers ? c->cpus[1] : -1;
 	}
 
+	/* before the counters: the probe is not part of the run */
+	if (run.time_writes)
+		timing_ns = hist_timing_cost_ns(SWEEP_TIMING_PROBES);
 	counters_start(&cnt);
 	for (i = 0; i < nr; i++) {
 		err = start_worker(&workers[i]);
@@ -501,8 +505,17 @@ static int sweep_cell(const struct common_opts *c, const struct sweep_opts *o,
 	report_metric(r, "elapsed_s", elapsed, "s", BETTER_NONE);
 	report_metric(r, "writes", writes, "writes", BETTER_NONE);
 	report_metric(r, "reads", reads, "reads", BETTER_NONE);
-	if (run.time_writes)
+	if (run.time_writes) {
 		report_latency(r, "write", wh);
+		report_metric(r, "timing_cost", timing_ns, "ns/write", BETTER_NONE);
+		report_metric(r, "timing_share", elapsed > 0 ?
+			      100.0 * timing_ns * writes / (elapsed * 1e9 * writers) : 0,
+			      "%", BETTER_NONE);
+		report_note(r, "timing", "each write is timed by two clock reads and a "
+			    "histogram add, which cost %.1f ns here (probed before the run): "
+			    "timing_share is that times the writes, over the writers' time",
+			    timing_ns);
+	}
 	if (run.time_reads)
 		report_latency(r, "read", rh);
 	report_counters(r, &cnt);

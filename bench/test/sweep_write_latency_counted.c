@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * pipe-sweep times every write(): the "write" histogram holds one entry per
- * write, its percentiles are ordered, and --no-latency drops it.
+ * write, its percentiles are ordered, the result carries what the timing
+ * cost (ns per write, and as a share of the writers' time: below 100%, and
+ * no more than the measured mean write time allows), and --no-latency drops
+ * all of it.
  */
 #include "engine_run.h"
 
@@ -13,7 +16,7 @@ int main(int argc, char **argv)
 			     "--duration", "0.3", "--no-latency", NULL };
 	static const char *const keys[] = { "min", "p50", "p90", "p99", "p99.9", "max" };
 	struct engine_result res;
-	double writes, count, v, prev = 0;
+	double writes, count, v, prev = 0, cost, share, mean;
 	const char *lat;
 	unsigned int i;
 	int ret = T_FAIL;
@@ -36,12 +39,18 @@ int main(int argc, char **argv)
 		}
 		prev = v;
 	}
+	if (!json_metric(res.out, "timing_cost", &cost) ||
+	    !json_metric(res.out, "timing_share", &share) || !json_number(lat, "mean", &mean) ||
+	    !(cost > 0) || !(share > 0) || share >= 100 || cost >= mean) {
+		t_fail(&res, "timing_cost / timing_share missing or implausible");
+		goto out;
+	}
 	engine_result_free(&res);
 
 	if (engine_run(argv_off, 10, &res))
 		return T_FAIL;
 	if (res.status != 0 || !strstr(res.out, "\"latency\": {}") ||
-	    !strstr(res.out, "\"latency\": false")) {
+	    !strstr(res.out, "\"latency\": false") || strstr(res.out, "timing_cost")) {
 		t_fail(&res, "--no-latency should emit no write histogram");
 		goto out;
 	}
