@@ -206,6 +206,46 @@ void on_cleanup(void (*fn)(void));
 /* True in the engine's own process, false in forked children. */
 bool is_engine_process(void);
 
+/* ---- N copies at once (copies.c) ---------------------------------------- */
+
+/*
+ * A start gate, so that forked copies begin measuring together.  The parent
+ * calls gate_open() before spawn(), each child gate_child_ready_wait() once
+ * set up, then the parent gate_release(n) and gate_close() on every path.
+ */
+struct start_gate {
+	int go[2];	/* EOF on go[0] releases every child at once */
+	int ready[2];	/* one byte per child that is set up */
+};
+
+int gate_open(struct start_gate *g);
+/* In the child: report ready, block until released; -EPIPE if the gate broke. */
+int gate_child_ready_wait(struct start_gate *g);
+/* Wait for @n children to be ready, then release them; -EPIPE if one died first. */
+int gate_release(struct start_gate *g, int n);
+void gate_close(struct start_gate *g);
+
+/* One copy's totals and histogram, in a MAP_SHARED slot it fills in. */
+struct copy_result {
+	uint64_t ops;
+	uint64_t elapsed_ns;
+	struct hist h;
+};
+
+/*
+ * @n copy_results with empty histograms in memory shared with the children
+ * forked after it; NULL with errno set if mmap fails.
+ */
+struct copy_result *copies_alloc(int n);
+void copies_free(struct copy_result *res, int n);
+/*
+ * After every copy is reaped: return the sum of the copies' rates (ops/s),
+ * set *ops to their summed ops, merge every histogram into res[0].h, and
+ * write the per-copy rates as "r0,r1,..." into per_copy (truncated to size).
+ */
+double copies_sum(struct copy_result *res, int n, double *ops,
+		  char *per_copy, size_t size);
+
 /* ---- time --------------------------------------------------------------- */
 
 static inline uint64_t now_ns(void)

@@ -16,9 +16,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "ipcbench.h"
@@ -42,27 +40,21 @@ static const struct opt pc_opt_table[] = {
 };
 
 /*
- * The rate comes from the totals; the histogram holds each chunk's ns per
- * round trip (PC_CHECK_EVERY of them), so a chunk that was preempted is one
- * outlier and p50 stays usable on a busy machine.
- */
-struct pc_result {
-	uint64_t round_trips;
-	uint64_t elapsed_ns;
-	struct hist h;
-};
-
-/*
+ * Each pair's initiator fills one copy_result (ops = round trips).  The rate
+ * comes from the totals; the histogram holds each chunk's ns per round trip
+ * (PC_CHECK_EVERY of them), so a chunk that was preempted is one outlier and
+ * p50 stays usable on a busy machine.
+ *
  * Everything a child needs.  All pipe fds of all copies are listed in fds[]
  * so that each child can close the ones that are not its own: a stray write
  * end held elsewhere would hide the initiator's EOF from the responder.
  */
 struct pc_side {
-	struct pc_result *res;		/* initiator only */
+	struct copy_result *res;	/* initiator only */
+	struct start_gate *gate;
 	const int *fds;			/* every pipe fd, nr_fds of them */
 	int nr_fds;
 	int rd, wr;			/* this side's ends */
-	int go_fd, go_wr, ready_fd, ready_rd;
 	int cpu;
 	bool initiator;
 	uint64_t duration_ns;
@@ -76,8 +68,6 @@ static void pc_close_others(const struct pc_side *s)
 	for (i = 0; i < s->nr_fds; i++)
 		if (s->fds[i] != s->rd && s->fds[i] != s->wr)
 			close(s->fds[i]);
-	close(s->go_wr);
-	close(s->ready_rd);
 }
 
 static int pc_initiator(struct pc_side *s)
@@ -111,7 +101,7 @@ static int pc_initiator(struct pc_side *s)
 		if (s->count ? v >= s->count : t - t0 >= s->duration_ns)
 			break;
 	}
-	s->res->round_trips = v;
+	s->res->ops = v;
 	s->res->elapsed_ns = t - t0;
 	/* closing our write end is the responder's signal to finish */
 	close(s->wr);
@@ -148,7 +138,6 @@ static int pc_responder(struct pc_side *s)
 static int pc_side_main(void *arg)
 {
 	struct pc_side *s = arg;
-	char c = 0;
 	int ret;
 
 	pc_close_others(s);
@@ -157,7 +146,7 @@ static int pc_side_main(void *arg)
 		fail_reason("pin to cpu %d: %s", s->cpu, strerror(-ret));
 		return EXIT_FAIL;
 	}
-	if (write(s->ready_fd, &c, 1) != 1 || read(s->go_fd, &c, 1) != 0) {
+	if (gate_child_ready_wait(s->gate) < 0) {
 		fail_reason("start barrier broken");
 		return EXIT_FAIL;
 	}
@@ -171,27 +160,23 @@ static int pc_run(const struct common_opts *c, void *wopts, struct report *r)
 	int fds[4 * copies];
 	struct pc_side side[2 * copies];
 	pid_t pid[2 * copies];
-	struct pc_result *res;
-	size_t res_len = sizeof(*res) * copies;
+	struct copy_result *res;
 	struct counters cnt;
-	int go[2] = { -1, -1 }, ready[2] = { -1, -1 };
-	double total = 0, trips = 0, dur;
-	char per_copy[1024] = "";
-	size_t len = 0;
-	int i, ret = EXIT_FAIL;
-	char ch;
+	struct start_gate gate;
+	double total, trips, dur;
+	char per_copy[1024];
+	int i, err, ret = EXIT_FAIL;
 
 	dur = c->duration > 0 ? c->duration : PC_DEFAULT_DURATION;
-	res = mmap(NULL, res_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (res == MAP_FAILED) {
+	res = copies_alloc(copies);
+	if (!res) {
 		fail_reason("mmap: %s", strerror(errno));
 		return EXIT_FAIL;
 	}
-	for (i = 0; i < copies; i++)
-		hist_init(&res[i].h);
-	if (pipe(go) < 0 || pipe(ready) < 0) {
-		fail_reason("pipe: %s", strerror(errno));
-		goto out_close;
+	err = gate_open(&gate);
+	if (err < 0) {
+		fail_reason("pipe: %s", strerror(-err));
+		goto out_unmap;
 	}
 	for (i = 0; i < copies; i++) {
 		/* fds[4i..4i+1]: initiator -> responder, fds[4i+2..4i+3]: back */
@@ -209,14 +194,11 @@ static int pc_run(const struct common_opts *c, void *wopts, struct report *r)
 
 		side[i] = (struct pc_side) {
 			.res = &res[k],
+			.gate = &gate,
 			.fds = fds,
 			.nr_fds = nr_fds,
 			.rd = init ? fds[4 * k + 2] : fds[4 * k],
 			.wr = init ? fds[4 * k + 1] : fds[4 * k + 3],
-			.go_fd = go[0],
-			.go_wr = go[1],
-			.ready_fd = ready[1],
-			.ready_rd = ready[0],
 			.cpu = c->cpus[init ? 0 : 1],
 			.initiator = init,
 			.duration_ns = (uint64_t)(dur * 1e9),
@@ -232,16 +214,10 @@ static int pc_run(const struct common_opts *c, void *wopts, struct report *r)
 	for (i = 0; i < nr_fds; i++)
 		close(fds[i]);
 	nr_fds = 0;
-	close(ready[1]);
-	ready[1] = -1;
-	for (i = 0; i < 2 * copies; i++) {
-		if (read(ready[0], &ch, 1) != 1) {
-			fail_reason("a process died before starting");
-			goto out_kill;
-		}
+	if (gate_release(&gate, 2 * copies) < 0) {
+		fail_reason("a process died before starting");
+		goto out_kill;
 	}
-	close(go[1]);
-	go[1] = -1;
 	for (i = 0; i < 2 * copies; i++) {
 		int st = reap(pid[i]);
 
@@ -253,17 +229,7 @@ static int pc_run(const struct common_opts *c, void *wopts, struct report *r)
 	}
 	counters_stop(&cnt);
 
-	for (i = 0; i < copies; i++) {
-		double rate = res[i].round_trips / (res[i].elapsed_ns / 1e9);
-
-		if (i)
-			hist_merge(&res[0].h, &res[i].h);
-		total += rate;
-		trips += res[i].round_trips;
-		if (len < sizeof(per_copy))
-			len += snprintf(per_copy + len, sizeof(per_copy) - len, "%s%.0f",
-					i ? "," : "", rate);
-	}
+	total = copies_sum(res, copies, &trips, per_copy, sizeof(per_copy));
 	report_param_int(r, "copies", copies);
 	report_param_cpus(r, c);
 	report_metric(r, "round_trips_per_s", total, "round trips/s", HIGHER_IS_BETTER);
@@ -282,13 +248,9 @@ out_kill:
 out_close:
 	for (i = 0; i < nr_fds; i++)
 		close(fds[i]);
-	for (i = 0; i < 2; i++) {
-		if (go[i] >= 0)
-			close(go[i]);
-		if (ready[i] >= 0)
-			close(ready[i]);
-	}
-	munmap(res, res_len);
+	gate_close(&gate);
+out_unmap:
+	copies_free(res, copies);
 	return ret;
 }
 

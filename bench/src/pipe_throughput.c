@@ -13,9 +13,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "ipcbench.h"
@@ -39,20 +37,13 @@ static const struct opt pt_opt_table[] = {
 	OPT_END
 };
 
-/* One slot per copy, in a MAP_SHARED page the children write into. */
-/* Totals give the rate; the histogram holds each chunk's ns per loop. */
-struct pt_result {
-	uint64_t loops;
-	uint64_t elapsed_ns;
-	struct hist h;
-};
-
+/*
+ * One copy_result per copy, in a MAP_SHARED page the children write into:
+ * ops counts loops, the histogram holds each chunk's ns per loop.
+ */
 struct pt_copy {
-	struct pt_result *res;
-	int go_fd;		/* read end: EOF releases every copy at once */
-	int go_wr;		/* the go pipe's write end, closed in the child */
-	int ready_fd;		/* write end: one byte when set up */
-	int ready_rd;		/* the ready pipe's read end, closed in the child */
+	struct copy_result *res;
+	struct start_gate *gate;
 	int cpu;
 	uint64_t duration_ns;
 	uint64_t count;		/* loops; 0 = run for duration_ns */
@@ -64,12 +55,8 @@ static int pt_copy_main(void *arg)
 	char buf[PT_MSG_SIZE];
 	uint64_t loops = 0, t0, t, prev;
 	int pfd[2];
-	char c = 0;
 	int ret;
 
-	/* holding the go pipe's write end would keep EOF from ever coming */
-	close(cp->go_wr);
-	close(cp->ready_rd);
 	ret = pin_cpu(cp->cpu);
 	if (ret < 0) {
 		fail_reason("pin to cpu %d: %s", cp->cpu, strerror(-ret));
@@ -80,7 +67,7 @@ static int pt_copy_main(void *arg)
 		return EXIT_FAIL;
 	}
 	memset(buf, 'p', sizeof(buf));
-	if (write(cp->ready_fd, &c, 1) != 1 || read(cp->go_fd, &c, 1) != 0) {
+	if (gate_child_ready_wait(cp->gate) < 0) {
 		fail_reason("start barrier broken");
 		return EXIT_FAIL;
 	}
@@ -107,7 +94,7 @@ static int pt_copy_main(void *arg)
 		if (cp->count ? loops >= cp->count : t - t0 >= cp->duration_ns)
 			break;
 	}
-	cp->res->loops = loops;
+	cp->res->ops = loops;
 	cp->res->elapsed_ns = t - t0;
 	return EXIT_OK;
 }
@@ -118,41 +105,30 @@ static int pt_run(const struct common_opts *c, void *wopts, struct report *r)
 	int copies = (int)o->copies;
 	struct pt_copy copy[copies];
 	pid_t pid[copies];
-	struct pt_result *res;
-	size_t res_len = sizeof(*res) * copies;
+	struct copy_result *res;
 	struct counters cnt;
-	int go[2], ready[2];
-	double total = 0, loops = 0, dur;
-	char per_copy[1024] = "";
-	size_t len = 0;
-	int i, ret = EXIT_FAIL;
-	char ch;
+	struct start_gate gate;
+	double total, loops, dur;
+	char per_copy[1024];
+	int i, err, ret = EXIT_FAIL;
 
 	dur = c->duration > 0 ? c->duration : PT_DEFAULT_DURATION;
-	res = mmap(NULL, res_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (res == MAP_FAILED) {
+	res = copies_alloc(copies);
+	if (!res) {
 		fail_reason("mmap: %s", strerror(errno));
 		return EXIT_FAIL;
 	}
-	for (i = 0; i < copies; i++)
-		hist_init(&res[i].h);
-	if (pipe(go) < 0) {
-		fail_reason("pipe: %s", strerror(errno));
+	err = gate_open(&gate);
+	if (err < 0) {
+		fail_reason("pipe: %s", strerror(-err));
 		goto out_unmap;
-	}
-	if (pipe(ready) < 0) {
-		fail_reason("pipe: %s", strerror(errno));
-		goto out_close_go;
 	}
 
 	counters_start(&cnt);
 	for (i = 0; i < copies; i++) {
 		copy[i] = (struct pt_copy) {
 			.res = &res[i],
-			.go_fd = go[0],
-			.go_wr = go[1],
-			.ready_fd = ready[1],
-			.ready_rd = ready[0],
+			.gate = &gate,
 			.cpu = c->cpus[c->cpus[1] >= 0 ? i % 2 : 0],
 			.duration_ns = (uint64_t)(dur * 1e9),
 			.count = c->count_set ? (uint64_t)c->count : 0,
@@ -163,17 +139,10 @@ static int pt_run(const struct common_opts *c, void *wopts, struct report *r)
 			goto out_kill;
 		}
 	}
-	close(ready[1]);
-	ready[1] = -1;
-	for (i = 0; i < copies; i++) {
-		if (read(ready[0], &ch, 1) != 1) {
-			fail_reason("a copy died before starting");
-			goto out_kill;
-		}
+	if (gate_release(&gate, copies) < 0) {
+		fail_reason("a copy died before starting");
+		goto out_kill;
 	}
-	/* release every copy at once */
-	close(go[1]);
-	go[1] = -1;
 	for (i = 0; i < copies; i++) {
 		int st = reap(pid[i]);
 
@@ -185,17 +154,7 @@ static int pt_run(const struct common_opts *c, void *wopts, struct report *r)
 	}
 	counters_stop(&cnt);
 
-	for (i = 0; i < copies; i++) {
-		double rate = res[i].loops / (res[i].elapsed_ns / 1e9);
-
-		if (i)
-			hist_merge(&res[0].h, &res[i].h);
-		total += rate;
-		loops += res[i].loops;
-		if (len < sizeof(per_copy))
-			len += snprintf(per_copy + len, sizeof(per_copy) - len, "%s%.0f",
-					i ? "," : "", rate);
-	}
+	total = copies_sum(res, copies, &loops, per_copy, sizeof(per_copy));
 	report_param_int(r, "copies", copies);
 	report_param_int(r, "msg_size", PT_MSG_SIZE);
 	report_param_cpus(r, c);
@@ -212,15 +171,9 @@ static int pt_run(const struct common_opts *c, void *wopts, struct report *r)
 out_kill:
 	if (ret != EXIT_OK)
 		kill_children();
-	if (ready[1] >= 0)
-		close(ready[1]);
-	close(ready[0]);
-out_close_go:
-	if (go[1] >= 0)
-		close(go[1]);
-	close(go[0]);
+	gate_close(&gate);
 out_unmap:
-	munmap(res, res_len);
+	copies_free(res, copies);
 	return ret;
 }
 
