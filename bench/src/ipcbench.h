@@ -241,8 +241,10 @@ void copies_free(struct copy_result *res, int n);
 /*
  * After every copy is reaped: return the sum of the copies' rates (ops/s),
  * set *ops to their summed ops, merge every histogram into res[0].h, and
- * write the per-copy rates as "r0,r1,..." into per_copy (truncated to size).
+ * write the per-copy rates as "r0,r1,..." into per_copy (truncated to size;
+ * COPY_RATE_CHARS per copy is always enough).
  */
+#define COPY_RATE_CHARS	24	/* "%.0f," of any rate below 1e22 */
 double copies_sum(struct copy_result *res, int n, double *ops,
 		  char *per_copy, size_t size);
 

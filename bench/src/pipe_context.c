@@ -164,7 +164,7 @@ static int pc_run(const struct common_opts *c, void *wopts, struct report *r)
 	struct counters cnt;
 	struct start_gate gate;
 	double total, trips, dur;
-	char per_copy[1024];
+	char per_copy[COPY_RATE_CHARS * copies + 1];
 	int i, err, ret = EXIT_FAIL;
 
 	dur = c->duration > 0 ? c->duration : PC_DEFAULT_DURATION;

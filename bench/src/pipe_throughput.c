@@ -109,7 +109,7 @@ static int pt_run(const struct common_opts *c, void *wopts, struct report *r)
 	struct counters cnt;
 	struct start_gate gate;
 	double total, loops, dur;
-	char per_copy[1024];
+	char per_copy[COPY_RATE_CHARS * copies + 1];
 	int i, err, ret = EXIT_FAIL;
 
 	dur = c->duration > 0 ? c->duration : PT_DEFAULT_DURATION;

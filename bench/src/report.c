@@ -215,15 +215,22 @@ void report_counters(struct report *r, const struct counters *c)
 
 void report_note(struct report *r, const char *k, const char *fmt, ...)
 {
-	char buf[512];
+	char *buf;
 	va_list ap;
+	int n;
 
+	/* notes have no length limit: a per-copy list of 1024 rates is one */
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = vasprintf(&buf, fmt, ap);
 	va_end(ap);
+	if (n < 0) {
+		fputs("ipcbench: error: out of memory\n", stderr);
+		abort();
+	}
 	key(&r->notes, k);
 	sb_json_str(&r->notes, buf);
 	sb_printf(&r->tbody, "  note %s: %s\n", k, buf);
+	free(buf);
 }
 
 static void iso_time(const struct timespec *ts, char *buf, size_t len)
