@@ -121,8 +121,8 @@ def warnings(env):
                  " of counts (context switches per transfer) are meaningful")
     if env.get("perf_event_paranoid") not in (None, "") and \
             int(env["perf_event_paranoid"]) > 2 and os.geteuid() != 0:
-        w.append("perf_event_paranoid=%s: context-switch and migration counters fall back"
-                 " to getrusage (sysctl kernel.perf_event_paranoid=1)"
+        w.append("perf_event_paranoid=%s: token-ring (and --counters perf) cannot open perf"
+                 " events and reports no CPU migrations (sysctl kernel.perf_event_paranoid=1)"
                  % env["perf_event_paranoid"])
     if not env.get("stress_ng"):
         w.append("stress-ng is missing: the memory-pressure sweep (full mode) cannot run"
