@@ -33,10 +33,7 @@ int main(void)
 
 	ct_watchdog(30, "mq_nonblock_eagain: a non-blocking call blocked");
 	ct_require_mqueue();
-	name = ct_mq_name("nb");
-	q = mq_open(name, O_RDWR | O_CREAT | O_EXCL | O_NONBLOCK, 0600, &attr);
-	if (q == (mqd_t)-1)
-		ct_fatal("mq_open: %m");
+	q = ct_mq_create("nb", O_NONBLOCK, &attr, &name);
 	/* A second, blocking descriptor for the same queue. */
 	q2 = mq_open(name, O_RDWR);
 	if (q2 == (mqd_t)-1)

@@ -196,10 +196,7 @@ int main(void)
 	sigemptyset(&usr1);
 	sigaddset(&usr1, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &usr1, NULL);
-	name = ct_mq_name("notify");
-	q = mq_open(name, O_RDWR | O_CREAT | O_EXCL | O_NONBLOCK, 0600, &attr);
-	if (q == (mqd_t)-1)
-		ct_fatal("mq_open: %m");
+	q = ct_mq_create("notify", O_NONBLOCK, &attr, &name);
 
 	check_signal();
 	check_busy();

@@ -56,10 +56,7 @@ int main(void)
 	ct_watchdog(30, "mq_priority_order: a send or receive blocked");
 	ct_require_mqueue();
 	rng = ct_seed();
-	name = ct_mq_name("prio");
-	q = mq_open(name, O_RDWR | O_CREAT | O_EXCL | O_NONBLOCK, 0600, &attr);
-	if (q == (mqd_t)-1)
-		ct_fatal("mq_open: %m");
+	q = ct_mq_create("prio", O_NONBLOCK, &attr, &name);
 
 	for (round = 0; round < ROUNDS && !ct_failed(); round++) {
 		int room = MAXMSG - nr_pending;

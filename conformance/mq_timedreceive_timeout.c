@@ -40,10 +40,7 @@ int main(void)
 
 	ct_watchdog(60, "mq_timedreceive_timeout: mq_timedreceive never returned");
 	ct_require_mqueue();
-	name = ct_mq_name("trecv");
-	q = mq_open(name, O_RDWR | O_CREAT | O_EXCL, 0600, &attr);
-	if (q == (mqd_t)-1)
-		ct_fatal("mq_open: %m");
+	q = ct_mq_create("trecv", 0, &attr, &name);
 
 	ts = ct_deadline_ms(300);
 	t0 = ct_now_ns();

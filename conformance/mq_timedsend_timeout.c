@@ -40,10 +40,7 @@ int main(void)
 
 	ct_watchdog(60, "mq_timedsend_timeout: mq_timedsend never returned");
 	ct_require_mqueue();
-	name = ct_mq_name("tsend");
-	q = mq_open(name, O_RDWR | O_CREAT | O_EXCL, 0600, &attr);
-	if (q == (mqd_t)-1)
-		ct_fatal("mq_open: %m");
+	q = ct_mq_create("tsend", 0, &attr, &name);
 	if (mq_send(q, "a", 1, 0))
 		ct_fatal("mq_send: %m");
 

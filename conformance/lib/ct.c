@@ -500,6 +500,17 @@ const char *ct_mq_name(const char *tag)
 	return name;
 }
 
+mqd_t ct_mq_create(const char *tag, int flags, struct mq_attr *attr, const char **name)
+{
+	mqd_t q;
+
+	*name = ct_mq_name(tag);
+	q = mq_open(*name, O_RDWR | O_CREAT | O_EXCL | flags, 0600, attr);
+	if (q == (mqd_t)-1)
+		ct_fatal("mq_open: %m");
+	return q;
+}
+
 void ct_require_mqueue(void)
 {
 	struct mq_attr attr = { .mq_maxmsg = 1, .mq_msgsize = 16 };

@@ -18,6 +18,7 @@
 #ifndef CT_H
 #define CT_H
 
+#include <mqueue.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -124,6 +125,14 @@ void ct_require_root(const char *why);
 void ct_require_mqueue(void);
 /* "/ipclab-ct-<tag>-<pid>-<n>"; unlinked at exit if still there. */
 const char *ct_mq_name(const char *tag);
+/*
+ * Create a new queue named by ct_mq_name(@tag), with @attr, opened
+ * O_RDWR | O_CREAT | O_EXCL | @flags (e.g. O_NONBLOCK); *@name gets its
+ * name, for mq_unlink() or a second mq_open().  Exits CT_FAIL with
+ * "mq_open: <error>" when it cannot: a test that would rather skip on
+ * EMFILE or ENOSPC opens its queue itself.
+ */
+mqd_t ct_mq_create(const char *tag, int flags, struct mq_attr *attr, const char **name);
 
 /* ---- utilities ---------------------------------------------------------- */
 
@@ -151,5 +160,6 @@ ssize_t ct_read_full(int fd, void *buf, size_t len);
 void ct_pattern_fill(void *buf, size_t len, uint64_t seed, uint64_t offset);
 /* Index of the first byte that does not match, or -1. */
 ssize_t ct_pattern_check(const void *buf, size_t len, uint64_t seed, uint64_t offset);
+
 
 #endif /* CT_H */
