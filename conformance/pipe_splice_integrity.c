@@ -81,26 +81,11 @@ static void file_pipe_file(void)
 
 static int writer(void *arg)
 {
-	uint64_t rng = seed ^ 1, off = 0;
-	char *buf = malloc(1 << 17);
-
 	(void)arg;
 	close(a[0]);
 	close(b[0]);
 	close(b[1]);
-	if (!buf)
-		return 1;
-	while (off < PIPE_BYTES) {
-		size_t n = 1 + ct_rand(&rng) % (1 << 17);
-
-		if (n > PIPE_BYTES - off)
-			n = PIPE_BYTES - off;
-		ct_pattern_fill(buf, n, seed, off);
-		if (ct_write_full(a[1], buf, n) != (ssize_t)n)
-			return 1;
-		off += n;
-	}
-	return 0;
+	return ct_pattern_write_stream(a[1], PIPE_BYTES, seed, seed ^ 1) ? 1 : 0;
 }
 
 static int splicer(void *arg)
@@ -124,12 +109,12 @@ static int splicer(void *arg)
 
 static void pipe_to_pipe(void)
 {
-	uint64_t rng = seed ^ 3, off = 0;
-	char *buf = malloc(1 << 17);
+	uint64_t off;
+	int64_t bad;
 	pid_t w, s;
-	int status;
+	int status, ret;
 
-	if (!buf || pipe(a) || pipe(b))
+	if (pipe(a) || pipe(b))
 		ct_fatal("setup: %m");
 	w = ct_spawn(writer, NULL);
 	s = ct_spawn(splicer, NULL);
@@ -138,19 +123,10 @@ static void pipe_to_pipe(void)
 	close(a[0]);
 	close(a[1]);
 	close(b[1]);
-	for (;;) {
-		ssize_t n = read(b[0], buf, 1 + ct_rand(&rng) % (1 << 17)), bad;
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		bad = ct_pattern_check(buf, n, seed, off);
-		if (!ct_expect(bad < 0, "pipe->pipe: byte %llu differs",
-			       (unsigned long long)(off + bad)))
-			break;
-		off += n;
-	}
+	ret = ct_pattern_read_stream(b[0], seed, seed ^ 3, &off, &bad);
+	if (ret)
+		ct_fatal("setup: %s", strerror(-ret));
+	ct_expect(bad < 0, "pipe->pipe: byte %llu differs", (unsigned long long)bad);
 	close(b[0]);
 	status = ct_wait(w);
 	ct_expect(status == 0, "writer status %#x", status);
@@ -158,7 +134,6 @@ static void pipe_to_pipe(void)
 	ct_expect(status == 0, "splicer status %#x", status);
 	ct_expect(off == PIPE_BYTES, "pipe->pipe: %llu bytes arrived of %u",
 		  (unsigned long long)off, PIPE_BYTES);
-	free(buf);
 }
 
 int main(void)

@@ -24,26 +24,11 @@ static int a[2], b[2];
 
 static int writer(void *arg)
 {
-	uint64_t rng = seed ^ 5, off = 0;
-	char *buf = malloc(1 << 17);
-
 	(void)arg;
 	close(a[0]);
 	close(b[0]);
 	close(b[1]);
-	if (!buf)
-		return 1;
-	while (off < TOTAL) {
-		size_t n = 1 + ct_rand(&rng) % (1 << 17);
-
-		if (n > TOTAL - off)
-			n = TOTAL - off;
-		ct_pattern_fill(buf, n, seed, off);
-		if (ct_write_full(a[1], buf, n) != (ssize_t)n)
-			return 1;
-		off += n;
-	}
-	return 0;
+	return ct_pattern_write_stream(a[1], TOTAL, seed, seed ^ 5) ? 1 : 0;
 }
 
 static bool take(int fd, char *buf, size_t n, uint64_t off, const char *which)

@@ -79,38 +79,46 @@ static int gifting_writer(void *arg)
 	return 0;
 }
 
-static void to_reader(void)
+/* A fresh pipe that @fn, in a child, writes into; we keep the read end. */
+static pid_t start_writer(int (*fn)(void *))
 {
-	uint64_t rng = seed ^ 8, off = 0;
-	char *buf = malloc(1 << 17);
-	int status;
 	pid_t pid;
 
-	if (!buf || pipe(p))
+	if (pipe(p))
 		ct_fatal("setup: %m");
-	pid = ct_spawn(gifting_writer, NULL);
+	pid = ct_spawn(fn, NULL);
 	if (pid < 0)
 		ct_fatal("fork: %s", strerror(-pid));
 	close(p[1]);
-	for (;;) {
-		ssize_t n = read(p[0], buf, 1 + ct_rand(&rng) % (1 << 17)), bad;
+	return pid;
+}
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		bad = ct_pattern_check(buf, n, seed, off);
-		if (!ct_expect(bad < 0, "vmsplice->read: byte %llu differs",
-			       (unsigned long long)(off + bad)))
-			break;
-		off += n;
-	}
+/*
+ * Close the read end and reap the writer: its wait status.  Each run checks
+ * the status itself, so that a failure names the run's line.
+ */
+static int reap_writer(pid_t pid)
+{
 	close(p[0]);
-	status = ct_wait(pid);
+	return ct_wait(pid);
+}
+
+static void to_reader(void)
+{
+	uint64_t off;
+	int status, ret;
+	int64_t bad;
+	pid_t pid;
+
+	pid = start_writer(gifting_writer);
+	ret = ct_pattern_read_stream(p[0], seed, seed ^ 8, &off, &bad);
+	if (ret)
+		ct_fatal("setup: %s", strerror(-ret));
+	ct_expect(bad < 0, "vmsplice->read: byte %llu differs", (unsigned long long)bad);
+	status = reap_writer(pid);
 	ct_expect(status == 0, "vmsplice writer status %#x", status);
 	ct_expect(off == TOTAL, "vmsplice->read: %llu of %u bytes", (unsigned long long)off,
 		  TOTAL);
-	free(buf);
 }
 
 static void to_file(void)
@@ -120,12 +128,9 @@ static void to_file(void)
 	loff_t off = 0;
 	pid_t pid;
 
-	if (!buf || out < 0 || pipe(p))
+	if (!buf || out < 0)
 		ct_fatal("setup: %m");
-	pid = ct_spawn(gifting_writer, NULL);
-	if (pid < 0)
-		ct_fatal("fork: %s", strerror(-pid));
-	close(p[1]);
+	pid = start_writer(gifting_writer);
 	for (;;) {
 		ssize_t n = splice(p[0], NULL, out, &off, 1 << 20, SPLICE_F_MOVE);
 
@@ -136,7 +141,7 @@ static void to_file(void)
 		if (n == 0)
 			break;
 	}
-	status = ct_wait(pid);
+	status = reap_writer(pid);
 	ct_expect(status == 0, "vmsplice writer status %#x", status);
 	ct_expect(off == TOTAL, "vmsplice->splice->file: %lld of %u bytes", (long long)off,
 		  TOTAL);
@@ -147,7 +152,6 @@ static void to_file(void)
 			       "vmsplice->splice->file: MiB at %lld differs", (long long)off))
 			break;
 	}
-	close(p[0]);
 	close(out);
 	free(buf);
 }
@@ -166,13 +170,10 @@ static void from_pipe(void)
 	int status;
 	pid_t pid;
 
-	if (!dst || pipe(p))
+	if (!dst)
 		ct_fatal("setup: %m");
 	memset(dst, 0, TOTAL);
-	pid = ct_spawn(plain_writer, NULL);
-	if (pid < 0)
-		ct_fatal("fork: %s", strerror(-pid));
-	close(p[1]);
+	pid = start_writer(plain_writer);
 	while (off < TOTAL) {
 		struct iovec iov = { dst + off, TOTAL - off };
 		ssize_t n = vmsplice(p[0], &iov, 1, 0);
@@ -185,8 +186,7 @@ static void from_pipe(void)
 			break;
 		off += n;
 	}
-	close(p[0]);
-	status = ct_wait(pid);
+	status = reap_writer(pid);
 	ct_expect(status == 0, "writer status %#x", status);
 	ct_expect(off == TOTAL, "pipe->vmsplice: %llu of %u bytes", (unsigned long long)off,
 		  TOTAL);

@@ -693,3 +693,58 @@ ssize_t ct_pattern_check(const void *buf, size_t len, uint64_t seed, uint64_t of
 			return (ssize_t)i;
 	return -1;
 }
+
+int ct_pattern_write_stream(int fd, uint64_t len, uint64_t seed, uint64_t rng)
+{
+	char *buf = malloc(CT_STREAM_CHUNK);
+	uint64_t off = 0;
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (off < len) {
+		size_t n = 1 + ct_rand(&rng) % CT_STREAM_CHUNK;
+
+		if (n > len - off)
+			n = len - off;
+		ct_pattern_fill(buf, n, seed, off);
+		/* A short count means the last write() failed: errno says why. */
+		if (ct_write_full(fd, buf, n) != (ssize_t)n) {
+			ret = -errno;
+			goto out_free;
+		}
+		off += n;
+	}
+out_free:
+	free(buf);
+	return ret;
+}
+
+int ct_pattern_read_stream(int fd, uint64_t seed, uint64_t rng, uint64_t *len, int64_t *bad)
+{
+	char *buf = malloc(CT_STREAM_CHUNK);
+	uint64_t off = 0;
+	ssize_t n, at;
+
+	*len = 0;
+	*bad = -1;
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		n = read(fd, buf, 1 + ct_rand(&rng) % CT_STREAM_CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		/* A read error ends the stream short; the caller's length check sees it. */
+		if (n <= 0)
+			break;
+		at = ct_pattern_check(buf, n, seed, off);
+		if (at >= 0) {
+			*bad = (int64_t)(off + at);
+			break;
+		}
+		off += n;
+	}
+	*len = off;
+	free(buf);
+	return 0;
+}

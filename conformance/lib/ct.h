@@ -161,5 +161,24 @@ void ct_pattern_fill(void *buf, size_t len, uint64_t seed, uint64_t offset);
 /* Index of the first byte that does not match, or -1. */
 ssize_t ct_pattern_check(const void *buf, size_t len, uint64_t seed, uint64_t offset);
 
+/*
+ * A pattern stream through a pipe: the pattern of @seed from offset 0, moved
+ * in transfers of 1 byte to CT_STREAM_CHUNK whose sizes are drawn from @rng
+ * (a ct_rand() state: writer and reader draw theirs apart, so the two sides'
+ * sizes do not line up).  Up to twice a default pipe's 64 KiB, so that some
+ * transfers fit and some have to wait for room or split.
+ */
+#define CT_STREAM_CHUNK	(1u << 17)
+
+/* Write @len bytes of the stream to @fd.  Returns 0 or -errno. */
+int ct_pattern_write_stream(int fd, uint64_t len, uint64_t seed, uint64_t rng);
+/*
+ * Read the stream from @fd until EOF or a read error, checking every byte.
+ * Stops at the first read that holds a byte that differs: *@bad is that
+ * byte's offset in the stream, -1 when none did.  *@len is what was read
+ * before that, or before EOF, for the caller to compare with what was
+ * written.  Returns 0 or -errno (-ENOMEM): a read error only ends the stream.
+ */
+int ct_pattern_read_stream(int fd, uint64_t seed, uint64_t rng, uint64_t *len, int64_t *bad);
 
 #endif /* CT_H */
