@@ -221,10 +221,9 @@ int main(int argc, char **argv)
 {
 	struct mq_attr attr;
 	pid_t pids[STRESS_MAX_PROCS];
-	void *args[STRESS_MAX_PROCS];
-	uint64_t sent = 0;
+	uint64_t sent;
 	long msg_max, size_max;
-	int i, ret;
+	int ret;
 	mqd_t q;
 
 	opts.record_size = 128;
@@ -260,27 +259,10 @@ int main(int argc, char **argv)
 	       opts.writers, opts.readers, opts.duration, opts.depth, msgsize,
 	       opts.tolerate_enomem ? ", ENOMEM tolerated" : "");
 
-	for (i = 0; i < STRESS_MAX_PROCS; i++)
-		args[i] = (void *)(long)i;
-	ret = stress_spawn(&opts, sender, opts.writers, pids, args);
-	if (!ret)
-		ret = stress_spawn(&opts, receiver, opts.readers, pids + opts.writers, args);
-	if (ret)
-		ct_fatal("fork: %s", strerror(-ret));
+	stress_start(&opts, sender, receiver, pids);
 
 	ret = stress_supervise(&opts, sh, pids, opts.writers, opts.readers, send_done);
-	if (atomic_load(&sh->failed))
-		ct_expect(0, "%s", sh->why);
-	else
-		ct_expect(ret == 0, "a child failed");
-	for (i = 0; i < opts.writers; i++)
-		sent += atomic_load(&sh->sent[i]);
-	for (i = 0; i < opts.writers && !ct_failed(); i++) {
-		int64_t miss = stress_first_missing(sh, i);
-
-		ct_expect(miss < 0, "sender %d: message %lld of %llu never arrived", i,
-			  (long long)miss, (unsigned long long)atomic_load(&sh->sent[i]));
-	}
+	sent = stress_check(sh, ret, opts.writers, "sender", "message");
 	if (!ct_failed()) {
 		struct mq_attr now;
 

@@ -307,9 +307,8 @@ static int record_reader(void *arg)
 int main(int argc, char **argv)
 {
 	pid_t pids[STRESS_MAX_PROCS];
-	void *args[STRESS_MAX_PROCS];
-	uint64_t sent = 0;
-	int i, ret;
+	uint64_t sent;
+	int ret;
 
 	stress_parse(argc, argv, &opts, "stress_pipe_integrity",
 		     "N writers x M readers on one pipe; checksummed, sequence-numbered records.");
@@ -345,30 +344,12 @@ int main(int argc, char **argv)
 	       opts.packet ? ", packet mode" : opts.splice ? ", through splice" : "",
 	       opts.tolerate_enomem ? ", ENOMEM tolerated" : "");
 
-	for (i = 0; i < STRESS_MAX_PROCS; i++)
-		args[i] = (void *)(long)i;
-	ret = stress_spawn(&opts, writer, opts.writers, pids, args);
-	if (!ret)
-		ret = stress_spawn(&opts, opts.readers == 1 ? stream_reader : record_reader,
-				   opts.readers, pids + opts.writers, args);
-	if (ret)
-		ct_fatal("fork: %s", strerror(-ret));
+	stress_start(&opts, writer, opts.readers == 1 ? stream_reader : record_reader, pids);
 	close(fds[0]);
 	close(fds[1]);
 
 	ret = stress_supervise(&opts, sh, pids, opts.writers, opts.readers, NULL);
-	if (atomic_load(&sh->failed))
-		ct_expect(0, "%s", sh->why);
-	else
-		ct_expect(ret == 0, "a child failed");
-	for (i = 0; i < opts.writers; i++)
-		sent += atomic_load(&sh->sent[i]);
-	for (i = 0; i < opts.writers && !ct_failed(); i++) {
-		int64_t miss = stress_first_missing(sh, i);
-
-		ct_expect(miss < 0, "writer %d: record %lld of %llu never arrived", i,
-			  (long long)miss, (unsigned long long)atomic_load(&sh->sent[i]));
-	}
+	sent = stress_check(sh, ret, opts.writers, "writer", "record");
 	if (!ct_failed())
 		ct_expect(atomic_load(&sh->received) == sent &&
 			  atomic_load(&sh->bytes_received) == atomic_load(&sh->bytes_sent),

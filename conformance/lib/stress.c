@@ -156,14 +156,14 @@ int64_t stress_first_missing(struct stress_shared *sh, int w)
 	return -1;
 }
 
-int stress_spawn(const struct stress_opts *o, int (*fn)(void *), int n, pid_t *pids,
-		 void **args)
+static int stress_spawn(const struct stress_opts *o, int (*fn)(void *), int n, pid_t *pids)
 {
 	int i, tries;
 
 	for (i = 0; i < n; i++) {
 		for (tries = 0;; tries++) {
-			pids[i] = ct_spawn(fn, args[i]);
+			/* The index itself is the argument: nothing to keep alive. */
+			pids[i] = ct_spawn(fn, (void *)(long)i);
 			if (pids[i] > 0)
 				break;
 			if (!o->tolerate_enomem || tries >= 100)
@@ -172,6 +172,18 @@ int stress_spawn(const struct stress_opts *o, int (*fn)(void *), int n, pid_t *p
 		}
 	}
 	return 0;
+}
+
+void stress_start(const struct stress_opts *o, int (*writer)(void *), int (*reader)(void *),
+		  pid_t *pids)
+{
+	int ret;
+
+	ret = stress_spawn(o, writer, o->writers, pids);
+	if (!ret)
+		ret = stress_spawn(o, reader, o->readers, pids + o->writers);
+	if (ret)
+		ct_fatal("fork: %s", strerror(-ret));
 }
 
 static void dump_child(pid_t pid, const char *role, int idx)
@@ -258,4 +270,26 @@ int stress_supervise(const struct stress_opts *o, struct stress_shared *sh,
 		}
 	}
 	return bad || atomic_load(&sh->failed) ? -1 : 0;
+}
+
+uint64_t stress_check(struct stress_shared *sh, int ret, int nr_writers, const char *writer,
+		      const char *record)
+{
+	uint64_t sent = 0;
+	int i;
+
+	if (atomic_load(&sh->failed))
+		ct_expect(0, "%s", sh->why);
+	else
+		ct_expect(ret == 0, "a child failed");
+	for (i = 0; i < nr_writers; i++)
+		sent += atomic_load(&sh->sent[i]);
+	/* After a failure the children were stopped or killed mid-run: gaps say nothing new. */
+	for (i = 0; i < nr_writers && !ct_failed(); i++) {
+		int64_t miss = stress_first_missing(sh, i);
+
+		ct_expect(miss < 0, "%s %d: %s %lld of %llu never arrived", writer, i, record,
+			  (long long)miss, (unsigned long long)atomic_load(&sh->sent[i]));
+	}
+	return sent;
 }

@@ -71,11 +71,13 @@ bool stress_mark(struct stress_shared *sh, int writer, uint64_t seq);
 int64_t stress_first_missing(struct stress_shared *sh, int w);
 
 /*
- * Fork @fn(i) for i in [0, n) as tracked children; returns 0 or -errno.
- * With --tolerate-enomem a failing fork is retried for a while.
+ * Fork @writer(i) for i in [0, o->writers), then @reader(i) for i in
+ * [0, o->readers), as tracked children; @pids gets the writers first, then
+ * the readers, as stress_supervise() wants them.  With --tolerate-enomem a
+ * failing fork is retried for a while; exits CT_FAIL when one still fails.
  */
-int stress_spawn(const struct stress_opts *o, int (*fn)(void *), int n, pid_t *pids,
-		 void **args);
+void stress_start(const struct stress_opts *o, int (*writer)(void *), int (*reader)(void *),
+		  pid_t *pids);
 /*
  * The supervisor loop described above.  @pids holds the writers first, then
  * the readers.  @writers_done (may be NULL) runs once, in the parent, when
@@ -86,5 +88,14 @@ int stress_spawn(const struct stress_opts *o, int (*fn)(void *), int n, pid_t *p
 int stress_supervise(const struct stress_opts *o, struct stress_shared *sh,
 		     pid_t *pids, int nr_writers, int nr_readers,
 		     void (*writers_done)(void));
+/*
+ * Judge the run after stress_supervise() returned @ret: the first failure
+ * a child recorded or, without one, a child that failed; then, if nothing
+ * failed yet, every record each writer sent must have arrived.  @writer and
+ * @record name them in the message ("sender", "message" for the mqueue
+ * test).  Returns the number of records sent, for the test's own totals.
+ */
+uint64_t stress_check(struct stress_shared *sh, int ret, int nr_writers, const char *writer,
+		      const char *record);
 
 #endif /* CT_STRESS_H */
