@@ -76,8 +76,16 @@ int main(void)
 			ct_fatal("tee: %m");
 		if (n == 0)
 			break;
-		if (!take(a[0], buf, n, off, "source pipe") || !take(b[0], buf, n, off, "tee copy"))
-			break;
+		if (!take(a[0], buf, n, off, "source pipe") || !take(b[0], buf, n, off, "tee copy")) {
+			/*
+			 * Already failed.  Drop the read end so the writer gets
+			 * EPIPE now instead of blocking on a full pipe until the
+			 * watchdog fires.
+			 */
+			close(a[0]);
+			ct_wait(pid);
+			return ct_result();
+		}
 		off += n;
 	}
 	status = ct_wait(pid);
