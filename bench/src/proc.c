@@ -101,32 +101,39 @@ static void child_setup(pid_t parent)
 		_exit(EXIT_FAIL);
 }
 
-pid_t spawn(int (*fn)(void *arg), void *arg)
+/* fork(); the child comes back already set up.  Returns the pid, 0, or -errno. */
+static pid_t fork_child(void)
 {
 	pid_t parent = getpid(), pid;
 
+	/* or buffered output would be printed by both */
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0)
 		return -errno;
-	if (pid == 0) {
+	if (pid == 0)
 		child_setup(parent);
+	return pid;
+}
+
+pid_t spawn(int (*fn)(void *arg), void *arg)
+{
+	pid_t pid = fork_child();
+
+	if (pid == 0)
 		_exit(fn(arg) & 0xff);
-	}
-	track(pid, false);
+	if (pid > 0)
+		track(pid, false);
 	return pid;
 }
 
 pid_t spawn_exec(char *const argv[])
 {
-	pid_t parent = getpid(), pid;
+	pid_t pid = fork_child();
 
-	fflush(NULL);
-	pid = fork();
 	if (pid < 0)
-		return -errno;
+		return pid;
 	if (pid == 0) {
-		child_setup(parent);
 		setpgid(0, 0);
 		execvp(argv[0], argv);
 		_exit(127);
