@@ -170,6 +170,16 @@ static int pipe_write(int fd, const char *buf, size_t len, uint64_t *bytes)
 	return 0;
 }
 
+/* A worker's totals and end time, for the parent; passes @ret through. */
+static int finish_slot(struct sweep_slot *s, uint64_t bytes, uint64_t ops, int ret)
+{
+	s->bytes = bytes;
+	s->ops = ops;
+	s->end_ns = now_ns();
+	s->err = -ret;
+	return ret;
+}
+
 static int writer_loop(struct sweep_worker *w, const char *buf)
 {
 	struct sweep_run *run = w->run;
@@ -191,11 +201,7 @@ static int writer_loop(struct sweep_worker *w, const char *buf)
 			break;
 		ops++;
 	}
-	s->bytes = bytes;
-	s->ops = ops;
-	s->end_ns = now_ns();
-	s->err = -ret;
-	return ret;
+	return finish_slot(s, bytes, ops, ret);
 }
 
 static int reader_loop(struct sweep_worker *w, char *buf)
@@ -223,11 +229,7 @@ static int reader_loop(struct sweep_worker *w, char *buf)
 		bytes += n;
 		ops++;
 	}
-	s->bytes = bytes;
-	s->ops = ops;
-	s->end_ns = now_ns();
-	s->err = -ret;
-	return ret;
+	return finish_slot(s, bytes, ops, ret);
 }
 
 static int worker_main(struct sweep_worker *w)
