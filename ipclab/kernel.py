@@ -521,22 +521,25 @@ def build(variant_name: str, tree: str | None = None, jobs: int | None = None,
     """Build (or find in the cache) the image for a variant. Returns its meta.json."""
     variant = load_variant(variant_name)
     src = open_source(tree, dry_run)
-    key = image_key(src, variant)
-    meta = built_image(src, variant)
-    if meta and not force:
-        if not quiet:
-            log(f"{variant.name}: cached image {image_dir(key)}/bzImage ({meta['release']})")
+
+    def cached():
+        meta = built_image(src, variant)
+        if meta and not force and not quiet:
+            log(f"{variant.name}: cached image {image_dir(image_key(src, variant))}/bzImage"
+                f" ({meta['release']})")
+        return meta if not force else None
+
+    meta = cached()
+    if meta:
         return meta
     jobs = jobs or os.cpu_count() or 1
     bdir = src.build_dir(variant)
     with tree_lock(dry_run):
         # Whoever held the lock may have built this very image meanwhile.
-        key = image_key(src, variant)
-        meta = built_image(src, variant)
-        if meta and not force:
-            if not quiet:
-                log(f"{variant.name}: cached image {image_dir(key)}/bzImage ({meta['release']})")
+        meta = cached()
+        if meta:
             return meta
+        key = image_key(src, variant)
         t0 = time.monotonic()
         notes = switch_tree(src, variant, dry_run)
         for n in notes:
