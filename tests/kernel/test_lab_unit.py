@@ -180,6 +180,10 @@ def test_scan_flags_splats_not_ordinary_boot_lines():
     assert not vm.scan("[ 0.1] Booting paravirtualized kernel on bare hardware\n")
     # The debug variant's boot banner is not a lockdep report.
     assert not vm.scan("[    0.276495] rcu: \tRCU lockdep checking is enabled.\n")
+    # Nor is a frame of a stack trace that fault injection prints on purpose...
+    assert not vm.scan("[   25.966525]  ? seqcount_lockdep_reader_access.constprop.0+0x46/0x54\n")
+    # ...but lockdep saying it gave up is.
+    assert vm.scan("[    9.0] INFO: lockdep is turned off.\n")
 
 
 def test_merge_concatenates_samples_across_boots():
