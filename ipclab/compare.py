@@ -12,10 +12,11 @@ holds in memory; compare_files() is the CLI's path.
 """
 
 import math
+import os
 import sys
 from dataclasses import dataclass, field
 
-from ipclab import UserError, fmt, results, stats, suites
+from ipclab import UserError, deterministic, fmt, results, stats, suites
 
 
 @dataclass
@@ -42,12 +43,30 @@ class Row:
 
 
 @dataclass
+class JudgedRow:
+    """One row of a deterministic comparison: judged against the noise, not tested."""
+    key: str
+    path: str
+    label: str
+    unit: str
+    primary: bool
+    j: deterministic.Judgement
+
+    @property
+    def verdict(self):
+        return self.j.verdict
+
+
+@dataclass
 class Outcome:
     rows: list = field(default_factory=list)
     skipped: list = field(default_factory=list)     # (key, reason)
     warnings: list = field(default_factory=list)
     base: dict = None
     new: dict = None
+    clock: str = deterministic.REAL
+    judged: list = field(default_factory=list)      # JudgedRow, deterministic clock only
+    floor_source: dict = None
 
 
 def metrics_for(cell):
@@ -94,9 +113,30 @@ def match_cells(base, new, common=False, names=("BASE", "NEW")):
     return pairs
 
 
-def compare_results(base, new, common=False, names=("BASE", "NEW")):
+def check_clocks(base, new, names=("BASE", "NEW")):
+    """The clock both files were measured with; UserError if they differ."""
+    cb, cn = deterministic.clock_of(base), deterministic.clock_of(new)
+    if cb != cn:
+        raise UserError("%s was measured with clock %r and %s with %r: a time from one is not"
+                        " a time from the other, so they are not compared; measure both"
+                        " sides in the same mode" % (names[0], cb, names[1], cn))
+    return cb
+
+
+def guest_cpus(res):
+    clock = res.get("meta", {}).get("clock")
+    if isinstance(clock, dict) and clock.get("cpus"):
+        return clock["cpus"]
+    return res.get("env", {}).get("nproc")
+
+
+def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=None):
     out = Outcome(base=base, new=new)
-    for b, n in match_cells(base, new, common, names):
+    out.clock = check_clocks(base, new, names)
+    pairs = match_cells(base, new, common, names)
+    if out.clock != deterministic.REAL:
+        return _judge_deterministic(out, pairs, floor_file or deterministic.FLOOR_FILE)
+    for b, n in pairs:
         if b.get("status") in ("failed", "skipped") or n.get("status") in ("failed", "skipped"):
             why = b.get("error") or n.get("error") or "no samples"
             out.skipped.append((b["key"], "%s/%s: %s" % (b.get("status"), n.get("status"), why)))
@@ -117,6 +157,38 @@ def compare_results(base, new, common=False, names=("BASE", "NEW")):
                                 label, unit, better, c))
     stats.apply_holm([r.cmp for r in out.rows])
     out.warnings = quality_warnings(out.rows)
+    return out
+
+
+def _judge_deterministic(out, pairs, floor_file):
+    floors, entry = deterministic.load_floor(out.clock, guest_cpus(out.base), floor_file)
+    out.floor_source = entry
+    for b, n in pairs:
+        if b.get("status") in ("failed", "skipped") or n.get("status") in ("failed", "skipped"):
+            why = b.get("error") or n.get("error") or "no samples"
+            out.skipped.append((b["key"], "%s/%s: %s" % (b.get("status"), n.get("status"), why)))
+            continue
+        if not results.measured(b) or not results.measured(n):
+            out.skipped.append((b["key"], "no measured samples"))
+            continue
+        rows = [(p, unit, "lower", True) for p, unit in deterministic.cost_paths(b)]
+        seen = {p for p, _, _, _ in rows}
+        for p in metrics_for(b):
+            if p not in seen:
+                unit, better = results.metric_info(b, p)
+                rows.append((p, deterministic.unit_in_icount(unit), better, False))
+        for path, unit, better, primary in rows:
+            xb, xn = results.metric_values(b, path), results.metric_values(n, path)
+            if not xb or not xn:
+                continue
+            floor = floors.get(deterministic.floor_key(b["key"], path), math.nan)
+            label = results.metric_label(b, path).split(".", 1)[-1]
+            out.judged.append(JudgedRow(b["key"], path, label, unit, primary,
+                                        deterministic.judge(xb, xn, better, floor)))
+    if out.judged and not any(math.isfinite(r.j.floor) for r in out.judged if r.primary):
+        out.warnings.append("no A/A floor is known for these cells in this mode: each side's"
+                            " own spread stands in for it, which misses boot-to-boot noise;"
+                            " run `ipclab ab base base --deterministic` to measure one")
     return out
 
 
@@ -158,6 +230,8 @@ def p_text(p):
 def _views_text(outcome, out):
     """Seed-shaped tables: 'base -> new (delta)*' in each view's grid."""
     idx = {(r.key, r.path): r for r in outcome.rows}
+    judged = {(r.key, r.path): r for r in outcome.judged}
+    det = outcome.clock != deterministic.REAL
     by_key = {c["key"]: c for c in outcome.base["cells"]}
     mode = outcome.base.get("mode", "quick")
     from ipclab import report
@@ -166,11 +240,26 @@ def _views_text(outcome, out):
         for view in part.views:
             if mode not in view.modes:
                 continue
+            if det:
+                view = deterministic.view_for(view, by_key)
+                if view is None:
+                    continue
             trows, anyval, anyref = [], False, False
             ratios, pub_ratios = [], []
             for label, entries in view.rows:
                 line = [label]
                 for key, path in entries:
+                    if det:
+                        jr = judged.get((key, path))
+                        if jr is None:
+                            line.append("-")
+                            continue
+                        anyval = True
+                        ratios.append(jr.j.ratio)
+                        line.append("%s -> %s (%s)%s" % (
+                            fmt.count(jr.j.base.median), fmt.count(jr.j.new.median),
+                            fmt.pct(jr.j.delta, True, 2), "*" if jr.j.is_change else " "))
+                        continue
                     r = idx.get((key, path))
                     if r is None and key in by_key:
                         # The view may name a path compare did not test (a derived one).
@@ -224,6 +313,9 @@ def render(outcome, out=sys.stdout, heading=None, names=("baseline", "new")):
     out.write("%s: %s (%s, %s)\n%s: %s (%s, %s)\n\n" % (
         names[0], b.get("id"), b.get("suite"), b.get("mode"),
         names[1], n.get("id"), n.get("suite"), n.get("mode")))
+    if outcome.clock != deterministic.REAL:
+        _render_deterministic(outcome, out)
+        return
     for side, res in ((names[0], b), (names[1], n)):
         acc = res.get("meta", {}).get("accel") or res.get("env", {}).get("accel")
         if acc and acc != "native":
@@ -256,6 +348,55 @@ def render(outcome, out=sys.stdout, heading=None, names=("baseline", "new")):
                   " (Mann-Whitney U, Holm, alpha %.2f).\n"
                   % (len(sig), len(outcome.rows), better, worse, len({r.key for r in sig}),
                      len({r.key for r in outcome.rows}), stats.ALPHA))
+    for w in outcome.warnings:
+        out.write("warning: %s\n" % w)
+
+
+def _render_deterministic(outcome, out):
+    out.write("Deterministic clock (%s): guest instructions, not time. A change must exceed"
+              " %g x the noise: the A/A floor of the cell, or either side's own spread"
+              " ((max - min) / median), whichever is larger.\n"
+              % (outcome.clock, deterministic.SAFETY))
+    src = outcome.floor_source
+    if src:
+        out.write("A/A floor: %s (%s)\n" % (os.path.relpath(deterministic.FLOOR_FILE),
+                                           src.get("measured", "")))
+    out.write("\n")
+    _views_text(outcome, out)
+    header = ["cell", "metric", "base", "new", "delta", "spread A", "spread B", "floor",
+              "verdict", "n"]
+    for primary in (True, False):
+        rows = []
+        for r in outcome.judged:
+            if r.primary != primary:
+                continue
+            j = r.j
+            rows.append([r.key, ("%s %s" % (r.label, r.unit)).strip(), fmt.count(j.base.median),
+                         fmt.count(j.new.median), fmt.pct(j.delta, True, 3),
+                         fmt.pct(j.spread_base, False, 3), fmt.pct(j.spread_new, False, 3),
+                         fmt.pct(j.floor, False, 3) if math.isfinite(j.floor) else "-",
+                         j.verdict, "%d/%d" % (j.base.n, j.new.n)])
+        if not rows:
+            continue
+        out.write("Instructions per operation (primary)\n" if primary else
+                  "Other metrics (secondary: rates are per 10^9 guest instructions, times are"
+                  " guest instructions)\n")
+        out.write(fmt.table(header, rows, ["<", "<", ">", ">", ">", ">", ">", ">", "<", ">"])
+                  + "\n\n")
+    for key, why in outcome.skipped:
+        out.write("not compared: %s: %s\n" % (key, why))
+    prim = [r for r in outcome.judged if r.primary]
+    if not prim:
+        out.write("nothing to compare\n")
+    else:
+        count = {}
+        for r in prim:
+            count[r.verdict] = count.get(r.verdict, 0) + 1
+        out.write("Primary metrics: %d rows in %d cells: %s.\n"
+                  % (len(prim), len({r.key for r in prim}),
+                     ", ".join("%d %s" % (count[v], v) for v in
+                               ("better", "worse", "changed", "within noise", "too noisy",
+                                "no data") if v in count)))
     for w in outcome.warnings:
         out.write("warning: %s\n" % w)
 

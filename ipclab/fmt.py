@@ -22,10 +22,17 @@ def num(v):
     return "%#.3g" % v
 
 
-def pct(x, signed=True):
+def pct(x, signed=True, decimals=1):
     if x is None or not math.isfinite(x):
         return "-"
-    return ("%+.1f%%" if signed else "%.1f%%") % (x * 100)
+    return ("%+.*f%%" if signed else "%.*f%%") % (decimals, x * 100)
+
+
+def count(v):
+    """An instruction count per operation: to a tenth, since deterministic runs repeat to that."""
+    if v is None or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return "-"
+    return "%.1f" % v
 
 
 def table(header, rows, align=None):

@@ -49,8 +49,10 @@ def register(subparsers) -> None:
     a.add_argument("base")
     a.add_argument("new")
     a.add_argument("--suite", required=True)
-    a.add_argument("--boots", type=positive_int, default=2, help="boots of each variant (2)")
+    a.add_argument("--boots", type=positive_int,
+                   help="boots of each variant (2; 1 with --deterministic)")
     a.add_argument("--full", action="store_true", help="full suite instead of --quick")
+    add_clock_options(a)
     a.add_argument("--thp", choices=("always", "madvise", "never"))
     add_reps(a)
     a.add_argument("--timeout", type=positive_float, default=1800, help="per boot, s (1800)")
@@ -91,6 +93,16 @@ def add_tree(p) -> None:
     p.add_argument("--tree", help="kernel tree to patch and build instead of Debian's 6.12.117")
 
 
+def add_clock_options(p) -> None:
+    p.add_argument("--deterministic", action="store_true",
+                   help="single-threaded TCG with QEMU icount: guest time counts guest "
+                        "instructions, so results repeat across boots and hosts; for machines "
+                        "without a usable KVM, or changes too small for timing noise")
+    p.add_argument("--cpus", type=positive_int,
+                   help=f"guest CPUs ({vm.DEFAULT_CPUS}; {vm.DETERMINISTIC_CPUS} with "
+                        "--deterministic)")
+
+
 def add_run_options(p) -> None:
     p.add_argument("--thp", choices=("always", "madvise", "never"),
                    help="guest THP mode (default: what the suite asks, else madvise)")
@@ -99,6 +111,7 @@ def add_run_options(p) -> None:
     p.add_argument("-o", "--output", type=Path, help="results file (suite mode)")
     p.add_argument("--full", action="store_true", help="full suite instead of --quick")
     add_reps(p)
+    add_clock_options(p)
     p.add_argument("--fail-page-alloc", metavar="P[,INTERVAL[,TIMES[,SPACE]]]",
                    help="inject page allocation failures into the command only "
                         "(debug variant): probability %%, interval, times, bytes first")
@@ -212,15 +225,36 @@ def ensure_built(variant: str, tree: str | None, dry_run: bool) -> dict:
     return meta
 
 
+def check_suite(name: str) -> None:
+    """On the host, before any build or boot: a typo must not cost a kernel build."""
+    from . import suites
+    if name not in suites.SUITES and name not in suites.WORKLOADS:
+        raise LabError(f"unknown suite or workload {name!r} (suites: {', '.join(suites.SUITES)};"
+                       f" workloads: {', '.join(suites.WORKLOADS)})", EXIT_USAGE)
+
+
+def clock_for(args) -> vm.Clock:
+    return vm.DETERMINISTIC if args.deterministic else vm.TIMED
+
+
+def accel_of(image: Path, clock: vm.Clock, dry_run: bool) -> str:
+    # The deterministic mode is TCG by definition: no KVM probe, no TCG warning.
+    return "tcg" if clock.deterministic else vm.accel_for(image, dry_run)
+
+
 def cmd_vm_run(args) -> int:
     split_run_rest(args)
+    if args.suite:
+        check_suite(args.suite)
     faults = parse_faults(args.fail_page_alloc)
+    clock = clock_for(args)
     meta = ensure_built(args.variant, args.tree, args.dry_run)
     image = kernel.image_dir(meta["key"]) / "bzImage"
-    accel = vm.accel_for(image, args.dry_run)
+    accel = accel_of(image, clock, args.dry_run)
     if args.command:
         b = vm.boot(meta, accel, args.command, thp=args.thp or "madvise", timeout=args.timeout,
-                    faults=faults, kmemleak=args.kmemleak, dry_run=args.dry_run)
+                    faults=faults, kmemleak=args.kmemleak, dry_run=args.dry_run,
+                    clock=clock, cpus=args.cpus)
         if args.dry_run:
             return 0
         with open(b.shared / "job.out", errors="replace") as f:
@@ -232,13 +266,16 @@ def cmd_vm_run(args) -> int:
     out = args.output or Path("results") / f"{time.strftime('%Y%m%dT%H%M%S')}-vm-{args.variant}-{args.suite}.json"
     res, b = run_suite_boot(meta, accel, args.suite, out, quick=not args.full, thp=args.thp,
                             timeout=args.timeout, dry_run=args.dry_run, faults=faults,
-                            kmemleak=args.kmemleak, reps=args.reps, warmups=args.warmups)
+                            kmemleak=args.kmemleak, reps=args.reps, warmups=args.warmups,
+                            clock=clock, cpus=args.cpus)
     if args.dry_run:
         return 0
     report_boot(b, args.record)
     if res is not None:
+        what = ("deterministic: times are guest instructions" if clock.deterministic else
+                "emulated timings" if accel == "tcg" else "")
         print(f"results: {out} (variant={meta['variant']} kernel={b.release} accel={accel}"
-              f"{', emulated timings' if accel == 'tcg' else ''})")
+              f"{', ' + what if what else ''})")
     failed = [c["key"] for c in (res or {}).get("cells", []) if c.get("status") == "failed"]
     if failed:
         log(f"failed cells: {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}")
@@ -246,7 +283,8 @@ def cmd_vm_run(args) -> int:
 
 
 def run_suite_boot(meta, accel, suite, out: Path, *, quick=True, thp=None, timeout=900,
-                   dry_run=False, faults=None, kmemleak=False, reps=None, warmups=None):
+                   dry_run=False, faults=None, kmemleak=False, reps=None, warmups=None,
+                   clock=vm.TIMED, cpus=None):
     out = out.resolve()
     guest_out = Path("result.json")
     mode = thp or vm.suite_thp(suite) or "madvise"
@@ -259,7 +297,8 @@ def run_suite_boot(meta, accel, suite, out: Path, *, quick=True, thp=None, timeo
     # `ipclab run` exits 1 when a cell failed; the cells say which, so only the kernel and
     # the guest (dead, hung, splat, no results) can fail the whole boot.
     b = vm.boot(meta, accel, argv, thp=mode, timeout=timeout, dry_run=dry_run, shared=shared,
-                faults=faults, kmemleak=kmemleak, watch=str(guest_out), job_rc_fails=False)
+                faults=faults, kmemleak=kmemleak, watch=str(guest_out), job_rc_fails=False,
+                clock=clock, cpus=cpus)
     if dry_run:
         return None, b
     res = vm.tag_results(shared / guest_out, b, meta)
@@ -269,6 +308,7 @@ def run_suite_boot(meta, accel, suite, out: Path, *, quick=True, thp=None, timeo
         res = {"schema": "ipclab-results/1", "id": shared.name, "suite": suite,
                "mode": "quick" if quick else "full",
                "meta": {"variant": meta["variant"], "kernel": b.release, "accel": accel,
+                        "clock": b.clock,
                         "patches": ",".join(p["name"] for p in meta["patches"]) or "none",
                         "emulated": accel == "tcg", "lab": b.record()},
                "cells": [{"key": f"lab:boot:{meta['variant']}", "suite": suite, "workload": "boot",
@@ -343,22 +383,28 @@ def merge(results: list[dict], label: str) -> dict:
 
 def cmd_ab(args) -> int:
     t0 = time.monotonic()
+    check_suite(args.suite)
+    clock = clock_for(args)
+    # Under icount a boot repeats to the instruction, so one boot per side is the method;
+    # timed boots vary by tens of percent, so they need several.
+    boots = args.boots or (1 if clock.deterministic else 2)
     metas = {}
     for side, name in (("A", args.base), ("B", args.new)):
         metas[side] = ensure_built(name, args.tree, args.dry_run)
-    accel = vm.accel_for(kernel.image_dir(metas["A"]["key"]) / "bzImage", args.dry_run)
+    accel = accel_of(kernel.image_dir(metas["A"]["key"]) / "bzImage", clock, args.dry_run)
     outdir = args.output_dir or Path("results") / f"{time.strftime('%Y%m%dT%H%M%S')}-ab-{args.base}-{args.new}-{args.suite}"
     per_side: dict[str, list[dict]] = {"A": [], "B": []}
     failures = []
     # A B A B ...: drift in the host (other jobs, thermal, caches) hits both sides alike.
-    for i in range(args.boots):
+    for i in range(boots):
         for side in ("A", "B"):
             meta = metas[side]
             out = outdir / f"{side}-{meta['variant']}-boot{i + 1}.json"
-            log(f"ab: boot {i + 1}/{args.boots} of {side} ({meta['variant']})")
+            log(f"ab: boot {i + 1}/{boots} of {side} ({meta['variant']}, {clock.mode})")
             res, b = run_suite_boot(meta, accel, args.suite, out, quick=not args.full,
                                     thp=args.thp, timeout=args.timeout, dry_run=args.dry_run,
-                                    reps=args.reps, warmups=args.warmups)
+                                    reps=args.reps, warmups=args.warmups, clock=clock,
+                                    cpus=args.cpus)
             if args.dry_run:
                 continue
             report_boot(b, None)
@@ -371,9 +417,12 @@ def cmd_ab(args) -> int:
     for side, name in (("A", args.base), ("B", args.new)):
         paths[side] = outdir / f"{side}-{name}-merged.json"
         write_json_atomic(paths[side], merge(per_side[side], f"{side}:{name}"))
-    heading = (f"ipclab ab {args.base} -> {args.new}: suite {args.suite}, {args.boots} boots each, "
+    heading = (f"ipclab ab {args.base} -> {args.new}: suite {args.suite}, {boots} boots each, "
                f"accel={accel}")
-    if accel == "tcg":
+    if clock.deterministic:
+        heading += (f" DETERMINISTIC (icount shift={clock.shift}): times are guest "
+                    "instructions, rates are per 10^9 guest instructions")
+    elif accel == "tcg":
         heading += " (EMULATED timings: TCG; trust counts and ratios, not absolute times)"
     try:
         from .compare import compare_files
@@ -383,7 +432,7 @@ def cmd_ab(args) -> int:
     sys.stdout.flush()
     rc = compare_files(str(paths["A"]), str(paths["B"]), out=sys.stdout, heading=heading)
     elapsed = time.monotonic() - t0
-    log(f"ab: {2 * args.boots} boots in {elapsed:.0f} s; results in {outdir}")
+    log(f"ab: {2 * boots} boots in {elapsed:.0f} s; results in {outdir}")
     if failures:
         for f in failures:
             log(f"ab: failed {f}")

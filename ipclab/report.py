@@ -10,7 +10,7 @@ import math
 import os
 import sys
 
-from ipclab import compare, fmt, results, stats, suites
+from ipclab import compare, deterministic, fmt, results, stats, suites
 
 
 def ref_values(ref, view, row, col):
@@ -74,12 +74,19 @@ def render_views(res, out=sys.stdout, markdown=False):
     """One table per seed view: ours (median, CV) beside the published figures."""
     mode = res.get("mode", "quick")
     cells = {c["key"]: c for c in res["cells"]}
+    det = deterministic.is_deterministic(res)
     for part in parts_of(res):
-        ref = part.reference()
+        # Published figures are times and rates on real machines: beside instruction
+        # counts they would mislead.
+        ref = None if det else part.reference()
         shown = False
         for view in part.views:
             if mode not in view.modes:
                 continue
+            if det:
+                view = deterministic.view_for(view, cells)
+                if view is None:
+                    continue
             vals = view_values(res, view)
             if not vals:
                 continue
@@ -94,6 +101,9 @@ def render_views(res, out=sys.stdout, markdown=False):
                     if cell is not None and cell.get("status") in ("failed", "skipped") \
                             and not xs:
                         txt = cell["status"]
+                    elif xs and det:
+                        txt = "%s ±%s" % (fmt.count(stats.median(xs)),
+                                          fmt.pct(deterministic.spread(xs), False, 3))
                     elif xs:
                         s = stats.summarize(xs)
                         txt = "%s ±%s" % (fmt.num(s.median), fmt.pct(s.cv, False)
@@ -112,7 +122,7 @@ def render_views(res, out=sys.stdout, markdown=False):
                 title = "%s: %s" % (part.name, ref.get("title", "") if ref else part.summary)
                 out.write(("### %s\n\n" if markdown else "== %s ==\n") % title)
                 shown = True
-            legend = "ours: median ±CV"
+            legend = "median ±spread (max - min) / median" if det else "ours: median ±CV"
             if has_ref:
                 legend += "; (seed: %s)" % " -> ".join(ref.get("columns", []))
             if has_local:
@@ -168,25 +178,34 @@ def quality(res):
         warns.append("only %d repetitions in some cells (fewer than %d): compare will have"
                      " little power; use --reps 10 or more" % (min(reps), stats.MIN_REPS))
     by_suite = {}
+    det = deterministic.is_deterministic(res)
     for c in res["cells"]:
-        paths = compare.metrics_for(c)
+        paths = [p for p, _ in deterministic.cost_paths(c)] if det else compare.metrics_for(c)
         if not paths:
             continue
-        cvs = stats.cv(results.metric_values(c, paths[0]))
+        xs = results.metric_values(c, paths[0])
+        cvs = deterministic.spread(xs) if det else stats.cv(xs)
         if math.isfinite(cvs):
             by_suite.setdefault(c.get("suite", ""), []).append((cvs, c["key"]))
     noisy = 0
     for suite, cvs in by_suite.items():
         vals = sorted(v for v, _ in cvs)
-        lines.append("%s: CV of the primary metric: median %s, max %s over %d cells"
-                     % (suite, fmt.pct(stats.median(vals), False), fmt.pct(vals[-1], False),
-                        len(vals)))
-        noisy += sum(1 for v in vals if v > stats.MAX_CV)
-    if noisy:
+        what = "spread of instructions per operation" if det else "CV of the primary metric"
+        lines.append("%s: %s: median %s, max %s over %d cells"
+                     % (suite, what, fmt.pct(stats.median(vals), False, 3 if det else 1),
+                        fmt.pct(vals[-1], False, 3 if det else 1), len(vals)))
+        noisy += sum(1 for v in vals if v > (deterministic.TOO_NOISY if det else stats.MAX_CV))
+    if noisy and det:
+        warns.append("spread over %g%% in %d cells: too noisy for the deterministic mode"
+                     % (deterministic.TOO_NOISY * 100, noisy))
+    elif noisy:
         warns.append("CV over %d%% in %d cells: results this noisy hide small changes; use an"
                      " idle machine, more --reps, or --full" % (stats.MAX_CV * 100, noisy))
     acc = res.get("meta", {}).get("accel") or res.get("env", {}).get("accel")
-    if acc and acc != "native":
+    if det:
+        warns.append("deterministic clock (%s): times are guest instructions and rates are"
+                     " per 10^9 guest instructions, not per second" % deterministic.clock_of(res))
+    elif acc and acc != "native":
         warns.append("accel=%s: timings are emulated; only ratios of counts are meaningful"
                      % acc)
     host = res.get("host") or {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -44,6 +45,57 @@ BAD_DMESG = re.compile(
 BENIGN_DMESG = re.compile(r"RCU lockdep checking is enabled|Lock dependency validator")
 EMULATED_NOTE = ("guest timings under TCG are emulated (~25x slower than native): compare "
                  "counts and ratios, not absolute times")
+# shift=0: one guest instruction per nanosecond of guest time, so a time is an instruction
+# count. sleep=off: an idle guest jumps to its next timer at once instead of waiting for the
+# host's clock, which keeps host time out of the guest's entirely.
+ICOUNT_SHIFT = 0
+DETERMINISTIC_CPUS = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Clock:
+    """How a guest keeps time.
+
+    timed: KVM or multi-threaded TCG; guest time follows the host's, so under TCG it is
+    emulation noise. deterministic: single-threaded TCG with icount; guest time counts the
+    guest's instructions, whatever the host is doing.
+    """
+    deterministic: bool = False
+    shift: int = ICOUNT_SHIFT
+
+    @property
+    def mode(self) -> str:
+        return "deterministic" if self.deterministic else "timed"
+
+    def qemu_opts(self) -> list[str]:
+        # QEMU runs TCG single-threaded whenever icount is on.
+        return ["-icount", f"shift={self.shift},sleep=off"] if self.deterministic else []
+
+    def engine_clock(self) -> str:
+        """IPCBENCH_CLOCK in the guest: what every sample's env.clock records."""
+        return f"icount shift={self.shift}" if self.deterministic else "real"
+
+    def record(self, accel: str, cpus: int) -> dict:
+        rec = {"mode": self.mode, "accel": accel, "cpus": cpus, "qemu": qemu_version()}
+        if self.deterministic:
+            rec["icount"] = {"shift": self.shift, "sleep": False,
+                             "ns_per_instruction": 2 ** self.shift}
+        return rec
+
+
+TIMED = Clock()
+DETERMINISTIC = Clock(deterministic=True)
+
+
+@functools.lru_cache(maxsize=1)
+def qemu_version() -> str | None:
+    try:
+        out = subprocess.run(["qemu-system-x86_64", "--version"], capture_output=True,
+                             text=True, timeout=20).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"version (\S+)", out)
+    return m.group(1) if m else None
 
 
 # --------------------------------------------------------------------------- accel
@@ -204,11 +256,12 @@ class Boot:
     console_tail: str
     timings: dict
     status: dict
+    clock: dict = dataclasses.field(default_factory=dict)
 
     def record(self) -> dict:
         return {
             "variant": self.variant, "kernel": self.release, "accel": self.accel,
-            "emulated": self.accel == "tcg", "ok": self.ok, "rc": self.rc,
+            "emulated": self.accel == "tcg", "clock": self.clock, "ok": self.ok, "rc": self.rc,
             "reason": self.reason, "bad_lines": self.bad_lines,
             "console_tail": None if self.ok else self.console_tail,
             "timings": self.timings, "guest": self.status, "shared": str(self.shared),
@@ -222,29 +275,36 @@ def scan(text: str) -> list[str]:
 
 def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
          timeout: float = 900, faults: dict | None = None, kmemleak: bool = False,
-         extra_env: dict | None = None, cpus: int = DEFAULT_CPUS,
+         extra_env: dict | None = None, cpus: int | None = None,
          memory: str = DEFAULT_MEMORY, dry_run: bool = False,
          shared: Path | None = None, watch: str | None = None,
-         job_rc_fails: bool = True) -> Boot:
+         job_rc_fails: bool = True, clock: Clock = TIMED) -> Boot:
     """Boot the image in `meta`, run argv inside, and judge the result."""
     image = kernel.image_dir(meta["key"]) / "bzImage"
+    if clock.deterministic:
+        accel = "tcg"    # icount is a TCG feature
+    if cpus is None:
+        cpus = DETERMINISTIC_CPUS if clock.deterministic else DEFAULT_CPUS
     if shared is None:
         stamp = time.strftime("%Y%m%dT%H%M%S")
         shared = cache_root() / "runs" / f"{stamp}-{meta['variant']}-{os.getpid()}-{time.monotonic_ns() % 100000}"
     env = {"IPCBENCH_ACCEL": accel, "IPCLAB_VARIANT": meta["variant"],
            "IPCLAB_KERNEL": meta["release"], "PYTHONUNBUFFERED": "1",
+           "IPCBENCH_CLOCK": clock.engine_clock(),
            "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
     env.update(extra_env or {})
     job = {"argv": argv, "env": env, "cwd": str(REPO), "thp": thp, "cgroup": "ipclab",
-           "timeout": max(30, timeout - 120), "faults": faults, "kmemleak": kmemleak}
+           "timeout": max(30, timeout - 120), "faults": faults, "kmemleak": kmemleak,
+           "deterministic": clock.deterministic}
     command = f"{sys.executable} {GUEST_SCRIPT} {shared}"
     vargv = vng_argv(image, accel, shared, command, cpus=cpus, memory=memory,
-                     qemu_opts=kvm_qemu_opts() if accel == "kvm" else None)
+                     qemu_opts=(kvm_qemu_opts() if accel == "kvm" else []) + clock.qemu_opts())
+    clock_rec = clock.record(accel, cpus)
     if dry_run:
         log("would run: " + " ".join(vargv))
         log("guest job: " + json.dumps(job))
         return Boot(meta["variant"], meta["release"], accel, shared, True, 0, None, [], "",
-                    {}, {})
+                    {}, {}, clock_rec)
     shared.mkdir(parents=True, exist_ok=True)
     write_json_atomic(shared / "job.json", job)
     console = shared / "console.log"
@@ -306,7 +366,7 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
         log(f"warning: {meta['variant']}: the guest has {status['nproc']} CPUs, not {cpus}")
     tail = "\n".join(text.splitlines()[-40:])
     return Boot(meta["variant"], status.get("release") or meta["release"], accel, shared,
-                reason is None, status.get("rc"), reason, bad, tail, timings, status)
+                reason is None, status.get("rc"), reason, bad, tail, timings, status, clock_rec)
 
 
 # --------------------------------------------------------------------------- suites
@@ -314,9 +374,7 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
 
 def suite_argv(suite: str, out: Path, meta: dict, accel: str, quick: bool = True) -> list[str]:
     patches = ",".join(p["name"] for p in meta["patches"]) or "none"
-    argv = [sys.executable, "-m", "ipclab", "run", suite]
-    if quick:
-        argv.append("--quick")
+    argv = [sys.executable, "-m", "ipclab", "run", suite, "--quick" if quick else "--full"]
     argv += ["-o", str(out), "--meta", f"variant={meta['variant']}",
              "--meta", f"kernel={meta['release']}", "--meta", f"accel={accel}",
              "--meta", f"patches={patches}", "--quiet",
@@ -348,6 +406,7 @@ def tag_results(path: Path, boot: Boot, meta: dict) -> dict | None:
     m["accel"] = boot.accel
     m.setdefault("patches", ",".join(p["name"] for p in meta["patches"]) or "none")
     m["emulated"] = boot.accel == "tcg"
+    m["clock"] = boot.clock
     m["lab"] = boot.record()
     if not boot.ok:
         # A kernel splat or a dead guest makes every cell of this boot suspect; the cells

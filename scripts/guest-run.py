@@ -5,7 +5,7 @@
 Runs as init's child inside a virtme-ng guest (PID 1 is virtme-ng-init, we are root).
 Input:  SHARED/job.json   {"argv": [...], "env": {...}, "cwd": ..., "thp": "madvise",
                            "cgroup": "ipclab", "timeout": s, "faults": {...} | null,
-                           "kmemleak": bool}
+                           "kmemleak": bool, "deterministic": bool}
 Output: SHARED/started    written first, so the host can time boot-to-userspace
         SHARED/job.out    the job's stdout and stderr
         SHARED/status.json rc, kernel release, what the setup did, memcg usage
@@ -79,6 +79,13 @@ def setup(job, notes):
             notes.append("memcg: memory controller not available in the cgroup")
             cg = None
     setup["cgroup"] = cg
+    if job.get("deterministic"):
+        # Under icount a run is an instruction count; randomized stack and mmap placement
+        # would change alignments, and so counts, from one boot to the next.
+        err = write("/proc/sys/kernel/randomize_va_space", "0")
+        if err:
+            notes.append(f"aslr: {err}")
+        setup["randomize_va_space"] = read("/proc/sys/kernel/randomize_va_space")
     for k, v in (job.get("sysctl") or {}).items():
         err = write("/proc/sys/" + k.replace(".", "/"), str(v))
         if err:

@@ -55,6 +55,7 @@ static void read_thp_mode(char *buf, size_t len)
 void env_probe(struct env_info *e)
 {
 	const char *accel = getenv("IPCBENCH_ACCEL");
+	const char *clock = getenv("IPCBENCH_CLOCK");
 	struct utsname u;
 
 	memset(e, 0, sizeof(*e));
@@ -66,6 +67,11 @@ void env_probe(struct env_info *e)
 	read_thp_mode(e->thp, sizeof(e->thp));
 	/* only the kernel lab knows it booted us under emulation; it tells us */
 	snprintf(e->accel, sizeof(e->accel), "%s", accel && *accel ? accel : "native");
+	/*
+	 * Under QEMU icount the guest clock counts instructions, so every time
+	 * in a sample is an instruction count; the lab says so through this.
+	 */
+	snprintf(e->clock, sizeof(e->clock), "%s", clock && *clock ? clock : "real");
 	e->nproc = sysconf(_SC_NPROCESSORS_ONLN);
 	e->pipe_max_size = sysctl_read_ll("/proc/sys/fs/pipe-max-size");
 }
@@ -80,6 +86,8 @@ void env_json(const struct env_info *e, struct strbuf *sb)
 	sb_json_str(sb, e->thp);
 	sb_printf(sb, ", \"pipe_max_size\": %lld, \"accel\": ", e->pipe_max_size);
 	sb_json_str(sb, e->accel);
+	sb_printf(sb, ", \"clock\": ");
+	sb_json_str(sb, e->clock);
 	sb_printf(sb, ", \"hostname\": ");
 	sb_json_str(sb, e->hostname);
 	sb_printf(sb, "}");

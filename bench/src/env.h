@@ -10,6 +10,7 @@ struct env_info {
 	char cpu[128];
 	char thp[32];
 	char accel[16];
+	char clock[48];
 	char hostname[80];
 	long nproc;
 	long long pipe_max_size;

@@ -1,0 +1,208 @@
+# SPDX-License-Identifier: MIT
+"""The deterministic mode: what its numbers mean, and when a difference is a change.
+
+The kernel lab's `--deterministic` boots the guest under single-threaded QEMU TCG with
+`-icount shift=0`: the guest clock advances one nanosecond per guest instruction. So inside
+such a guest every time the engine measures is an instruction count, and a rate is per 10^9
+guest instructions. This module owns that reading:
+
+- which clock a results file was measured with (`clock_of`), so that results from different
+  clocks are never compared;
+- the honest unit: each workload's guest instructions per operation (`cost_paths`), taken
+  from the task clock of all its processes (user and kernel, interrupts included) over its
+  operations, and the seed views restated in it (`view_for`);
+- the decision rule (`judge`): with one boot per side and samples that repeat to a few parts
+  in 10^4, a rank test over identical values says nothing. A difference is a change when it
+  exceeds the noise: the A/A floor measured for the cell, or either side's own spread,
+  whichever is larger, times a safety factor.
+"""
+
+import json
+import math
+import os
+from dataclasses import dataclass, replace
+
+from ipclab import results, stats
+
+REAL = "real"
+FLOOR_FILE = os.path.join(os.path.dirname(__file__), "reference", "icount-floor.json")
+
+# A change must exceed this many times the noise (the larger of the A/A floor and the
+# spreads): the floor is the largest A/A difference seen over a few boot pairs, and a
+# later pair may go a little past it.
+SAFETY = 2.0
+# Noise above this is more than the mode is for: the cell is reported as too noisy.
+TOO_NOISY = 0.01
+
+# Guest instructions per operation: the task clock of all the workload's processes over its
+# operations. (path, what one operation is)
+OP_COST = {
+    "pipe-throughput": ("counters.task_clock_ns / metrics.loops", "write+read loop"),
+    "pipe-context": ("counters.task_clock_ns / metrics.round_trips", "round trip"),
+    "pipe-sweep": ("counters.task_clock_ns / metrics.writes", "write"),
+    "token-ring": ("counters.task_clock_ns / params.transfers", "transfer"),
+    "fastpipe": ("counters.task_clock_ns / metrics.bytes_timed * 1048576", "MiB"),
+}
+# Workloads that already time each operation themselves: their ns are instructions.
+OWN_COST = {
+    "mq-latency": [("metrics.empty_send_ns", "send, queue empty"),
+                   ("metrics.empty_recv_ns", "receive, queue empty"),
+                   ("metrics.full_send_ns", "send, queue full"),
+                   ("metrics.full_recv_ns", "receive, queue full")],
+}
+TIME_UNITS = ("ns", "us", "ms", "s")
+
+
+def clock_of(res):
+    """'real', or the guest clock a results file was measured with ('icount shift=0')."""
+    meta_clock = res.get("meta", {}).get("clock")
+    if isinstance(meta_clock, dict) and meta_clock.get("mode") == "deterministic":
+        return "icount shift=%s" % meta_clock.get("icount", {}).get("shift", "?")
+    env_clock = res.get("env", {}).get("clock")
+    if not env_clock:
+        for cell in res.get("cells", []):
+            for smp in cell.get("samples", []):
+                env_clock = smp.get("env", {}).get("clock")
+                if env_clock:
+                    break
+            if env_clock:
+                break
+    return env_clock or REAL
+
+
+def is_deterministic(res):
+    return clock_of(res).startswith("icount")
+
+
+def cost_paths(cell):
+    """[(metric path, unit)] of a cell's per-operation instruction costs, primary first."""
+    wl = cell.get("workload")
+    if wl in OWN_COST:
+        return [(p, "insn/message") for p, _ in OWN_COST[wl]]
+    if wl in OP_COST:
+        path, op = OP_COST[wl]
+        return [(path, "insn/" + op)]
+    return []
+
+
+def view_for(view, cells):
+    """A seed view restated for a deterministic run, or None if nothing in it survives.
+
+    A rate becomes the workload's instructions per operation; a time stays, as the guest
+    instructions it counted; a scaled figure (the UnixBench index) has no meaning here
+    and is dropped.
+    """
+    rows = []
+    changed = False
+    for label, entries in view.rows:
+        new_entries = []
+        for key, path in entries:
+            cell = cells.get(key)
+            new_path = path
+            if cell is not None:
+                if "*" in path and path.split("*")[0].strip() == "primary":
+                    new_path = None
+                else:
+                    unit, _ = results.metric_info(cell, path)
+                    if unit.endswith("/s") and cell.get("workload") in OP_COST:
+                        new_path = OP_COST[cell["workload"]][0]
+                        changed = True
+                    elif unit.endswith("/s"):
+                        new_path = None
+            new_entries.append((key, new_path))
+        if any(p is None for _, p in new_entries):
+            continue
+        if changed and new_entries != list(entries):
+            label = _per_op_label(label, cells, new_entries)
+        rows.append((label, new_entries))
+    if not rows:
+        return None
+    title = view.title + " [icount: guest instructions, per operation where the seed gave a rate]"
+    return replace(view, title=title, rows=rows, unit="insn", scale=1.0 if changed else view.scale)
+
+
+def _per_op_label(label, cells, entries):
+    cell = cells.get(entries[0][0])
+    op = OP_COST.get((cell or {}).get("workload"), (None, ""))[1]
+    base = label.split("(")[0].strip()
+    return "%s (insn/%s)" % (base, op) if op else base
+
+
+@dataclass
+class Judgement:
+    """One cell and metric of a deterministic A/B."""
+    base: stats.Summary
+    new: stats.Summary
+    ratio: float
+    spread_base: float      # (max - min) / median within the base boot(s)
+    spread_new: float
+    floor: float            # A/A floor for this cell and metric, NaN when none is known
+    threshold: float        # |delta| beyond which this is a change
+    verdict: str            # better | worse | changed | within noise | too noisy | no data
+
+    @property
+    def delta(self):
+        return self.ratio - 1
+
+    @property
+    def is_change(self):
+        return self.verdict in ("better", "worse", "changed")
+
+
+def spread(xs):
+    """Relative full range: (max - min) / median. 0 for a single value."""
+    if not xs:
+        return math.nan
+    m = stats.median(xs)
+    if not m:
+        return math.nan
+    return (max(xs) - min(xs)) / abs(m)
+
+
+def judge(base_vals, new_vals, better, floor=math.nan):
+    sb, sn = stats.summarize(base_vals), stats.summarize(new_vals)
+    if not sb.n or not sn.n or not sb.median:
+        return Judgement(sb, sn, math.nan, math.nan, math.nan, floor, math.nan, "no data")
+    ratio = sn.median / sb.median
+    sp_b, sp_n = spread(base_vals), spread(new_vals)
+    noise = max(x for x in (floor, sp_b, sp_n, 0.0) if math.isfinite(x))
+    threshold = SAFETY * noise
+    delta = ratio - 1
+    if abs(delta) > threshold:
+        if better == "lower":
+            verdict = "better" if delta < 0 else "worse"
+        elif better == "higher":
+            verdict = "better" if delta > 0 else "worse"
+        else:
+            verdict = "changed"
+    elif noise > TOO_NOISY:
+        verdict = "too noisy"
+    else:
+        verdict = "within noise"
+    return Judgement(sb, sn, ratio, sp_b, sp_n, floor, threshold, verdict)
+
+
+def unit_in_icount(unit):
+    """A unit restated for an icount clock: times count instructions, rates are per 10^9."""
+    if unit in TIME_UNITS:
+        return "insn" if unit == "ns" else "%s of insn (1 ns = 1 insn)" % unit
+    if unit.endswith("/s"):
+        return unit[:-2] + " per 1e9 insn"
+    return unit
+
+
+def floor_key(cell_key, path):
+    return "%s | %s" % (cell_key, path)
+
+
+def load_floor(clock, cpus, path=FLOOR_FILE):
+    """{floor_key: relative floor} measured for this clock and CPU count, or {}."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}, None
+    for entry in data.get("floors", []):
+        if entry.get("clock") == clock and entry.get("cpus") == cpus:
+            return {k: v["floor"] for k, v in entry.get("cells", {}).items()}, entry
+    return {}, None
