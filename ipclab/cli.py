@@ -15,7 +15,7 @@ import random
 import sys
 
 from ipclab import UserError, __version__, compare, engine, envinfo, progress, report, results
-from ipclab import runner
+from ipclab import profile, runner
 from ipclab import suites
 
 
@@ -136,6 +136,9 @@ def cmd_run(args):
     rc = runner.execute(res, cells, eng, path, quiet=args.quiet)
     if rc:
         return rc
+    if args.profile:
+        profile.profile_cells(eng, cells, args.profile,
+                              stream=None if args.quiet else sys.stderr)
     _finish(res, path, args)
     return _run_status(res)
 
@@ -222,6 +225,8 @@ def build_parser():
     r.add_argument("--report-dir", metavar="DIR", help="report directory"
                    " (default reports/<id>)")
     r.add_argument("--no-report", action="store_true", help="do not write the report")
+    r.add_argument("--profile", metavar="FILE", help="after the run, profile each cell once"
+                   " with perf cpu-clock samples and write the functions' shares to FILE")
     r.set_defaults(func=cmd_run, engine_args=None)
 
     s = sub.add_parser("suites", help="list suites and their cells")

@@ -11,6 +11,7 @@ The lab's `ab` command reuses compare_results() and render() on results it
 holds in memory; compare_files() is the CLI's path.
 """
 
+import json
 import math
 import os
 import sys
@@ -182,7 +183,8 @@ def _judge_deterministic(out, pairs, floor_file):
             if not xb or not xn:
                 continue
             floor = floors.get(deterministic.floor_key(b["key"], path), math.nan)
-            label = results.metric_label(b, path).split(".", 1)[-1]
+            label = "cost" if primary and path in deterministic.OP_PATHS else \
+                results.metric_label(b, path).split(".", 1)[-1]
             out.judged.append(JudgedRow(b["key"], path, label, unit, primary,
                                         deterministic.judge(xb, xn, better, floor)))
     if out.judged and not any(math.isfinite(r.j.floor) for r in out.judged if r.primary):
@@ -401,11 +403,32 @@ def _render_deterministic(outcome, out):
         out.write("warning: %s\n" % w)
 
 
-def compare_files(base_path, new_path, out=sys.stdout, heading=None, common=False):
+def outcome_record(outcome):
+    """The comparison as data: one entry per row, what the text shows."""
+    rec = {"base": outcome.base.get("id"), "new": outcome.new.get("id"), "clock": outcome.clock,
+           "rows": [], "skipped": [{"key": k, "why": w} for k, w in outcome.skipped],
+           "warnings": list(outcome.warnings)}
+    for r in outcome.judged:
+        j = r.j
+        rec["rows"].append({"key": r.key, "path": r.path, "unit": r.unit, "primary": r.primary,
+                            "base": j.base.median, "new": j.new.median, "n": [j.base.n, j.new.n],
+                            "delta": j.delta, "spread_base": j.spread_base,
+                            "spread_new": j.spread_new,
+                            "floor": j.floor if math.isfinite(j.floor) else None,
+                            "threshold": j.threshold, "verdict": j.verdict})
+    for r in outcome.rows:
+        c = r.cmp
+        rec["rows"].append({"key": r.key, "path": r.path, "unit": r.unit, "base": c.base.median,
+                            "new": c.new.median, "n": [c.base.n, c.new.n], "delta": c.delta,
+                            "ci": list(c.ci), "p_holm": c.p_holm, "verdict": r.verdict})
+    return json.loads(json.dumps(rec).replace("NaN", "null"))
+
+
+def compare_files(base_path, new_path, out=sys.stdout, heading=None, common=False, record=None):
     """Print the comparison of two results files; returns the CLI's exit code.
 
     Bad input (missing/corrupt file, cells that do not match) prints one
-    line to stderr and returns 2.
+    line to stderr and returns 2. `record`, a path, also gets the comparison as JSON.
     """
     try:
         base = results.load(base_path)
@@ -415,4 +438,9 @@ def compare_files(base_path, new_path, out=sys.stdout, heading=None, common=Fals
         sys.stderr.write("ipclab: error: %s\n" % e)
         return 2
     render(outcome, out, heading)
+    if record is not None:
+        tmp = "%s.tmp" % record
+        with open(tmp, "w") as f:
+            json.dump(outcome_record(outcome), f, indent=1)
+        os.replace(tmp, record)
     return 0

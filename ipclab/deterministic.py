@@ -43,6 +43,7 @@ OP_COST = {
     "token-ring": ("counters.task_clock_ns / params.transfers", "transfer"),
     "fastpipe": ("counters.task_clock_ns / metrics.bytes_timed * 1048576", "MiB"),
 }
+OP_PATHS = {path for path, _ in OP_COST.values()}
 # Workloads that already time each operation themselves: their ns are instructions.
 OWN_COST = {
     "mq-latency": [("metrics.empty_send_ns", "send, queue empty"),
@@ -99,16 +100,15 @@ def view_for(view, cells):
         for key, path in entries:
             cell = cells.get(key)
             new_path = path
-            if cell is not None:
-                if "*" in path and path.split("*")[0].strip() == "primary":
+            if "*" in path and path.split("*")[0].strip() == "primary":
+                new_path = None
+            elif cell is not None:
+                unit, _ = results.metric_info(cell, path)
+                if unit.endswith("/s") and cell.get("workload") in OP_COST:
+                    new_path = OP_COST[cell["workload"]][0]
+                    changed = True
+                elif unit.endswith("/s"):
                     new_path = None
-                else:
-                    unit, _ = results.metric_info(cell, path)
-                    if unit.endswith("/s") and cell.get("workload") in OP_COST:
-                        new_path = OP_COST[cell["workload"]][0]
-                        changed = True
-                    elif unit.endswith("/s"):
-                        new_path = None
             new_entries.append((key, new_path))
         if any(p is None for _, p in new_entries):
             continue

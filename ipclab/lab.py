@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import kernel, vm
+from . import kernel, profile, vm
 from .kernel import LabError, log, write_json_atomic
 
 EXIT_USAGE = 2
@@ -289,7 +292,13 @@ def run_suite_boot(meta, accel, suite, out: Path, *, quick=True, thp=None, timeo
     guest_out = Path("result.json")
     mode = thp or vm.suite_thp(suite) or "madvise"
     shared = kernel.cache_root() / "runs" / f"{time.strftime('%Y%m%dT%H%M%S')}-{meta['variant']}-{suite}-{time.monotonic_ns() % 100000}"
-    argv = vm.suite_argv(suite, shared / guest_out, meta, accel, quick=quick)
+    # Under icount a profile's samples count instructions: where they went is part of the
+    # result. Timed profiles would only add emulation noise.
+    guest_profile = shared / "profile.json" if clock.deterministic else None
+    argv = vm.suite_argv(suite, shared / guest_out, meta, accel, quick=quick,
+                         profile=guest_profile)
+    if clock.deterministic and not reps:
+        reps = vm.DETERMINISTIC_REPS
     if reps:
         argv += ["--reps", str(reps)]
     if warmups is not None:
@@ -321,7 +330,13 @@ def run_suite_boot(meta, accel, suite, out: Path, *, quick=True, thp=None, timeo
             b.reason = "the suite wrote no results"
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out, res)
+    if guest_profile is not None and guest_profile.exists():
+        shutil.copyfile(guest_profile, profile_path(out))
     return res, b
+
+
+def profile_path(results_path: Path) -> Path:
+    return results_path.with_suffix(".profile.json")
 
 
 def report_boot(b: vm.Boot, record: Path | None) -> None:
@@ -395,24 +410,41 @@ def cmd_ab(args) -> int:
     outdir = args.output_dir or Path("results") / f"{time.strftime('%Y%m%dT%H%M%S')}-ab-{args.base}-{args.new}-{args.suite}"
     per_side: dict[str, list[dict]] = {"A": [], "B": []}
     failures = []
-    # A B A B ...: drift in the host (other jobs, thermal, caches) hits both sides alike.
-    for i in range(boots):
-        for side in ("A", "B"):
-            meta = metas[side]
-            out = outdir / f"{side}-{meta['variant']}-boot{i + 1}.json"
-            log(f"ab: boot {i + 1}/{boots} of {side} ({meta['variant']}, {clock.mode})")
-            res, b = run_suite_boot(meta, accel, args.suite, out, quick=not args.full,
-                                    thp=args.thp, timeout=args.timeout, dry_run=args.dry_run,
-                                    reps=args.reps, warmups=args.warmups, clock=clock,
-                                    cpus=args.cpus)
-            if args.dry_run:
-                continue
+
+    def one_boot(i: int, side: str):
+        meta = metas[side]
+        out = outdir / f"{side}-{meta['variant']}-boot{i + 1}.json"
+        log(f"ab: boot {i + 1}/{boots} of {side} ({meta['variant']}, {clock.mode})")
+        res, b = run_suite_boot(meta, accel, args.suite, out, quick=not args.full,
+                                thp=args.thp, timeout=args.timeout, dry_run=args.dry_run,
+                                reps=args.reps, warmups=args.warmups, clock=clock,
+                                cpus=args.cpus)
+        if not args.dry_run:
             report_boot(b, None)
-            if not b.ok:
-                failures.append(f"{side} boot {i + 1}: {b.reason}")
-            per_side[side].append(res)
+        return res, b, out
+
+    # A B A B ...: drift in the host (other jobs, thermal, caches) hits both sides alike.
+    order = [(i, side) for i in range(boots) for side in ("A", "B")]
+    if clock.deterministic and not args.dry_run:
+        # Guest instructions do not depend on what the host does, so A and B boot side by
+        # side, one single-threaded QEMU per host CPU.
+        workers = max(1, min(2, os.cpu_count() or 1))
+        try:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                done = list(pool.map(lambda job: one_boot(*job), order))
+        except KeyboardInterrupt:
+            vm.kill_all()
+            raise
+    else:
+        done = [one_boot(i, side) for i, side in order]
     if args.dry_run:
         return 0
+    outs = {}
+    for (i, side), (res, b, out) in zip(order, done):
+        if not b.ok:
+            failures.append(f"{side} boot {i + 1}: {b.reason}")
+        per_side[side].append(res)
+        outs.setdefault(side, out)
     paths = {}
     for side, name in (("A", args.base), ("B", args.new)):
         paths[side] = outdir / f"{side}-{name}-merged.json"
@@ -430,7 +462,11 @@ def cmd_ab(args) -> int:
         log(f"ipclab.compare is not available yet; merged results are in {outdir}")
         return 1
     sys.stdout.flush()
-    rc = compare_files(str(paths["A"]), str(paths["B"]), out=sys.stdout, heading=heading)
+    rc = compare_files(str(paths["A"]), str(paths["B"]), out=sys.stdout, heading=heading,
+                       record=outdir / "compare.json")
+    profiles = [profile.load(profile_path(outs[side])) for side in ("A", "B")]
+    if all(profiles):
+        profile.render_diff(profiles[0], profiles[1], sys.stdout)
     elapsed = time.monotonic() - t0
     log(f"ab: {2 * boots} boots in {elapsed:.0f} s; results in {outdir}")
     if failures:

@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ipclab import report, results, stats  # noqa: E402
+from ipclab import deterministic, report, results, stats  # noqa: E402
 
 PERCENTILES = ("p50", "p90", "p99", "p99.9")
 
@@ -31,7 +31,8 @@ def _save(fig, out_dir, name):
 def ladder(res, part, view, out_dir):
     vals = report.view_values(res, view)
     labels, ours, lo, hi, pub = [], [], [], [], []
-    ref = part.reference() or {}
+    # Published figures are seconds on real machines, never guest instructions.
+    ref = {} if deterministic.is_deterministic(res) else part.reference() or {}
     figs = ref.get("figures", {}).get(view.ref_key, {}).get("cells", {})
     for label, _ in view.rows:
         xs, _ = vals.get((label, view.columns[0]), ([], None))
@@ -106,7 +107,8 @@ def latency_percentiles(res, out_dir):
     for label, ys in series:
         ax.plot(PERCENTILES, ys, marker="o", label=label)
     ax.set_yscale("log")
-    ax.set_ylabel("write latency (ns, log)")
+    ax.set_ylabel("write latency (%s, log)" % ("guest instructions"
+                                                if deterministic.is_deterministic(res) else "ns"))
     ax.set_xlabel("percentile")
     ax.set_title("pipe-sweep write latency percentiles (median over samples)")
     ax.legend(fontsize=7, ncol=3)
@@ -120,6 +122,10 @@ def run_plots(res, out_dir):
         for view in part.views:
             if mode not in view.modes:
                 continue
+            if deterministic.is_deterministic(res):
+                view = deterministic.view_for(view, {c["key"]: c for c in res["cells"]})
+                if view is None:
+                    continue
             fn = {"ladder": ladder, "grid": grid}.get(view.kind)
             if fn:
                 p = fn(res, part, view, out_dir)
@@ -131,8 +137,33 @@ def run_plots(res, out_dir):
     return out
 
 
+def judged_plot(outcome, out_dir):
+    """Deterministic A/B: delta % of each primary row, with the band it had to leave."""
+    rows = [r for r in outcome.judged if r.primary and math.isfinite(r.j.ratio)]
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(9, 0.28 * len(rows) + 1.5))
+    y = list(range(len(rows)))
+    colors = [{"better": "tab:green", "worse": "tab:red", "changed": "tab:orange"}.get(
+        r.verdict, "tab:gray") for r in rows]
+    ax.barh(y, [r.j.delta * 100 for r in rows], color=colors)
+    ax.errorbar([0] * len(rows), y, xerr=[r.j.threshold * 100 for r in rows], fmt="none",
+                ecolor="k", capsize=3, lw=0.8)
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_yticks(y)
+    ax.set_yticklabels(["%s %s" % (r.key, r.unit) for r in rows], fontsize=7)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xlabel("delta %% of guest instructions per operation (%s); whiskers: %g x noise,"
+                  " coloured = a change" % (outcome.clock, deterministic.SAFETY))
+    ax.set_title("%s -> %s" % (outcome.base.get("id"), outcome.new.get("id")))
+    name = "compare-%s-vs-%s.png" % (outcome.base.get("id"), outcome.new.get("id"))
+    return _save(fig, out_dir, re.sub(r"[^A-Za-z0-9_.-]+", "_", name))
+
+
 def compare_plot(outcome, out_dir):
     """Delta % of each row with its bootstrap 95% CI; significant rows coloured."""
+    if outcome.judged:
+        return judged_plot(outcome, out_dir)
     rows = [r for r in outcome.rows if math.isfinite(r.cmp.ratio)]
     if not rows:
         return None

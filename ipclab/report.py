@@ -174,11 +174,12 @@ def quality(res):
     """Per-suite precision (CV of each cell's primary metric) and warnings."""
     lines, warns = [], []
     reps = [len(results.measured(c)) for c in res["cells"] if results.measured(c)]
-    if reps and min(reps) < stats.MIN_REPS:
+    det = deterministic.is_deterministic(res)
+    # Under icount the samples of a cell agree to parts in 10^4: a few are enough.
+    if reps and min(reps) < stats.MIN_REPS and not det:
         warns.append("only %d repetitions in some cells (fewer than %d): compare will have"
                      " little power; use --reps 10 or more" % (min(reps), stats.MIN_REPS))
     by_suite = {}
-    det = deterministic.is_deterministic(res)
     for c in res["cells"]:
         paths = [p for p, _ in deterministic.cost_paths(c)] if det else compare.metrics_for(c)
         if not paths:
@@ -227,6 +228,9 @@ def show(res, out=sys.stdout):
         out.write("host: %s, %s, %s CPUs, kernel %s, accel %s\n" % (
             env.get("hostname", "?"), env.get("cpu", "?"), env.get("nproc", "?"),
             env.get("kernel", "?"), res.get("meta", {}).get("accel", env.get("accel", "?"))))
+    if deterministic.is_deterministic(res):
+        out.write("clock: %s (deterministic: guest instructions, not time)\n"
+                  % deterministic.clock_of(res))
     out.write("\n")
     render_views(res, out)
     lines, warns = quality(res)
@@ -261,7 +265,10 @@ def write_report(paths_and_results, out_dir):
               % (env.get("cpu", "?"), env.get("nproc", "?"), env.get("kernel", "?"),
                  env.get("thp", "?"), res.get("meta", {}).get("accel", env.get("accel", "?"))))
         acc = res.get("meta", {}).get("accel") or env.get("accel")
-        if acc and acc != "native":
+        if deterministic.is_deterministic(res):
+            w("- **deterministic clock (%s)**: times are guest instructions, rates are per"
+              " 10^9 guest instructions" % deterministic.clock_of(res))
+        elif acc and acc != "native":
             w("- **timings are emulated (%s)**: absolute times are not native" % acc)
         host = res.get("host")
         if isinstance(host, dict) and host:

@@ -50,6 +50,9 @@ EMULATED_NOTE = ("guest timings under TCG are emulated (~25x slower than native)
 # host's clock, which keeps host time out of the guest's entirely.
 ICOUNT_SHIFT = 0
 DETERMINISTIC_CPUS = 1
+# Samples repeat to a few parts in 10^4 under icount: a handful per cell is plenty, and
+# every one costs about ten times its guest time on the host.
+DETERMINISTIC_REPS = 5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,6 +199,17 @@ def kvm_qemu_opts() -> list[str]:
 # --------------------------------------------------------------------------- one boot
 
 
+# Process groups of the guests running now: the deterministic `ab` boots two at once from
+# threads, and an interrupt must not leave either behind.
+_LIVE: set[int] = set()
+
+
+def kill_all() -> None:
+    for pgid in list(_LIVE):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
 def run_watchdog(argv: list[str], timeout: float, logfile: Path | None = None,
                  poll=None, grace: float = 15.0) -> tuple[int | None, str, float]:
     """Run argv in its own session; kill the group at timeout. rc is None on timeout.
@@ -216,6 +230,7 @@ def run_watchdog(argv: list[str], timeout: float, logfile: Path | None = None,
                                     stderr=subprocess.STDOUT, start_new_session=True, env=env)
         except FileNotFoundError:
             raise LabError(f"{argv[0]} not found: run `make lab-deps`") from None
+        _LIVE.add(proc.pid)
         rc = None
         try:
             while True:
@@ -236,6 +251,7 @@ def run_watchdog(argv: list[str], timeout: float, logfile: Path | None = None,
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+            _LIVE.discard(proc.pid)
     text = ""
     if logfile:
         text = logfile.read_text(errors="replace")
@@ -291,6 +307,9 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
     env = {"IPCBENCH_ACCEL": accel, "IPCLAB_VARIANT": meta["variant"],
            "IPCLAB_KERNEL": meta["release"], "PYTHONUNBUFFERED": "1",
            "IPCBENCH_CLOCK": clock.engine_clock(),
+           # The one writable place in the guest that the host keeps: commands may leave
+           # files there (the repository is read-only inside).
+           "IPCLAB_SHARED": str(shared),
            "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
     env.update(extra_env or {})
     job = {"argv": argv, "env": env, "cwd": str(REPO), "thp": thp, "cgroup": "ipclab",
@@ -372,7 +391,8 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
 # --------------------------------------------------------------------------- suites
 
 
-def suite_argv(suite: str, out: Path, meta: dict, accel: str, quick: bool = True) -> list[str]:
+def suite_argv(suite: str, out: Path, meta: dict, accel: str, quick: bool = True,
+               profile: Path | None = None) -> list[str]:
     patches = ",".join(p["name"] for p in meta["patches"]) or "none"
     argv = [sys.executable, "-m", "ipclab", "run", suite, "--quick" if quick else "--full"]
     argv += ["-o", str(out), "--meta", f"variant={meta['variant']}",
@@ -380,6 +400,8 @@ def suite_argv(suite: str, out: Path, meta: dict, accel: str, quick: bool = True
              "--meta", f"patches={patches}", "--quiet",
              # The repo is read-only in the guest; reports are made on the host.
              "--no-report"]
+    if profile is not None:
+        argv += ["--profile", str(profile)]
     return argv
 
 

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 host_pkgs=(gcc make stress-ng)
-lab_pkgs=(linux-source-6.12=6.12.117-1~deb12u1 flex bison bc libelf-dev libssl-dev patch
+lab_pkgs=(linux-source-6.12=6.12.117-1~deb12u1 flex bison bc libelf-dev libssl-dev patch linux-perf
 	  qemu-system-x86 busybox-static cpio xz-utils kmod)
 
 apt_install() {

@@ -260,3 +260,46 @@ def test_failed_boot_fails_its_cells_with_console_tail(tmp_path):
     assert out["meta"]["accel"] == "tcg" and out["meta"]["emulated"] is True
     assert out["meta"]["lab"]["console_tail"].endswith("stall")
     assert json.loads(path.read_text()) == out
+
+
+def dry_run_lines(capsys, *argv):
+    assert lab.main(list(argv) + ["--dry-run"]) == 0
+    return capsys.readouterr().err.splitlines()
+
+
+def test_full_suite_and_deterministic_clock_reach_the_guest(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
+    lines = dry_run_lines(capsys, "vm", "run", "base", "seed-skip-wakeups", "--full",
+                          "--deterministic")
+    vng = next(l for l in lines if "would run:" in l and "vng" in l)
+    job = json.loads(next(l for l in lines if "guest job:" in l).split("guest job: ", 1)[1])
+    assert "--full" in job["argv"] and "--quick" not in job["argv"]
+    assert "--qemu-opts=-icount shift=0,sleep=off" in vng and "--disable-kvm" in vng
+    assert "--cpus 1 " in vng
+    assert job["env"]["IPCBENCH_CLOCK"] == "icount shift=0" and job["deterministic"]
+    assert "--profile" in job["argv"] and job["argv"][job["argv"].index("--reps") + 1] == "5"
+    # The timed mode is unchanged: the quick suite, no icount, two CPUs.
+    lines = dry_run_lines(capsys, "vm", "run", "base", "seed-skip-wakeups")
+    vng = next(l for l in lines if "would run:" in l and "vng" in l)
+    job = json.loads(next(l for l in lines if "guest job:" in l).split("guest job: ", 1)[1])
+    assert "--quick" in job["argv"] and "icount" not in vng and "--cpus 2 " in vng
+    assert job["env"]["IPCBENCH_CLOCK"] == "real" and "--profile" not in job["argv"]
+
+
+def test_unknown_suite_fails_on_the_host_before_any_build(capsys, tmp_path, monkeypatch):
+    import time
+    monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
+    t0 = time.monotonic()
+    assert lab.main(["ab", "base", "base", "--suite", "nosuch"]) == 2
+    assert lab.main(["vm", "run", "base", "nosuch", "--deterministic"]) == 2
+    assert time.monotonic() - t0 < 5
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all("unknown suite or workload 'nosuch'" in l for l in err)
+    assert not (tmp_path / "cache").exists()
+
+
+def test_clock_record_names_mode_shift_cpus_and_qemu():
+    rec = vm.DETERMINISTIC.record("tcg", 1)
+    assert rec["mode"] == "deterministic" and rec["icount"]["shift"] == 0 and rec["cpus"] == 1
+    assert "qemu" in rec
+    assert vm.TIMED.record("kvm", 2)["mode"] == "timed" and vm.TIMED.qemu_opts() == []

@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: MIT
+"""The deterministic mode's reading of results: clock, unit, decision rule, profiles."""
+
+import io
+import json
+import math
+
+import pytest
+
+from ipclab import UserError, compare, deterministic, profile, suites
+
+
+def sample(loops, task_clock_ns, clock="icount shift=0"):
+    return {"metrics": {"loops_per_s": {"value": loops / (task_clock_ns / 1e9), "unit": "loops/s",
+                                        "better": "higher"},
+                        "loops": {"value": loops, "unit": "loops", "better": "none"}},
+            "counters": {"task_clock_ns": task_clock_ns}, "env": {"clock": clock}}
+
+
+def results_of(per_loop, clock="icount shift=0", loops=100000, suite="seed-skip-wakeups"):
+    cell = {"key": "pipe-throughput/copies=1", "suite": suite, "workload": "pipe-throughput",
+            "args": ["--copies", "1"], "status": "ok", "error": "",
+            "samples": [sample(loops, v * loops, clock) for v in per_loop]}
+    meta = {"clock": {"mode": "deterministic", "icount": {"shift": 0}, "cpus": 1}} \
+        if clock.startswith("icount") else {}
+    return {"schema": "ipclab-results/1", "id": "r", "suite": suite, "mode": "quick",
+            "meta": meta, "env": {}, "cells": [cell]}
+
+
+def test_clock_comes_from_the_lab_record_or_the_samples():
+    assert deterministic.clock_of(results_of([1.0])) == "icount shift=0"
+    r = results_of([1.0])
+    r["meta"] = {}
+    assert deterministic.clock_of(r) == "icount shift=0"        # env.clock of a sample
+    assert deterministic.clock_of(results_of([1.0], clock="real")) == "real"
+    assert deterministic.clock_of({"cells": []}) == "real"
+
+
+def test_compare_refuses_results_of_different_clocks():
+    with pytest.raises(UserError, match="clock"):
+        compare.compare_results(results_of([2748.0] * 5), results_of([2748.0] * 5, clock="real"))
+
+
+def test_identical_runs_are_within_noise_and_a_small_cost_is_a_change():
+    same = compare.compare_results(results_of([2747.9, 2747.8, 2747.9]),
+                                   results_of([2747.8, 2747.9, 2747.9]), floor_file="/none")
+    prim = [r for r in same.judged if r.primary]
+    assert [r.verdict for r in prim] == ["within noise"]
+    # About 21 instructions on a 2748-instruction loop, the lab's write-cost variant.
+    worse = compare.compare_results(results_of([2747.9, 2747.8, 2747.9]),
+                                    results_of([2768.9, 2768.8, 2768.9]), floor_file="/none")
+    row = [r for r in worse.judged if r.primary][0]
+    assert row.verdict == "worse" and row.j.delta == pytest.approx(21.0 / 2747.9, rel=1e-3)
+    assert any("no A/A floor" in w for w in worse.warnings)
+
+
+def test_the_floor_raises_the_bar(tmp_path):
+    floors = {"floors": [{"clock": "icount shift=0", "cpus": 1, "measured": "test",
+                          "cells": {deterministic.floor_key(
+                              "pipe-throughput/copies=1",
+                              "counters.task_clock_ns / metrics.loops"): {"floor": 0.02}}}]}
+    path = tmp_path / "floor.json"
+    path.write_text(json.dumps(floors))
+    # +0.5% is a change on its spreads alone, but not against a 2% floor (x2); a floor
+    # that high is more than the mode is for.
+    out = compare.compare_results(results_of([1000.0] * 3), results_of([1005.0] * 3),
+                                  floor_file=str(path))
+    row = [r for r in out.judged if r.primary][0]
+    assert row.j.floor == 0.02 and row.verdict == "too noisy"
+    out = compare.compare_results(results_of([1000.0] * 3), results_of([1050.0] * 3),
+                                  floor_file=str(path))
+    assert [r for r in out.judged if r.primary][0].verdict == "worse"
+
+
+def test_judge_edge_cases():
+    assert deterministic.judge([], [1.0], "lower").verdict == "no data"
+    assert deterministic.judge([0.0, 0.0], [42.0], "lower").verdict == "no data"
+    # Bimodal sides: the spread is the noise, and a small delta is not a change.
+    j = deterministic.judge([1070, 1070, 1207], [1071, 1207, 1071], "lower")
+    assert j.verdict == "too noisy" and j.spread_base == pytest.approx(137 / 1070)
+    assert deterministic.judge([100.0] * 3, [90.0] * 3, "higher").verdict == "worse"
+    assert deterministic.judge([100.0] * 3, [90.0] * 3, "none").verdict == "changed"
+
+
+def test_render_says_the_unit_and_the_rule():
+    out = compare.compare_results(results_of([2747.9] * 3), results_of([2768.9] * 3),
+                                  floor_file="/none")
+    buf = io.StringIO()
+    compare.render(out, buf)
+    text = buf.getvalue()
+    assert "guest instructions" in text and "insn/write+read loop" in text
+    assert "2747.9" in text and "2768.9" in text and "worse" in text
+    assert "Mann-Whitney" not in text
+    rec = compare.outcome_record(out)
+    assert rec["clock"] == "icount shift=0" and rec["rows"][0]["verdict"] == "worse"
+
+
+def test_view_restates_rates_per_operation_and_drops_the_index():
+    res = results_of([2748.0] * 3)
+    cells = {c["key"]: c for c in res["cells"]}
+    view = deterministic.view_for(suites.SKIP_WAKEUPS.views[0], cells)
+    paths = {p for _, entries in view.rows for _, p in entries}
+    assert "counters.task_clock_ns / metrics.loops" in paths
+    assert not any("*" in p for p in paths)
+    assert view.unit == "insn"
+
+
+def test_unit_in_icount():
+    assert deterministic.unit_in_icount("ns") == "insn"
+    assert deterministic.unit_in_icount("MB/s") == "MB per 1e9 insn"
+    assert deterministic.unit_in_icount("switches") == "switches"
+
+
+REPORT = """\
+     27014958  [k] rep_movs_alternative
+      3001945  [.] __GI___libc_write
+      1000651  [k] pipe_write
+garbage line
+"""
+
+
+def test_profile_report_parsing_and_diff():
+    funcs = profile.parse_report(REPORT)
+    assert funcs == {"rep_movs_alternative": 27014958, "__GI___libc_write": 3001945,
+                     "pipe_write": 1000651}
+    base = {"cells": {"c": {"ops": 1000, "period": 10007, "functions": funcs}}}
+    new_funcs = dict(funcs, pipe_write=funcs["pipe_write"] + 30 * 1000)
+    new = {"cells": {"c": {"ops": 1000, "period": 10007, "functions": new_funcs}}}
+    (key, rows, tb, tn), = profile.diff(base, new)
+    assert rows[0][0] == "pipe_write" and rows[0][3] == pytest.approx(30.0)
+    assert tn - tb == pytest.approx(30.0) and all(math.isfinite(r[4]) for r in rows)
