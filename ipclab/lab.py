@@ -104,6 +104,10 @@ def add_clock_options(p) -> None:
     p.add_argument("--cpus", type=positive_int,
                    help=f"guest CPUs ({vm.DEFAULT_CPUS}; {vm.DETERMINISTIC_CPUS} with "
                         "--deterministic)")
+    p.add_argument("--profile", action="store_true",
+                   help="also profile each cell once with perf cpu-clock samples in the guest "
+                        "(ab prints where the time or instructions went); a rough guide: "
+                        "under icount the samples alias with the workload's loop")
 
 
 def add_run_options(p) -> None:
@@ -270,7 +274,7 @@ def cmd_vm_run(args) -> int:
     res, b = run_suite_boot(meta, accel, args.suite, out, quick=not args.full, thp=args.thp,
                             timeout=args.timeout, dry_run=args.dry_run, faults=faults,
                             kmemleak=args.kmemleak, reps=args.reps, warmups=args.warmups,
-                            clock=clock, cpus=args.cpus)
+                            clock=clock, cpus=args.cpus, profile=args.profile)
     if args.dry_run:
         return 0
     report_boot(b, args.record)
@@ -287,14 +291,12 @@ def cmd_vm_run(args) -> int:
 
 def run_suite_boot(meta, accel, suite, out: Path, *, quick=True, thp=None, timeout=900,
                    dry_run=False, faults=None, kmemleak=False, reps=None, warmups=None,
-                   clock=vm.TIMED, cpus=None):
+                   clock=vm.TIMED, cpus=None, profile=False):
     out = out.resolve()
     guest_out = Path("result.json")
     mode = thp or vm.suite_thp(suite) or "madvise"
     shared = kernel.cache_root() / "runs" / f"{time.strftime('%Y%m%dT%H%M%S')}-{meta['variant']}-{suite}-{time.monotonic_ns() % 100000}"
-    # Under icount a profile's samples count instructions: where they went is part of the
-    # result. Timed profiles would only add emulation noise.
-    guest_profile = shared / "profile.json" if clock.deterministic else None
+    guest_profile = shared / "profile.json" if profile else None
     argv = vm.suite_argv(suite, shared / guest_out, meta, accel, quick=quick,
                          profile=guest_profile)
     if clock.deterministic and not reps:
@@ -418,7 +420,7 @@ def cmd_ab(args) -> int:
         res, b = run_suite_boot(meta, accel, args.suite, out, quick=not args.full,
                                 thp=args.thp, timeout=args.timeout, dry_run=args.dry_run,
                                 reps=args.reps, warmups=args.warmups, clock=clock,
-                                cpus=args.cpus)
+                                cpus=args.cpus, profile=args.profile)
         if not args.dry_run:
             report_boot(b, None)
         return res, b, out
@@ -465,8 +467,9 @@ def cmd_ab(args) -> int:
     rc = compare_files(str(paths["A"]), str(paths["B"]), out=sys.stdout, heading=heading,
                        record=outdir / "compare.json")
     profiles = [profile.load(profile_path(outs[side])) for side in ("A", "B")]
-    if all(profiles):
-        profile.render_diff(profiles[0], profiles[1], sys.stdout)
+    if args.profile and all(profiles):
+        profile.render_diff(profiles[0], profiles[1], sys.stdout,
+                            unit="insn" if clock.deterministic else "ns")
     elapsed = time.monotonic() - t0
     log(f"ab: {2 * boots} boots in {elapsed:.0f} s; results in {outdir}")
     if failures:

@@ -159,4 +159,10 @@ def render_diff(base, new, out, unit="insn"):
         out.write(fmt.table(["  function", "base", "new", "delta", "noise"],
                             [["  " + r[0]] + r[1:] for r in table],
                             ["<", ">", ">", ">", ">"]) + "\n")
+    if unit == "insn":
+        out.write("caution: under icount the sampling clock is an instruction count, and its\n"
+                  "samples alias with a periodic loop: between sampling periods of 10007-32003\n"
+                  "instructions, one function's share of pipe-throughput moved by up to 4x.\n"
+                  "Read these rows as which functions are hot, and take per-operation totals,\n"
+                  "not per-function deltas, as the measurement.\n")
     out.write("\n")

@@ -10,7 +10,7 @@ with the seed's published figures, which live in ipclab/reference/*.json.
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 REFERENCE_DIR = os.path.join(os.path.dirname(__file__), "reference")
 
@@ -357,6 +357,25 @@ TIMING_COST = Suite(
 )
 
 
+def _icount_check_cells():
+    # The same cells, arguments and keys as the quick seed suites, so that their A/A floors
+    # apply: one per workload the deterministic mode measures on one vCPU.
+    picks = {"pipe-throughput/copies=1", "pipe-context/copies=1", "mq-latency/prio=constant",
+             "pipe-sweep/w=1,r=1"}
+    return [replace(c) for s in (SKIP_WAKEUPS, MQUEUE_CACHE, PIPE_PREALLOC)
+            for c in s.quick_cells if c.key in picks]
+
+
+ICOUNT_CHECK = Suite(
+    "icount-check",
+    "the deterministic mode's own check (kernel lab, --deterministic): pipe write+read loop,"
+    " ping-pong, mqueue send/recv and pipe-sweep 1x1, one cell each",
+    quick_cells=_icount_check_cells(),
+    full_cells=_icount_check_cells(),
+    reps={QUICK: 3, FULL: 3},
+)
+
+
 class CompositeSuite(Suite):
     def __init__(self, name, summary, parts):
         super().__init__(name, summary)
@@ -368,7 +387,7 @@ class CompositeSuite(Suite):
 
 SEEDS = CompositeSuite("seeds", "all five seed suites", SEED_SUITES)
 
-SUITES = {s.name: s for s in SEED_SUITES + [SEEDS, ENGINE_CHECKS, TIMING_COST]}
+SUITES = {s.name: s for s in SEED_SUITES + [SEEDS, ENGINE_CHECKS, TIMING_COST, ICOUNT_CHECK]}
 
 
 def workload_suite(workload, extra_args=(), duration=None):

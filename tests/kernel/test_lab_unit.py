@@ -277,13 +277,17 @@ def test_full_suite_and_deterministic_clock_reach_the_guest(capsys, tmp_path, mo
     assert "--qemu-opts=-icount shift=0,sleep=off" in vng and "--disable-kvm" in vng
     assert "--cpus 1 " in vng
     assert job["env"]["IPCBENCH_CLOCK"] == "icount shift=0" and job["deterministic"]
-    assert "--profile" in job["argv"] and job["argv"][job["argv"].index("--reps") + 1] == "5"
+    assert job["argv"][job["argv"].index("--reps") + 1] == "5"
     # The timed mode is unchanged: the quick suite, no icount, two CPUs.
     lines = dry_run_lines(capsys, "vm", "run", "base", "seed-skip-wakeups")
     vng = next(l for l in lines if "would run:" in l and "vng" in l)
     job = json.loads(next(l for l in lines if "guest job:" in l).split("guest job: ", 1)[1])
     assert "--quick" in job["argv"] and "icount" not in vng and "--cpus 2 " in vng
     assert job["env"]["IPCBENCH_CLOCK"] == "real" and "--profile" not in job["argv"]
+    lines = dry_run_lines(capsys, "vm", "run", "base", "icount-check", "--deterministic",
+                          "--profile")
+    job = json.loads(next(l for l in lines if "guest job:" in l).split("guest job: ", 1)[1])
+    assert "--profile" in job["argv"]
 
 
 def test_unknown_suite_fails_on_the_host_before_any_build(capsys, tmp_path, monkeypatch):
