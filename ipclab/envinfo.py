@@ -90,6 +90,8 @@ def collect():
         "virtualization": virtualization(),
         "container": container(),
         "accel": os.environ.get("IPCBENCH_ACCEL", "native"),
+        "clock": os.environ.get("IPCBENCH_CLOCK", "real"),
+        "dev_kvm": os.access("/dev/kvm", os.R_OK | os.W_OK),
         "stress_ng": shutil.which("stress-ng") is not None,
         "loadavg": load,
     }
@@ -116,7 +118,10 @@ def warnings(env):
         w.append("running in a VM (%s): timings include hypervisor noise; compare runs"
                  " on the same VM, never across machines" % virt)
     accel = env.get("accel") or "native"
-    if accel == "tcg":
+    if (env.get("clock") or "real").startswith("icount"):
+        w.append("clock=%s: deterministic mode, times are guest instructions and rates are per"
+                 " 10^9 guest instructions" % env["clock"])
+    elif accel == "tcg":
         w.append("accel=tcg: timings are emulated (~25x slower than native); only ratios"
                  " of counts (context switches per transfer) are meaningful")
     if env.get("perf_event_paranoid") not in (None, "") and \
@@ -135,6 +140,18 @@ def warnings(env):
     return w
 
 
+def lab_advice(env):
+    """Which kernel A/B mode fits this machine (for `ipclab env`)."""
+    if env.get("dev_kvm"):
+        return ("kernel A/B: /dev/kvm is here. If a stock guest boots under it (the lab probes"
+                " once), `ipclab ab` measures real time; if not, or for a change of a few"
+                " instructions per operation, add --deterministic: guest instruction counts"
+                " under QEMU icount, the same on every boot (docs/lab.md)")
+    return ("kernel A/B: no usable /dev/kvm, so lab guests run under emulation, where timings"
+            " move by tens of percent between boots: use `ipclab ab BASE NEW --suite S"
+            " --deterministic` (guest instruction counts under QEMU icount, docs/lab.md)")
+
+
 def render(env, out):
     width = max(len(k) for k in env)
     for k, v in env.items():
@@ -146,4 +163,5 @@ def render(env, out):
         out.write("\n")
         for line in ws:
             out.write("warning: %s\n" % line)
+    out.write("\nadvice: %s\n" % lab_advice(env))
     return ws

@@ -129,3 +129,12 @@ def test_profile_report_parsing_and_diff():
     (key, rows, tb, tn), = profile.diff(base, new)
     assert rows[0][0] == "pipe_write" and rows[0][3] == pytest.approx(30.0)
     assert tn - tb == pytest.approx(30.0) and all(math.isfinite(r[4]) for r in rows)
+
+
+def test_env_says_when_to_use_the_deterministic_mode():
+    from ipclab import envinfo
+    assert "--deterministic" in envinfo.lab_advice({"dev_kvm": False})
+    assert "--deterministic" in envinfo.lab_advice({"dev_kvm": True})
+    assert any("guest instructions" in w
+               for w in envinfo.warnings({"clock": "icount shift=0", "dev_mqueue": True,
+                                          "stress_ng": True}))
