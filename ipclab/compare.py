@@ -356,8 +356,9 @@ def render(outcome, out=sys.stdout, heading=None, names=("baseline", "new")):
 
 def _render_deterministic(outcome, out):
     out.write("Deterministic clock (%s): guest instructions, not time. A change must exceed"
-              " %g x the noise: the A/A floor of the cell, or either side's own spread"
-              " ((max - min) / median), whichever is larger.\n"
+              " %g x the noise: the A/A floor of the cell, or how far either side's median"
+              " could be off (\u00b1, its 95%% order-statistics interval), whichever is"
+              " larger.\n"
               % (outcome.clock, deterministic.SAFETY))
     src = outcome.floor_source
     if src:
@@ -365,7 +366,7 @@ def _render_deterministic(outcome, out):
                                            src.get("measured", "")))
     out.write("\n")
     _views_text(outcome, out)
-    header = ["cell", "metric", "base", "new", "delta", "spread A", "spread B", "floor",
+    header = ["cell", "metric", "base", "new", "delta", "\u00b1 A", "\u00b1 B", "floor",
               "verdict", "n"]
     for primary in (True, False):
         rows = []

@@ -13,8 +13,9 @@ guest instructions. This module owns that reading:
   operations, and the seed views restated in it (`view_for`);
 - the decision rule (`judge`): with one boot per side and samples that repeat to a few parts
   in 10^4, a rank test over identical values says nothing. A difference is a change when it
-  exceeds the noise: the A/A floor measured for the cell, or either side's own spread,
-  whichever is larger, times a safety factor.
+  exceeds the noise: the A/A floor measured for the cell, or how far either side's median
+  could be off (its 95% order-statistics interval), whichever is larger, times a safety
+  factor.
 """
 
 import json
@@ -134,7 +135,7 @@ class Judgement:
     base: stats.Summary
     new: stats.Summary
     ratio: float
-    spread_base: float      # (max - min) / median within the base boot(s)
+    spread_base: float      # relative half-width of the base median's 95% interval
     spread_new: float
     floor: float            # A/A floor for this cell and metric, NaN when none is known
     threshold: float        # |delta| beyond which this is a change
@@ -149,14 +150,33 @@ class Judgement:
         return self.verdict in ("better", "worse", "changed")
 
 
+def median_ci_rank(n, level=0.95):
+    """k (1-based) such that [x(k), x(n+1-k)] covers the median with at least `level`.
+
+    Distribution-free: the number of samples below the median is Binomial(n, 1/2). Below
+    n = 9 no interval narrower than the full range reaches 95%, so one outlier in a handful
+    of samples widens it to that outlier.
+    """
+    k, tail = 1, 0.0
+    while k < (n + 1) // 2:
+        tail += math.comb(n, k - 1) / 2 ** n
+        if 2 * (tail + math.comb(n, k) / 2 ** n) > 1 - level:
+            break
+        k += 1
+    return k
+
+
 def spread(xs):
-    """Relative full range: (max - min) / median. 0 for a single value."""
+    """How far the median could be off: the larger distance from the median to the ends of
+    its 95% order-statistics interval, relative to the median. 0 for a single value."""
     if not xs:
         return math.nan
-    m = stats.median(xs)
+    s = sorted(xs)
+    m = stats.median(s)
     if not m:
         return math.nan
-    return (max(xs) - min(xs)) / abs(m)
+    k = median_ci_rank(len(s))
+    return max(m - s[k - 1], s[len(s) - k] - m) / abs(m)
 
 
 def judge(base_vals, new_vals, better, floor=math.nan):

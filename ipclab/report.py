@@ -122,7 +122,8 @@ def render_views(res, out=sys.stdout, markdown=False):
                 title = "%s: %s" % (part.name, ref.get("title", "") if ref else part.summary)
                 out.write(("### %s\n\n" if markdown else "== %s ==\n") % title)
                 shown = True
-            legend = "median ±spread (max - min) / median" if det else "ours: median ±CV"
+            legend = ("median ±how far it could be off (95% order-statistics interval)" if det
+                      else "ours: median ±CV")
             if has_ref:
                 legend += "; (seed: %s)" % " -> ".join(ref.get("columns", []))
             if has_local:
@@ -191,7 +192,8 @@ def quality(res):
     noisy = 0
     for suite, cvs in by_suite.items():
         vals = sorted(v for v, _ in cvs)
-        what = "spread of instructions per operation" if det else "CV of the primary metric"
+        what = ("uncertainty of the median instructions per operation" if det
+                else "CV of the primary metric")
         lines.append("%s: %s: median %s, max %s over %d cells"
                      % (suite, what, fmt.pct(stats.median(vals), False, 3 if det else 1),
                         fmt.pct(vals[-1], False, 3 if det else 1), len(vals)))

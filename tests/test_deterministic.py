@@ -78,6 +78,14 @@ def test_judge_edge_cases():
     # Bimodal sides: the spread is the noise, and a small delta is not a change.
     j = deterministic.judge([1070, 1070, 1207], [1071, 1207, 1071], "lower")
     assert j.verdict == "too noisy" and j.spread_base == pytest.approx(137 / 1070)
+
+
+def test_median_interval_leaves_out_one_outlier_from_nine_samples():
+    assert [deterministic.median_ci_rank(n) for n in (1, 3, 5, 8, 9, 11, 20)] == \
+        [1, 1, 1, 1, 2, 2, 6]
+    nine = [100.0] * 8 + [110.0]
+    assert deterministic.spread(nine) == 0.0
+    assert deterministic.spread([100.0] * 4 + [110.0]) == pytest.approx(0.1)
     assert deterministic.judge([100.0] * 3, [90.0] * 3, "higher").verdict == "worse"
     assert deterministic.judge([100.0] * 3, [90.0] * 3, "none").verdict == "changed"
 

@@ -277,7 +277,7 @@ def test_full_suite_and_deterministic_clock_reach_the_guest(capsys, tmp_path, mo
     assert "--qemu-opts=-icount shift=0,sleep=off" in vng and "--disable-kvm" in vng
     assert "--cpus 1 " in vng
     assert job["env"]["IPCBENCH_CLOCK"] == "icount shift=0" and job["deterministic"]
-    assert job["argv"][job["argv"].index("--reps") + 1] == "5"
+    assert job["argv"][job["argv"].index("--reps") + 1] == "9"
     # The timed mode is unchanged: the quick suite, no icount, two CPUs.
     lines = dry_run_lines(capsys, "vm", "run", "base", "seed-skip-wakeups")
     vng = next(l for l in lines if "would run:" in l and "vng" in l)
