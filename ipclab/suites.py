@@ -81,6 +81,7 @@ class Suite:
     views: list = field(default_factory=list)
     reps: dict = field(default_factory=lambda: {QUICK: 10, FULL: 10})
     warmups: int = 1
+    thp: str = ""                   # THP mode a kernel-lab guest sets for it ("" = lab default)
 
     def cells(self, mode):
         cells = self.quick_cells if mode == QUICK else self.full_cells
@@ -270,6 +271,8 @@ FAST_PIPES = Suite(
     seed="fast-pipes",
     quick_cells=_ladder_cells(0.3),
     full_cells=_ladder_cells(2.0),
+    # The huge-pages rung asks for huge pages with madvise(); "never" would refuse them.
+    thp="madvise",
     views=[
         View("ladder", "Pipe throughput ladder in GiB/s", "step", ["GiB/s"],
              [(label, [("fastpipe/" + step, "metrics.throughput")])

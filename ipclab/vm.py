@@ -407,14 +407,10 @@ def suite_argv(suite: str, out: Path, meta: dict, accel: str, quick: bool = True
 
 
 def suite_thp(suite: str) -> str | None:
-    """THP mode a suite asks for (a `thp` attribute on the suite), if it asks."""
-    try:
-        from . import suites
-    except ImportError:
-        return None
-    s = getattr(suites, "SUITES", {}).get(suite)
-    thp = getattr(s, "thp", None)
-    return thp if thp in ("always", "madvise", "never") else None
+    """THP mode a suite asks for, if it asks."""
+    from . import suites
+    s = suites.SUITES.get(suite)
+    return s.thp if s is not None and s.thp in ("always", "madvise", "never") else None
 
 
 def tag_results(path: Path, boot: Boot, meta: dict) -> dict | None:

@@ -307,3 +307,8 @@ def test_clock_record_names_mode_shift_cpus_and_qemu():
     assert rec["mode"] == "deterministic" and rec["icount"]["shift"] == 0 and rec["cpus"] == 1
     assert "qemu" in rec
     assert vm.TIMED.record("kvm", 2)["mode"] == "timed" and vm.TIMED.qemu_opts() == []
+
+
+def test_suite_thp_reaches_the_guest_setup():
+    assert vm.suite_thp("seed-fast-pipes") == "madvise"
+    assert vm.suite_thp("seed-mqueue-cache") is None and vm.suite_thp("nosuch") is None
