@@ -15,7 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import kernel, profile, vm
+from . import kernel, profile, suites, vm
 from .kernel import LabError, log, write_json_atomic
 
 EXIT_USAGE = 2
@@ -234,7 +234,6 @@ def ensure_built(variant: str, tree: str | None, dry_run: bool) -> dict:
 
 def check_suite(name: str) -> None:
     """On the host, before any build or boot: a typo must not cost a kernel build."""
-    from . import suites
     if name not in suites.SUITES and name not in suites.WORKLOADS:
         raise LabError(f"unknown suite or workload {name!r} (suites: {', '.join(suites.SUITES)};"
                        f" workloads: {', '.join(suites.WORKLOADS)})", EXIT_USAGE)

@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import kernel
+from . import kernel, suites
 from .kernel import LabError, cache_root, log, write_json_atomic
 
 REPO = kernel.REPO
@@ -408,7 +408,6 @@ def suite_argv(suite: str, out: Path, meta: dict, accel: str, quick: bool = True
 
 def suite_thp(suite: str) -> str | None:
     """THP mode a suite asks for, if it asks."""
-    from . import suites
     s = suites.SUITES.get(suite)
     return s.thp if s is not None and s.thp in ("always", "madvise", "never") else None
 
