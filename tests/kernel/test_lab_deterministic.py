@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from ipclab import compare, results
 from test_lab_boot import REPO, ipclab, missing_prereq  # noqa: F401  (shared prerequisites)
 
 pytestmark = pytest.mark.skipif(missing_prereq() is not None, reason=str(missing_prereq()))
@@ -68,8 +69,9 @@ def test_thirty_instructions_per_write_are_a_change(aa, tmp_path):
     cmp = subprocess.run([sys.executable, "-m", "ipclab", "compare", str(base), str(wc)],
                          cwd=REPO, capture_output=True, text=True, timeout=120)
     assert cmp.returncode == 0, cmp.stderr
-    rows = {line.split()[0]: line for line in cmp.stdout.splitlines()
-            if line.startswith(("pipe-throughput/", "pipe-context/")) and " cost " in line}
+    outcome = compare.compare_results(results.load(str(base)), results.load(str(wc)))
+    verdicts = {r.key: r.verdict for r in outcome.judged if r.primary}
     # One write per write+read loop, two per round trip: both must come out dearer.
-    assert "worse" in rows["pipe-throughput/copies=1"], cmp.stdout
-    assert "worse" in rows["pipe-context/copies=1"], cmp.stdout
+    assert verdicts["pipe-throughput/copies=1"] == "worse", cmp.stdout
+    assert verdicts["pipe-context/copies=1"] == "worse", cmp.stdout
+    assert "worse" in cmp.stdout
