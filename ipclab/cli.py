@@ -137,7 +137,7 @@ def cmd_run(args):
     if rc:
         return rc
     if args.profile:
-        profile.profile_cells(eng, cells, args.profile,
+        profile.profile_cells(eng, cells, args.profile, by=args.profile_by,
                               stream=None if args.quiet else sys.stderr)
     _finish(res, path, args)
     return _run_status(res)
@@ -227,6 +227,9 @@ def build_parser():
     r.add_argument("--no-report", action="store_true", help="do not write the report")
     r.add_argument("--profile", metavar="FILE", help="after the run, profile each cell once"
                    " with perf cpu-clock samples and write the functions' shares to FILE")
+    r.add_argument("--profile-by", choices=("perf", "marker"), default="perf",
+                   help="perf: sample here (default); marker: only mark each cell's window"
+                   " for the kernel lab's instruction counter (deterministic guests)")
     r.set_defaults(func=cmd_run, engine_args=None)
 
     s = sub.add_parser("suites", help="list suites and their cells")

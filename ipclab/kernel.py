@@ -566,6 +566,8 @@ def build(variant_name: str, tree: str | None = None, jobs: int | None = None,
         shutil.copyfile(bdir / "arch/x86/boot/bzImage", d / "bzImage.tmp")
         os.replace(d / "bzImage.tmp", d / "bzImage")
         shutil.copyfile(bdir / ".config", d / "config")
+        # Addresses to function names, for instruction profiles of this image.
+        shutil.copyfile(bdir / "System.map", d / "System.map")
         meta = {
             "variant": variant.name,
             "key": key,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -105,9 +104,10 @@ def add_clock_options(p) -> None:
                    help=f"guest CPUs ({vm.DEFAULT_CPUS}; {vm.DETERMINISTIC_CPUS} with "
                         "--deterministic)")
     p.add_argument("--profile", action="store_true",
-                   help="also profile each cell once with perf cpu-clock samples in the guest "
-                        "(ab prints where the time or instructions went); a rough guide: "
-                        "under icount the samples alias with the workload's loop")
+                   help="also run each cell once more to see where its instructions (or time) "
+                        "go, by kernel function; ab prints the functions that moved most. "
+                        "With --deterministic QEMU counts every instruction exactly; else "
+                        "perf samples cpu-clock in the guest")
 
 
 def add_run_options(p) -> None:
@@ -273,7 +273,7 @@ def cmd_vm_run(args) -> int:
     res, b = run_suite_boot(meta, accel, args.suite, out, quick=not args.full, thp=args.thp,
                             timeout=args.timeout, dry_run=args.dry_run, faults=faults,
                             kmemleak=args.kmemleak, reps=args.reps, warmups=args.warmups,
-                            clock=clock, cpus=args.cpus, profile=args.profile)
+                            clock=clock, cpus=args.cpus, with_profile=args.profile)
     if args.dry_run:
         return 0
     report_boot(b, args.record)
@@ -290,14 +290,18 @@ def cmd_vm_run(args) -> int:
 
 def run_suite_boot(meta, accel, suite, out: Path, *, quick=True, thp=None, timeout=900,
                    dry_run=False, faults=None, kmemleak=False, reps=None, warmups=None,
-                   clock=vm.TIMED, cpus=None, profile=False):
+                   clock=vm.TIMED, cpus=None, with_profile=False):
     out = out.resolve()
     guest_out = Path("result.json")
     mode = thp or vm.suite_thp(suite) or "madvise"
     shared = kernel.cache_root() / "runs" / f"{time.strftime('%Y%m%dT%H%M%S')}-{meta['variant']}-{suite}-{time.monotonic_ns() % 100000}"
-    guest_profile = shared / "profile.json" if profile else None
+    guest_profile = shared / "profile.json" if with_profile else None
+    # Under icount, QEMU counts every instruction exactly from outside the guest; the guest
+    # only marks where each cell starts and ends. Timed guests sample with perf inside.
+    insn_counts = shared / "insncount.txt" if with_profile and clock.deterministic else None
     argv = vm.suite_argv(suite, shared / guest_out, meta, accel, quick=quick,
-                         profile=guest_profile)
+                         profile=guest_profile,
+                         profile_by="marker" if insn_counts else "perf")
     if clock.deterministic and not reps:
         reps = vm.DETERMINISTIC_REPS
     if reps:
@@ -308,7 +312,7 @@ def run_suite_boot(meta, accel, suite, out: Path, *, quick=True, thp=None, timeo
     # the guest (dead, hung, splat, no results) can fail the whole boot.
     b = vm.boot(meta, accel, argv, thp=mode, timeout=timeout, dry_run=dry_run, shared=shared,
                 faults=faults, kmemleak=kmemleak, watch=str(guest_out), job_rc_fails=False,
-                clock=clock, cpus=cpus)
+                clock=clock, cpus=cpus, insn_counts=insn_counts)
     if dry_run:
         return None, b
     res = vm.tag_results(shared / guest_out, b, meta)
@@ -332,7 +336,12 @@ def run_suite_boot(meta, accel, suite, out: Path, *, quick=True, thp=None, timeo
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out, res)
     if guest_profile is not None and guest_profile.exists():
-        shutil.copyfile(guest_profile, profile_path(out))
+        prof = profile.load(guest_profile)
+        if insn_counts is not None and prof is not None and insn_counts.exists():
+            profile.attach_counts(prof, insn_counts,
+                                  kernel.image_dir(meta["key"]) / "System.map")
+        if prof is not None:
+            write_json_atomic(profile_path(out), prof)
     return res, b
 
 
@@ -419,7 +428,7 @@ def cmd_ab(args) -> int:
         res, b = run_suite_boot(meta, accel, args.suite, out, quick=not args.full,
                                 thp=args.thp, timeout=args.timeout, dry_run=args.dry_run,
                                 reps=args.reps, warmups=args.warmups, clock=clock,
-                                cpus=args.cpus, profile=args.profile)
+                                cpus=args.cpus, with_profile=args.profile)
         if not args.dry_run:
             report_boot(b, None)
         return res, b, out

@@ -1,14 +1,21 @@
 # SPDX-License-Identifier: MIT
-"""Where the instructions went: one perf cpu-clock profile per cell, and the diff of two.
+"""Where the instructions went: one profile per cell, by function, and the diff of two.
 
-Each cell runs once more under `perf record -e cpu-clock -c PERIOD`, which follows the
-engine and its children only, so idle time and other tasks stay out. Under the deterministic
-clock a cpu-clock period is a count of guest instructions (one per nanosecond), so a
-function's samples times the period, over the operations the engine reports, is that
-function's instructions per operation. On a real clock the same figures are nanoseconds.
-The period is a prime, so that the samples do not lock onto the period of a loop.
+Two ways to take it:
+- marker (deterministic guests): the guest runs each cell once more between two calls of a
+  marker system call, and QEMU's TCG plugin kernel/qemu-plugin/insncount.c counts every
+  instruction each code address executed in between, from outside the guest. The host maps
+  addresses to kernel functions with the image's System.map: exact instructions per function
+  per operation, with nothing added to the guest.
+- perf (anywhere else): the cell runs under `perf record -e cpu-clock -c PERIOD`, which
+  follows the engine and its children only; samples times the period over the operations
+  is the function's time per operation. Under icount this way fails: the sampling clock is
+  itself an instruction count and its samples alias with a periodic loop (one function's
+  share of pipe-throughput moved 4x between sampling periods of 10007-32003 instructions).
 """
 
+import bisect
+import ctypes
 import json
 import math
 import os
@@ -83,18 +90,111 @@ def profile_cell(engine_path, cell, period=PERIOD):
     return {"ops": ops, "total": sum(funcs.values()), "period": period, "functions": funcs}
 
 
-def profile_cells(engine_path, cells, out_path, period=PERIOD, stream=None):
-    prof = {"schema": SCHEMA, "period": period, "event": "cpu-clock", "cells": {}}
+# The system call the guest makes around each cell when a counter outside it (the lab's
+# QEMU plugin, kernel/qemu-plugin/insncount.c) takes the profile: swapoff(NULL), which
+# fails with EFAULT, or ENOSYS in the lab kernels (no swap), and which nothing else calls.
+# Its entry point is the window marker. (An unnumbered system call would not do: those all
+# share one entry point.)
+MARKER_SYSCALL = 168
+MARKER_SYMBOL = "__x64_sys_swapoff"
+
+
+def mark_window():
+    ctypes.CDLL(None, use_errno=True).syscall(MARKER_SYSCALL, 0)
+
+
+def marked_cell(engine_path, cell):
+    """One run of a cell between two window markers; the counts are taken outside."""
+    mark_window()
+    try:
+        run = subprocess.run(engine.argv_for(engine_path, cell), capture_output=True, text=True,
+                             timeout=engine.cell_timeout(cell) + 60)
+    finally:
+        mark_window()
+    samples = [json.loads(l) for l in run.stdout.splitlines() if l.startswith("{")]
+    if run.returncode != 0 or not samples:
+        return {"error": "engine exit %d" % run.returncode}
+    return {"ops": ops_of(samples[-1], cell.workload)}
+
+
+def profile_cells(engine_path, cells, out_path, period=PERIOD, stream=None, by="perf"):
+    """Profile each cell once. by="perf": perf samples here; by="marker": only mark each
+    cell's window for the lab's instruction counter (cells in order, window 2i + 1)."""
+    prof = {"schema": SCHEMA, "period": period if by == "perf" else 1,
+            "event": "cpu-clock" if by == "perf" else "insncount", "cells": {}, "order": []}
     for cell in cells:
         if stream:
             stream.write("profile: %s\n" % cell.key)
         try:
-            prof["cells"][cell.key] = profile_cell(engine_path, cell, period)
+            prof["cells"][cell.key] = (profile_cell(engine_path, cell, period) if by == "perf"
+                                       else marked_cell(engine_path, cell))
         except (OSError, subprocess.TimeoutExpired, ValueError) as e:
             prof["cells"][cell.key] = {"error": str(e)}
+        prof["order"].append(cell.key)
         with open(out_path + ".tmp", "w") as f:
             json.dump(prof, f)
         os.replace(out_path + ".tmp", out_path)
+    return prof
+
+
+def read_system_map(path):
+    """Sorted (address, name) of the kernel's text symbols."""
+    syms = []
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in "tTwW":
+                syms.append((int(parts[0], 16), parts[2]))
+    syms.sort()
+    return syms
+
+
+def symbol_address(system_map, name):
+    for addr, sym in read_system_map(system_map):
+        if sym == name:
+            return addr
+    return None
+
+
+def read_windows(path):
+    """{window: {address or "user": instructions}} from the plugin's output."""
+    windows, cur = {}, None
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) != 2:
+                continue
+            if parts[0] == "window":
+                cur = windows.setdefault(int(parts[1]), {})
+            elif cur is not None:
+                key = "user" if parts[0] == "user" else int(parts[0], 16)
+                cur[key] = cur.get(key, 0) + int(parts[1])
+    return windows
+
+
+def attach_counts(prof, windows_path, system_map):
+    """Fill a marker profile's cells with exact instructions per function."""
+    syms = read_system_map(system_map)
+    addrs = [a for a, _ in syms]
+    windows = read_windows(windows_path)
+    for i, key in enumerate(prof.get("order", [])):
+        cell = prof["cells"].get(key, {})
+        counts = windows.get(2 * i + 1)
+        if counts is None or "error" in cell:
+            cell.setdefault("error", "no instruction counts for this cell")
+            continue
+        funcs = {}
+        for where, n in counts.items():
+            if where == "user":
+                name = "[user space]"
+            else:
+                j = bisect.bisect_right(addrs, where) - 1
+                name = syms[j][1] if j >= 0 else "[unknown]"
+            funcs[name] = funcs.get(name, 0) + n
+        cell["functions"] = funcs
+        cell["total"] = sum(funcs.values())
+        cell["period"] = 1
+        cell["exact"] = True
     return prof
 
 
@@ -132,10 +232,13 @@ def diff(base, new, top=8):
         rows = []
         for sym in set(b) | set(n):
             vb, vn = b.get(sym, 0.0), n.get(sym, 0.0)
-            sb = bp["functions"].get(sym, 0) / bp["period"]
-            sn = np_["functions"].get(sym, 0) / np_["period"]
-            noise = 2 * math.sqrt((sb * (bp["period"] / bp["ops"]) ** 2)
-                                  + (sn * (np_["period"] / np_["ops"]) ** 2))
+            if bp.get("exact") and np_.get("exact"):
+                noise = 0.0
+            else:
+                sb = bp["functions"].get(sym, 0) / bp["period"]
+                sn = np_["functions"].get(sym, 0) / np_["period"]
+                noise = 2 * math.sqrt((sb * (bp["period"] / bp["ops"]) ** 2)
+                                      + (sn * (np_["period"] / np_["ops"]) ** 2))
             rows.append((sym, vb, vn, vn - vb, noise))
         rows.sort(key=lambda r: -abs(r[3]))
         out.append((key, rows[:top], sum(b.values()), sum(n.values())))
@@ -146,23 +249,23 @@ def render_diff(base, new, out, unit="insn"):
     d = diff(base, new)
     if not d:
         return
-    out.write("Where the %s went: perf cpu-clock samples every %d %s, per operation; the"
-              " functions that moved most (noise: 2 standard errors from sampling)\n"
-              % ("instructions" if unit == "insn" else "time", base.get("period", PERIOD),
-                 "guest instructions" if unit == "insn" else "ns"))
+    if base.get("event") == "insncount":
+        out.write("Where the instructions went: exact guest instructions per operation, by"
+                  " kernel function (all of user space as one row), counted by QEMU outside"
+                  " the guest; the functions that moved most\n")
+    else:
+        out.write("Where the %s went: perf cpu-clock samples every %d %s, per operation; the"
+                  " functions that moved most (noise: 2 standard errors from sampling)\n"
+                  % ("instructions" if unit == "insn" else "time", base.get("period", PERIOD),
+                     "guest instructions" if unit == "insn" else "ns"))
     for key, rows, tb, tn in d:
         out.write("%s: all functions %s -> %s (%s)\n"
                   % (key, fmt.count(tb), fmt.count(tn), fmt.pct(tn / tb - 1 if tb else math.nan,
                                                                  True, 2)))
-        table = [[sym, fmt.count(vb), fmt.count(vn), "%+.1f" % dv, fmt.count(noise)]
-                 for sym, vb, vn, dv, noise in rows]
-        out.write(fmt.table(["  function", "base", "new", "delta", "noise"],
-                            [["  " + r[0]] + r[1:] for r in table],
-                            ["<", ">", ">", ">", ">"]) + "\n")
-    if unit == "insn":
-        out.write("caution: under icount the sampling clock is an instruction count, and its\n"
-                  "samples alias with a periodic loop: between sampling periods of 10007-32003\n"
-                  "instructions, one function's share of pipe-throughput moved by up to 4x.\n"
-                  "Read these rows as which functions are hot, and take per-operation totals,\n"
-                  "not per-function deltas, as the measurement.\n")
+        exact = base.get("event") == "insncount"
+        table = [["  " + sym, fmt.count(vb), fmt.count(vn), "%+.1f" % dv]
+                 + ([] if exact else [fmt.count(noise)]) for sym, vb, vn, dv, noise in rows]
+        out.write(fmt.table(["  function", "base", "new", "delta"] + ([] if exact else ["noise"]),
+                            table, ["<", ">", ">", ">", ">"][:len(table[0]) if table else 4])
+                  + "\n")
     out.write("\n")

@@ -18,10 +18,11 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
-from . import kernel, suites
+from . import kernel, profile, suites
 from .kernel import LabError, cache_root, log, write_json_atomic
 
 REPO = kernel.REPO
@@ -295,7 +296,8 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
          extra_env: dict | None = None, cpus: int | None = None,
          memory: str = DEFAULT_MEMORY, dry_run: bool = False,
          shared: Path | None = None, watch: str | None = None,
-         job_rc_fails: bool = True, clock: Clock = TIMED) -> Boot:
+         job_rc_fails: bool = True, clock: Clock = TIMED,
+         insn_counts: Path | None = None) -> Boot:
     """Boot the image in `meta`, run argv inside, and judge the result."""
     image = kernel.image_dir(meta["key"]) / "bzImage"
     if clock.deterministic:
@@ -317,8 +319,11 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
            "timeout": max(30, timeout - 120), "faults": faults, "kmemleak": kmemleak,
            "deterministic": clock.deterministic}
     command = f"{sys.executable} {GUEST_SCRIPT} {shared}"
+    qemu_opts = (kvm_qemu_opts() if accel == "kvm" else []) + clock.qemu_opts()
+    if insn_counts is not None:
+        qemu_opts += insn_plugin_opts(meta, insn_counts)
     vargv = vng_argv(image, accel, shared, command, cpus=cpus, memory=memory,
-                     qemu_opts=(kvm_qemu_opts() if accel == "kvm" else []) + clock.qemu_opts())
+                     qemu_opts=qemu_opts)
     clock_rec = clock.record(accel, cpus)
     if dry_run:
         log("would run: " + " ".join(vargv))
@@ -393,7 +398,7 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
 
 
 def suite_argv(suite: str, out: Path, meta: dict, accel: str, quick: bool = True,
-               profile: Path | None = None) -> list[str]:
+               profile: Path | None = None, profile_by: str = "perf") -> list[str]:
     patches = ",".join(p["name"] for p in meta["patches"]) or "none"
     argv = [sys.executable, "-m", "ipclab", "run", suite, "--quick" if quick else "--full"]
     argv += ["-o", str(out), "--meta", f"variant={meta['variant']}",
@@ -402,8 +407,39 @@ def suite_argv(suite: str, out: Path, meta: dict, accel: str, quick: bool = True
              # The repo is read-only in the guest; reports are made on the host.
              "--no-report"]
     if profile is not None:
-        argv += ["--profile", str(profile)]
+        argv += ["--profile", str(profile), "--profile-by", profile_by]
     return argv
+
+
+PLUGIN_SOURCE = REPO / "kernel" / "qemu-plugin" / "insncount.c"
+
+
+def insn_plugin() -> Path:
+    """The QEMU plugin that counts instructions per code address, built once per source."""
+    digest = kernel.sha256_file(PLUGIN_SOURCE)[:12]
+    so = cache_root() / "tools" / f"insncount-{digest}.so"
+    if not so.exists():
+        so.parent.mkdir(parents=True, exist_ok=True)
+        # ab boots two guests from two threads: each builds to a name of its own.
+        tmp = so.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
+        r = subprocess.run(["gcc", "-O2", "-Wall", "-fPIC", "-shared", "-o", str(tmp),
+                            str(PLUGIN_SOURCE)], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise LabError(f"building {PLUGIN_SOURCE.name} failed: {r.stderr.strip()[-300:]}")
+        os.replace(tmp, so)
+    return so
+
+
+def insn_plugin_opts(meta: dict, out: Path) -> list[str]:
+    """-plugin options that count the guest's instructions per address into `out`."""
+    smap = kernel.image_dir(meta["key"]) / "System.map"
+    if not smap.exists():
+        raise LabError(f"{meta['variant']}: the cached image has no System.map (built before "
+                       f"profiles needed it): `ipclab kernel build {meta['variant']} --force`")
+    marker = profile.symbol_address(smap, profile.MARKER_SYMBOL)
+    if marker is None:
+        raise LabError(f"{meta['variant']}: {profile.MARKER_SYMBOL} is not in System.map")
+    return ["-plugin", f"file={insn_plugin()},out={out},marker={marker:x}"]
 
 
 def suite_thp(suite: str) -> str | None:

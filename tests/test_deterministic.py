@@ -146,3 +146,44 @@ def test_env_says_when_to_use_the_deterministic_mode():
     assert any("guest instructions" in w
                for w in envinfo.warnings({"clock": "icount shift=0", "dev_mqueue": True,
                                           "stress_ng": True}))
+
+
+def test_plugin_windows_become_instructions_per_function(tmp_path):
+    smap = tmp_path / "System.map"
+    smap.write_text("ffffffff81000000 T _text\nffffffff81001000 T pipe_write\n"
+                    "ffffffff81001100 t pipe_read\nffffffff81002000 D some_data\n")
+    counts = tmp_path / "insncount.txt"
+    # window 0: boot to the first marker; 1: the first cell; 2: between; 3: the second cell
+    counts.write_text("window 0\nffffffff81001000 999\nuser 5\n"
+                      "window 1\nffffffff81001000 1280\nffffffff81001010 20\n"
+                      "ffffffff81001120 300\nuser 400\n"
+                      "window 2\nuser 7\nwindow 3\nffffffff81001100 50\nuser 0\n")
+    prof = {"order": ["a", "b"], "cells": {"a": {"ops": 10}, "b": {"ops": 5}}}
+    profile.attach_counts(prof, counts, smap)
+    assert prof["cells"]["a"]["functions"] == {"pipe_write": 1300, "pipe_read": 300,
+                                               "[user space]": 400}
+    assert profile.per_op(prof["cells"]["a"])["pipe_write"] == 130.0
+    assert prof["cells"]["b"]["functions"]["pipe_read"] == 50
+    assert profile.symbol_address(smap, "pipe_read") == 0xffffffff81001100
+    base = {"event": "insncount", "cells": {"a": prof["cells"]["a"]}}
+    new_a = dict(prof["cells"]["a"], functions=dict(prof["cells"]["a"]["functions"],
+                                                    pipe_write=1510))
+    buf = io.StringIO()
+    profile.render_diff(base, {"event": "insncount", "cells": {"a": new_a}}, buf)
+    assert "pipe_write" in buf.getvalue() and "+21.0" in buf.getvalue()
+    assert "noise" not in buf.getvalue()
+
+
+def test_plugin_source_builds(tmp_path):
+    import shutil
+    import subprocess
+    from pathlib import Path
+    if shutil.which("gcc") is None:
+        pytest.skip("no gcc")
+    src = Path(__file__).resolve().parents[1] / "kernel" / "qemu-plugin" / "insncount.c"
+    r = subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-o",
+                        str(tmp_path / "p.so"), str(src)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    syms = subprocess.run(["nm", "-D", str(tmp_path / "p.so")], capture_output=True,
+                          text=True).stdout
+    assert "qemu_plugin_install" in syms and "qemu_plugin_version" in syms
