@@ -163,7 +163,7 @@ def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=N
 
 def _judge_deterministic(out, pairs, floor_file):
     floors, entry = deterministic.load_floor(out.clock, guest_cpus(out.base), floor_file)
-    out.floor_source = entry
+    out.floor_source = dict(entry, path=floor_file) if entry else None
     for b, n in pairs:
         if b.get("status") in ("failed", "skipped") or n.get("status") in ("failed", "skipped"):
             why = b.get("error") or n.get("error") or "no samples"
@@ -362,7 +362,7 @@ def _render_deterministic(outcome, out):
               % (outcome.clock, deterministic.SAFETY))
     src = outcome.floor_source
     if src:
-        out.write("A/A floor: %s (%s)\n" % (os.path.relpath(deterministic.FLOOR_FILE),
+        out.write("A/A floor: %s (%s)\n" % (os.path.relpath(src["path"]),
                                            src.get("measured", "")))
     out.write("\n")
     _views_text(outcome, out)
