@@ -417,6 +417,10 @@ def cmd_ab(args) -> int:
     for side, name in (("A", args.base), ("B", args.new)):
         metas[side] = ensure_built(name, args.tree, args.dry_run)
     accel = accel_of(kernel.image_dir(metas["A"]["key"]) / "bzImage", clock, args.dry_run)
+    if args.profile and clock.deterministic and not args.dry_run:
+        # Before any boot: the plugin built once, and each image able to name its addresses.
+        for meta in metas.values():
+            vm.insn_plugin_opts(meta, Path(os.devnull))
     outdir = args.output_dir or Path("results") / f"{time.strftime('%Y%m%dT%H%M%S')}-ab-{args.base}-{args.new}-{args.suite}"
     per_side: dict[str, list[dict]] = {"A": [], "B": []}
     failures = []
