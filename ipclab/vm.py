@@ -321,7 +321,7 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
     command = f"{sys.executable} {GUEST_SCRIPT} {shared}"
     qemu_opts = (kvm_qemu_opts() if accel == "kvm" else []) + clock.qemu_opts()
     if insn_counts is not None:
-        qemu_opts += insn_plugin_opts(meta, insn_counts)
+        qemu_opts += insn_plugin_opts(meta, insn_counts, dry_run)
     vargv = vng_argv(image, accel, shared, command, cpus=cpus, memory=memory,
                      qemu_opts=qemu_opts)
     clock_rec = clock.record(accel, cpus)
@@ -430,8 +430,11 @@ def insn_plugin() -> Path:
     return so
 
 
-def insn_plugin_opts(meta: dict, out: Path) -> list[str]:
+def insn_plugin_opts(meta: dict, out: Path, dry_run: bool = False) -> list[str]:
     """-plugin options that count the guest's instructions per address into `out`."""
+    if dry_run:
+        return ["-plugin", f"file={PLUGIN_SOURCE.stem}.so,out={out},"
+                           f"marker=<{profile.MARKER_SYMBOL} in System.map>"]
     smap = kernel.image_dir(meta["key"]) / "System.map"
     if not smap.exists():
         raise LabError(f"{meta['variant']}: the cached image has no System.map (built before "

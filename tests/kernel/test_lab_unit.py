@@ -287,7 +287,9 @@ def test_full_suite_and_deterministic_clock_reach_the_guest(capsys, tmp_path, mo
     lines = dry_run_lines(capsys, "vm", "run", "base", "icount-check", "--deterministic",
                           "--profile")
     job = json.loads(next(l for l in lines if "guest job:" in l).split("guest job: ", 1)[1])
-    assert "--profile" in job["argv"]
+    vng = next(l for l in lines if "would run:" in l and "vng" in l)
+    assert job["argv"][job["argv"].index("--profile-by") + 1] == "marker"
+    assert "-plugin file=insncount.so" in vng
 
 
 def test_unknown_suite_fails_on_the_host_before_any_build(capsys, tmp_path, monkeypatch):
