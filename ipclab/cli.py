@@ -171,6 +171,10 @@ def cmd_compare(args):
     base = results.load(args.base)
     new = results.load(args.new)
     outcome = compare.compare_results(base, new, common=args.common)
+    if args.json:
+        json.dump(compare.outcome_record(outcome), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
     compare.render(outcome, sys.stdout)
     return 0
 
@@ -245,6 +249,7 @@ def build_parser():
     s.add_argument("new", metavar="NEW")
     s.add_argument("--common", action="store_true",
                    help="compare the cells both files have, ignore the rest")
+    s.add_argument("--json", action="store_true", help="the comparison as JSON, one entry per row")
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("report", help="Markdown report with PNG plots")

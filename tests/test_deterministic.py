@@ -187,3 +187,18 @@ def test_plugin_source_builds(tmp_path):
     syms = subprocess.run(["nm", "-D", str(tmp_path / "p.so")], capture_output=True,
                           text=True).stdout
     assert "qemu_plugin_install" in syms and "qemu_plugin_version" in syms
+
+
+def test_compare_json_on_the_command_line(tmp_path, capsys):
+    from ipclab import cli
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(results_of([2747.9] * 3)))
+    b.write_text(json.dumps(results_of([2768.9] * 3)))
+    assert cli.main(["compare", str(a), str(b), "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    prim = [r for r in rec["rows"] if r["primary"]]
+    assert rec["clock"] == "icount shift=0" and prim[0]["verdict"] == "worse"
+    c = tmp_path / "c.json"
+    c.write_text(json.dumps(results_of([2747.9] * 3, clock="real")))
+    assert cli.main(["compare", str(a), str(c), "--json"]) == 2
+    assert "clock" in capsys.readouterr().err
