@@ -7,6 +7,7 @@ ipclab/cli.py calls register(subparsers); `python -m ipclab.lab ...` works on it
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -263,7 +264,10 @@ def cmd_vm_run(args) -> int:
                     clock=clock, cpus=args.cpus)
         if args.dry_run:
             return 0
-        with open(b.shared / "job.out", errors="replace") as f:
+        # A guest killed before its job started (a slow boot on a busy host) has no output;
+        # the record and the verdict must still be written.
+        with contextlib.suppress(FileNotFoundError), \
+                open(b.shared / "job.out", errors="replace") as f:
             sys.stdout.write(f.read())
         report_boot(b, args.record)
         if not b.ok:

@@ -314,3 +314,18 @@ def test_clock_record_names_mode_shift_cpus_and_qemu():
 def test_suite_thp_reaches_the_guest_setup():
     assert vm.suite_thp("seed-fast-pipes") == "madvise"
     assert vm.suite_thp("seed-mqueue-cache") is None and vm.suite_thp("nosuch") is None
+
+
+def test_guest_killed_before_its_job_still_leaves_a_record(tmp_path, monkeypatch, capsys):
+    # The watchdog can fire before guest-run.py starts: no job.out, but a record and exit 1.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    boot = vm.Boot("base", "6.12.117", "tcg", shared, False, None,
+                   "guest killed by the watchdog after 45 s (hang or timeout)", [], "", {}, {})
+    monkeypatch.setattr(lab, "ensure_built", lambda *a: {"key": "k", "variant": "base",
+                                                         "release": "6.12.117", "patches": []})
+    monkeypatch.setattr(lab, "accel_of", lambda *a: "tcg")
+    monkeypatch.setattr(vm, "boot", lambda *a, **k: boot)
+    rec = tmp_path / "record.json"
+    assert lab.main(["vm", "run", "base", "--record", str(rec), "--", "sleep", "3600"]) == 1
+    assert "watchdog" in json.loads(rec.read_text())["reason"]
