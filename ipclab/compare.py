@@ -131,6 +131,16 @@ def guest_cpus(res):
     return res.get("env", {}).get("nproc")
 
 
+def not_comparable(b, n, out):
+    """True, with the reason noted in out.skipped, when a failed or skipped side rules a
+    pair of cells out."""
+    if b.get("status") in ("failed", "skipped") or n.get("status") in ("failed", "skipped"):
+        why = b.get("error") or n.get("error") or "no samples"
+        out.skipped.append((b["key"], "%s/%s: %s" % (b.get("status"), n.get("status"), why)))
+        return True
+    return False
+
+
 def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=None):
     out = Outcome(base=base, new=new)
     out.clock = check_clocks(base, new, names)
@@ -138,9 +148,7 @@ def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=N
     if out.clock != deterministic.REAL:
         return _judge_deterministic(out, pairs, floor_file or deterministic.FLOOR_FILE)
     for b, n in pairs:
-        if b.get("status") in ("failed", "skipped") or n.get("status") in ("failed", "skipped"):
-            why = b.get("error") or n.get("error") or "no samples"
-            out.skipped.append((b["key"], "%s/%s: %s" % (b.get("status"), n.get("status"), why)))
+        if not_comparable(b, n, out):
             continue
         paths = metrics_for(b)
         if not paths or not results.measured(n):
@@ -165,9 +173,7 @@ def _judge_deterministic(out, pairs, floor_file):
     floors, entry = deterministic.load_floor(out.clock, guest_cpus(out.base), floor_file)
     out.floor_source = dict(entry, path=floor_file) if entry else None
     for b, n in pairs:
-        if b.get("status") in ("failed", "skipped") or n.get("status") in ("failed", "skipped"):
-            why = b.get("error") or n.get("error") or "no samples"
-            out.skipped.append((b["key"], "%s/%s: %s" % (b.get("status"), n.get("status"), why)))
+        if not_comparable(b, n, out):
             continue
         if not results.measured(b) or not results.measured(n):
             out.skipped.append((b["key"], "no measured samples"))
