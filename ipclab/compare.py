@@ -446,8 +446,5 @@ def compare_files(base_path, new_path, out=sys.stdout, heading=None, common=Fals
         return 2
     render(outcome, out, heading)
     if record is not None:
-        tmp = "%s.tmp" % record
-        with open(tmp, "w") as f:
-            json.dump(outcome_record(outcome), f, indent=1)
-        os.replace(tmp, record)
+        results.write_json_atomic(record, outcome_record(outcome))
     return 0

@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from .results import write_json_atomic  # noqa: F401  (vm and lab write through it too)
+
 REPO = Path(__file__).resolve().parent.parent
 KERNEL_DIR = REPO / "kernel"
 DEFAULT_TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
@@ -68,15 +70,6 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def write_json_atomic(path: Path, obj) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
-    with os.fdopen(fd, "w") as f:
-        json.dump(obj, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
 
 
 # --------------------------------------------------------------------------- variants

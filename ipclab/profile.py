@@ -131,9 +131,7 @@ def profile_cells(engine_path, cells, out_path, period=PERIOD, stream=None, by="
         except (OSError, subprocess.TimeoutExpired, ValueError) as e:
             prof["cells"][cell.key] = {"error": str(e)}
         prof["order"].append(cell.key)
-        with open(out_path + ".tmp", "w") as f:
-            json.dump(prof, f)
-        os.replace(out_path + ".tmp", out_path)
+        results.write_json_atomic(out_path, prof)
     return prof
 
 

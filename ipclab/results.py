@@ -16,6 +16,8 @@ import datetime
 import json
 import math
 import os
+import tempfile
+from pathlib import Path
 
 from ipclab import UserError
 
@@ -76,6 +78,17 @@ def save(results, path):
     tmp = "%s.tmp.%d" % (path, os.getpid())
     with open(tmp, "w") as f:
         f.write(dumps(results))
+    os.replace(tmp, path)
+
+
+def write_json_atomic(path, obj):
+    """Any JSON document, written whole or not at all (temp file + rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
+    with os.fdopen(fd, "w") as f:
+        json.dump(obj, f, indent=2, sort_keys=True)
+        f.write("\n")
     os.replace(tmp, path)
 
 
