@@ -35,15 +35,19 @@ SAFETY = 2.0
 # Noise above this is more than the mode is for: the cell is reported as too noisy.
 TOO_NOISY = 0.01
 
-# Guest instructions per operation: the task clock of all the workload's processes over its
-# operations. (path, what one operation is)
-OP_COST = {
-    "pipe-throughput": ("counters.task_clock_ns / metrics.loops", "write+read loop"),
-    "pipe-context": ("counters.task_clock_ns / metrics.round_trips", "round trip"),
-    "pipe-sweep": ("counters.task_clock_ns / metrics.writes", "write"),
-    "token-ring": ("counters.task_clock_ns / params.transfers", "transfer"),
-    "fastpipe": ("counters.task_clock_ns / metrics.bytes_timed * 1048576", "MiB"),
+# What a workload counts its operations in: (path in a sample, units per operation, what one
+# operation is).
+OPERATIONS = {
+    "pipe-throughput": ("metrics.loops", 1, "write+read loop"),
+    "pipe-context": ("metrics.round_trips", 1, "round trip"),
+    "pipe-sweep": ("metrics.writes", 1, "write"),
+    "token-ring": ("params.transfers", 1, "transfer"),
+    "fastpipe": ("metrics.bytes_timed", 1048576, "MiB"),
 }
+# Guest instructions per operation: the task clock of all the workload's processes over its
+# operations. (metric path, what one operation is)
+OP_COST = {wl: ("counters.task_clock_ns / %s%s" % (ops, " * %d" % size if size != 1 else ""), op)
+           for wl, (ops, size, op) in OPERATIONS.items()}
 OP_PATHS = {path for path, _ in OP_COST.values()}
 # Workloads that already time each operation themselves: their ns are instructions.
 OWN_COST = {
@@ -74,6 +78,18 @@ def clock_of(res):
 
 def is_deterministic(res):
     return clock_of(res).startswith("icount")
+
+
+def operations(sample, workload):
+    """How many operations one engine sample did, or None."""
+    if workload in OPERATIONS:
+        path, size, _ = OPERATIONS[workload]
+        v = results.metric_value(sample, path)
+        return v / size if v else None
+    if workload in OWN_COST:
+        msgs = [results.metric_value(sample, "metrics.%s_messages" % k) for k in ("empty", "full")]
+        return sum(m for m in msgs if m) or None
+    return None
 
 
 def cost_paths(cell):

@@ -49,21 +49,6 @@ def parse_report(text):
     return out
 
 
-def ops_of(sample, workload):
-    """The denominator of the cell's per-operation cost, from its own engine sample."""
-    paths = deterministic.OP_COST.get(workload)
-    if paths:
-        denom = paths[0].split("/", 1)[1].split("*")[0].strip()
-        v = results.metric_value(sample, denom)
-        if "*" in paths[0] and v:
-            v = v / float(paths[0].rsplit("*", 1)[1])
-        return v
-    if workload == "mq-latency":
-        msgs = [results.metric_value(sample, "metrics.%s_messages" % k) for k in ("empty", "full")]
-        return sum(m for m in msgs if m) or None
-    return None
-
-
 def profile_cell(engine_path, cell, period=PERIOD):
     """One profiled run of a cell: {"ops", "op", "total", "functions": {sym: period}}."""
     perf = perf_path()
@@ -85,7 +70,7 @@ def profile_cell(engine_path, cell, period=PERIOD):
         if rep.returncode != 0:
             return {"error": "perf report exit %d" % rep.returncode}
     samples = [json.loads(l) for l in rec.stdout.splitlines() if l.startswith("{")]
-    ops = ops_of(samples[-1], cell.workload) if samples else None
+    ops = deterministic.operations(samples[-1], cell.workload) if samples else None
     funcs = parse_report(rep.stdout)
     return {"ops": ops, "total": sum(funcs.values()), "period": period, "functions": funcs}
 
@@ -107,14 +92,12 @@ def marked_cell(engine_path, cell):
     """One run of a cell between two window markers; the counts are taken outside."""
     mark_window()
     try:
-        run = subprocess.run(engine.argv_for(engine_path, cell), capture_output=True, text=True,
-                             timeout=engine.cell_timeout(cell) + 60)
+        run = engine.run_cell(engine_path, cell)
     finally:
         mark_window()
-    samples = [json.loads(l) for l in run.stdout.splitlines() if l.startswith("{")]
-    if run.returncode != 0 or not samples:
-        return {"error": "engine exit %d" % run.returncode}
-    return {"ops": ops_of(samples[-1], cell.workload)}
+    if run.status != "ok":
+        return {"error": run.error or run.status}
+    return {"ops": deterministic.operations(run.samples[-1], cell.workload)}
 
 
 def profile_cells(engine_path, cells, out_path, period=PERIOD, stream=None, by="perf"):

@@ -202,3 +202,13 @@ def test_compare_json_on_the_command_line(tmp_path, capsys):
     c.write_text(json.dumps(results_of([2747.9] * 3, clock="real")))
     assert cli.main(["compare", str(a), str(c), "--json"]) == 2
     assert "clock" in capsys.readouterr().err
+
+
+def test_operations_of_a_sample():
+    s = sample(100000, 2748.0 * 100000)
+    assert deterministic.operations(s, "pipe-throughput") == 100000
+    fp = {"metrics": {"bytes_timed": {"value": 3 * 1048576}}}
+    assert deterministic.operations(fp, "fastpipe") == 3
+    mq = {"metrics": {"empty_messages": {"value": 40}, "full_messages": {"value": 60}}}
+    assert deterministic.operations(mq, "mq-latency") == 100
+    assert deterministic.operations({}, "pipe-context") is None
