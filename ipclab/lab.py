@@ -253,6 +253,9 @@ def cmd_vm_run(args) -> int:
     split_run_rest(args)
     if args.suite:
         check_suite(args.suite)
+    elif args.profile:
+        raise LabError("--profile profiles the cells of a SUITE; a command after -- has none",
+                       EXIT_USAGE)
     faults = parse_faults(args.fail_page_alloc)
     clock = clock_for(args)
     meta = ensure_built(args.variant, args.tree, args.dry_run)

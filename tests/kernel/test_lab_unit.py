@@ -236,6 +236,11 @@ def test_bad_input_is_one_line_and_exit_2(capsys):
     assert len(err) == 2 and all(line.startswith("ipclab: error:") for line in err)
 
 
+def test_profile_without_a_suite_is_a_usage_error(capsys):
+    assert lab.main(["vm", "run", "base", "--profile", "--", "true"]) == 2
+    assert "--profile" in capsys.readouterr().err
+
+
 def test_parse_faults():
     assert lab.parse_faults("10,2,5") == {"probability": 10, "interval": 2, "times": 5, "space": 0}
     assert lab.parse_faults("100,1,10,8M")["space"] == 8 << 20
