@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "ipcbench.h"
+#include "strbuf.h"
 
 #define FP_HUGE_SIZE		(2ul << 20)
 #define FP_DEFAULT_BUF		(256ll << 10)
@@ -735,6 +736,28 @@ static int fp_run(const struct common_opts *c, void *wopts, struct report *r)
 	return EXIT_OK;
 }
 
+/*
+ * Each rung as the options that select its modes on their own, in the order
+ * a user would type them: a front end runs a rung as one cell with these and
+ * compares them with the args of older results, so their spelling is fixed.
+ */
+static void fp_describe(struct strbuf *sb)
+{
+	unsigned int i;
+
+	sb_printf(sb, "\"ladder\":[");
+	for (i = 0; i < sizeof(fp_rungs) / sizeof(fp_rungs[0]); i++) {
+		sb_printf(sb, "%s{\"rung\":", i ? "," : "");
+		sb_json_str(sb, fp_rungs[i].rung);
+		sb_printf(sb, ",\"args\":[\"--write\",\"%s\",\"--read\",\"%s\"%s%s]}",
+			  fp_rungs[i].vmsplice ? "vmsplice" : "write",
+			  fp_rungs[i].splice ? "splice" : "read",
+			  fp_rungs[i].huge ? ",\"--huge-pages\"" : "",
+			  fp_rungs[i].busy ? ",\"--busy-loop\"" : "");
+	}
+	sb_printf(sb, "]");
+}
+
 const struct bench bench_fastpipe = {
 	.name = "fastpipe",
 	.summary = "writer -> pipe -> reader in GiB/s: write/read, vmsplice, splice, huge pages, "
@@ -744,4 +767,5 @@ const struct bench bench_fastpipe = {
 	.defaults = &fp_defaults,
 	.validate = fp_validate,
 	.run = fp_run,
+	.describe = fp_describe,
 };

@@ -19,6 +19,8 @@
 
 #define IPCBENCH_VERSION	"0.1.0"
 #define IPCBENCH_SCHEMA		"ipcbench/1"
+/* ipcbench list --json: the registry as data */
+#define IPCBENCH_LIST_SCHEMA	"ipcbench-list/1"
 
 /* Exit codes, shared with the conformance suite and the Python front end. */
 enum {
@@ -66,6 +68,7 @@ struct common_opts {
 };
 
 struct report;
+struct strbuf;
 
 struct bench {
 	const char *name;
@@ -91,6 +94,13 @@ struct bench {
 	 * --ladder emits several).  Return EXIT_OK, EXIT_FAIL or EXIT_SKIP.
 	 */
 	int (*run)(const struct common_opts *c, void *wopts, struct report *r);
+	/*
+	 * Optional: what a front end needs to know to drive the workload
+	 * without a copy of the engine's own tables (the --sweep grid, the
+	 * --ladder rungs).  Append one or more "key":value members, comma
+	 * separated, to the workload's object in ipcbench list --json.
+	 */
+	void (*describe)(struct strbuf *sb);
 };
 
 /* Print "ipcbench: <workload>: <msg>" on one line; returns -EINVAL. */

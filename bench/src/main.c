@@ -2,7 +2,7 @@
 /*
  * main.c: the ipcbench registry, common options and the sample loop.
  *
- *   ipcbench list
+ *   ipcbench list [--json]
  *   ipcbench WORKLOAD [--help] [common options] [workload options]
  *
  * Option parsing is table driven (struct opt), so every workload gets the
@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "strbuf.h"
 
 extern const struct bench bench_pipe_sweep, bench_token_ring, bench_pipe_throughput,
 	bench_pipe_context, bench_fastpipe, bench_mq_latency;
@@ -91,7 +92,7 @@ static void print_usage(void)
 	unsigned int i;
 
 	printf("usage: ipcbench WORKLOAD [options]    (ipcbench WORKLOAD --help for its options)\n"
-	       "       ipcbench list\n\n"
+	       "       ipcbench list [--json]\n\n"
 	       "Runs one Linux IPC experiment and prints one result per sample.\n"
 	       "Exit: 0 ok, 1 failed, 2 usage error, 77 skipped (missing kernel feature).\n\n"
 	       "workloads:\n");
@@ -101,14 +102,18 @@ static void print_usage(void)
 	print_opts(common_table);
 }
 
+static const char *default_counters(const struct bench *b)
+{
+	return b->perf_counters ? "perf" : "rusage";
+}
+
 static void print_workload_help(const struct bench *b)
 {
 	printf("usage: ipcbench %s [options]\n\n%s\n\n%s options:\n", b->name, b->summary, b->name);
 	print_opts(b->opts);
 	printf("\ncommon options:\n");
 	print_opts(common_table);
-	printf("\n%s counts with --counters %s by default.\n", b->name,
-	       b->perf_counters ? "perf" : "rusage");
+	printf("\n%s counts with --counters %s by default.\n", b->name, default_counters(b));
 }
 
 /* ---- value parsing --------------------------------------------------------- */
@@ -365,6 +370,74 @@ static void install_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+/* ---- ipcbench list -------------------------------------------------------------- */
+
+/*
+ * One line of JSON, so that a front end takes workload names, default
+ * counters and grids from the engine it runs rather than from its own copy.
+ */
+static int print_list_json(void)
+{
+	struct strbuf sb = { 0 };
+	unsigned int i;
+	int ret = EXIT_OK;
+
+	sb_reset(&sb);
+	sb_printf(&sb, "{\"schema\":\"%s\",\"version\":\"%s\",\"workloads\":[",
+		  IPCBENCH_LIST_SCHEMA, IPCBENCH_VERSION);
+	for (i = 0; i < NR_BENCHES; i++) {
+		const struct bench *b = benches[i];
+
+		sb_printf(&sb, "%s{\"name\":", i ? "," : "");
+		sb_json_str(&sb, b->name);
+		sb_printf(&sb, ",\"summary\":");
+		sb_json_str(&sb, b->summary);
+		sb_printf(&sb, ",\"counters\":\"%s\"", default_counters(b));
+		if (b->describe) {
+			sb_printf(&sb, ",");
+			b->describe(&sb);
+		}
+		sb_printf(&sb, "}");
+	}
+	sb_printf(&sb, "]}\n");
+	/* a consumer must not mistake a truncated object for the registry */
+	if (fputs(sb.s, stdout) == EOF || fflush(stdout) == EOF) {
+		fail_reason("writing the list: %s", strerror(errno));
+		ret = EXIT_FAIL;
+	}
+	free(sb.s);
+	return ret;
+}
+
+static int cmd_list(int argc, char **argv)
+{
+	bool json = false;
+	int i;
+
+	msg_set_workload("list");
+	for (i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("usage: ipcbench list [--json]\n\n"
+			       "The workloads, one per line; with --json one JSON object "
+			       "(\"schema\": \"%s\") giving each workload's default "
+			       "--counters and, where it has them, its --sweep grid or "
+			       "--ladder rungs.\n", IPCBENCH_LIST_SCHEMA);
+			return EXIT_OK;
+		} else {
+			usage_error("unexpected argument '%s' (ipcbench list takes only --json)",
+				    argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	if (json)
+		return print_list_json();
+	for (i = 0; i < (int)NR_BENCHES; i++)
+		printf("%-16s %s\n", benches[i]->name, benches[i]->summary);
+	return EXIT_OK;
+}
+
 /* ---- main ------------------------------------------------------------------------ */
 
 static const struct bench *find_bench(const char *name)
@@ -400,11 +473,8 @@ int main(int argc, char **argv)
 		printf("ipcbench %s (%s)\n", IPCBENCH_VERSION, IPCBENCH_SCHEMA);
 		return EXIT_OK;
 	}
-	if (!strcmp(argv[1], "list")) {
-		for (i = 0; i < (int)NR_BENCHES; i++)
-			printf("%-16s %s\n", benches[i]->name, benches[i]->summary);
-		return EXIT_OK;
-	}
+	if (!strcmp(argv[1], "list"))
+		return cmd_list(argc, argv);
 	b = find_bench(argv[1]);
 	if (!b) {
 		fprintf(stderr, "ipcbench: unknown workload '%s' (ipcbench list shows them)\n",

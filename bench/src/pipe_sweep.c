@@ -27,6 +27,7 @@
 
 #include "ipcbench.h"
 #include "pressure.h"
+#include "strbuf.h"
 
 #define SWEEP_DEFAULT_DURATION	10.0
 #define SWEEP_MAX_WORKERS	1024
@@ -57,6 +58,21 @@ static const struct sweep_opts sweep_defaults = {
 	},
 };
 
+/*
+ * --sweep: every writers x readers cell.  The help text and ipcbench list
+ * --json are built from these too, so they cannot disagree with the run.
+ */
+#define SWEEP_WRITERS	1, 2, 5
+#define SWEEP_READERS	1, 5, 10
+#define SWEEP_STR_(...)	#__VA_ARGS__
+#define SWEEP_STR(...)	SWEEP_STR_(__VA_ARGS__)
+
+static const int sweep_writers[] = { SWEEP_WRITERS };
+static const int sweep_readers[] = { SWEEP_READERS };
+
+#define NR_SWEEP_WRITERS	(sizeof(sweep_writers) / sizeof(sweep_writers[0]))
+#define NR_SWEEP_READERS	(sizeof(sweep_readers) / sizeof(sweep_readers[0]))
+
 #define SO(field) offsetof(struct sweep_opts, field)
 
 static const struct opt sweep_opt_table[] = {
@@ -72,7 +88,8 @@ static const struct opt sweep_opt_table[] = {
 	{ "threads", OPT_FLAG, SO(threads),
 	  "writers and readers are threads of the engine, not processes" },
 	{ "sweep", OPT_FLAG, SO(sweep),
-	  "the seed's matrix: writers {1,2,5} x readers {1,5,10}, one result per cell" },
+	  "the seed's matrix: writers {" SWEEP_STR(SWEEP_WRITERS) "} x readers {"
+	  SWEEP_STR(SWEEP_READERS) "}, one result per cell" },
 	{ "no-latency", OPT_FLAG, SO(no_latency),
 	  "do not time each write() (to measure what the timing costs)" },
 	{ "read-latency", OPT_FLAG, SO(read_latency),
@@ -575,9 +592,6 @@ static int raise_pipe_max_size(const struct sweep_opts *o, long long *old)
 	return 0;
 }
 
-static const int sweep_writers[] = { 1, 2, 5 };
-static const int sweep_readers[] = { 1, 5, 10 };
-
 static int sweep_run(const struct common_opts *c, void *wopts, struct report *r)
 {
 	const struct sweep_opts *o = wopts;
@@ -591,7 +605,7 @@ static int sweep_run(const struct common_opts *c, void *wopts, struct report *r)
 		return EXIT_FAIL;
 	if (o->memory_pressure) {
 		/* stress-ng's own timeout, should the engine die with SIGKILL */
-		cells = o->sweep ? 9 : 1;
+		cells = o->sweep ? NR_SWEEP_WRITERS * NR_SWEEP_READERS : 1;
 		budget = c->timeout + cells * (c->duration_set ? c->duration :
 					       SWEEP_DEFAULT_DURATION);
 		if (pressure_start(&pr, &o->pressure, budget))
@@ -602,8 +616,8 @@ static int sweep_run(const struct common_opts *c, void *wopts, struct report *r)
 				 raised_from, r);
 		goto out_pressure;
 	}
-	for (i = 0; i < sizeof(sweep_writers) / sizeof(sweep_writers[0]); i++) {
-		for (j = 0; j < sizeof(sweep_readers) / sizeof(sweep_readers[0]); j++) {
+	for (i = 0; i < NR_SWEEP_WRITERS; i++) {
+		for (j = 0; j < NR_SWEEP_READERS; j++) {
 			ret = sweep_cell(c, o, sweep_writers[i], sweep_readers[j], &pr,
 					 raised_from, r);
 			if (ret != EXIT_OK)
@@ -613,6 +627,25 @@ static int sweep_run(const struct common_opts *c, void *wopts, struct report *r)
 out_pressure:
 	pressure_stop(&pr);
 	return ret;
+}
+
+static void sweep_axis(struct strbuf *sb, const char *key, const int *v, unsigned int n)
+{
+	unsigned int i;
+
+	sb_printf(sb, "\"%s\":[", key);
+	for (i = 0; i < n; i++)
+		sb_printf(sb, "%s%d", i ? "," : "", v[i]);
+	sb_printf(sb, "]");
+}
+
+static void sweep_describe(struct strbuf *sb)
+{
+	sb_printf(sb, "\"sweep\":{");
+	sweep_axis(sb, "writers", sweep_writers, NR_SWEEP_WRITERS);
+	sb_printf(sb, ",");
+	sweep_axis(sb, "readers", sweep_readers, NR_SWEEP_READERS);
+	sb_printf(sb, "}");
 }
 
 const struct bench bench_pipe_sweep = {
@@ -625,4 +658,5 @@ const struct bench bench_pipe_sweep = {
 	.defaults = &sweep_defaults,
 	.validate = sweep_validate,
 	.run = sweep_run,
+	.describe = sweep_describe,
 };
