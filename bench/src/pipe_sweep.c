@@ -382,187 +382,259 @@ static void report_pressure(struct report *r, const struct pressure *p)
 		    (unsigned long long)(p->target_bytes >> 20), p->ready_s);
 }
 
-/* Run one (writers, readers) cell and emit its result. */
-static int sweep_cell(const struct common_opts *c, const struct sweep_opts *o,
-		      int writers, int readers, const struct pressure *pr,
-		      long long raised_from, struct report *r)
-{
-	int nr = writers + readers, i, granted, ret = EXIT_FAIL, err;
-	struct sweep_worker *workers;
-	struct sweep_run run = { 0 };
-	struct sweep_shared *sh;
-	struct counters cnt;
-	uint64_t start, end = 0, written = 0, read_bytes = 0, writes = 0, reads = 0;
-	struct hist *wh = NULL, *rh = NULL;
+/*
+ * One (writers, readers) cell from set-up to report.  Set-up hands the
+ * running workers to collect, which hands the sums to report; the workers
+ * point at @run, so the state stays where it is until the cell is freed.
+ */
+struct sweep_cell_state {
+	const struct common_opts *c;
+	const struct sweep_opts *o;
+	int writers, readers, nr;
+	struct sweep_shared *sh;	/* NULL until mapped */
 	size_t sh_len;
+	struct sweep_worker *workers;
+	struct sweep_run run;
+	struct counters cnt;
+	int granted;			/* pipe size F_SETPIPE_SZ gave */
 	int pfd[2], go[2];
-	bool failed = false;
-	double elapsed, timing_ns = 0;
+	bool failed;			/* a worker did not start */
+	double timing_ns;
+	uint64_t start;
+	/* collected */
+	uint64_t end, written, read_bytes, writes, reads;
+	struct hist *wh, *rh;
+	double elapsed;
+};
 
-	sh_len = sizeof(*sh) + (size_t)nr * sizeof(sh->slot[0]);
-	sh = mmap(NULL, sh_len, PROT_READ | PROT_WRITE,
+/*
+ * Map the shared results, make the pipe and the start gate, start every
+ * worker and release them.  EXIT_OK with the workers running (a worker
+ * that failed to start is left for sweep_cell_collect() to report), else
+ * EXIT_FAIL with no descriptor left open.
+ */
+static int sweep_cell_setup(struct sweep_cell_state *s)
+{
+	const struct common_opts *c = s->c;
+	const struct sweep_opts *o = s->o;
+	struct sweep_shared *sh;
+	int i, err;
+
+	s->nr = s->writers + s->readers;
+	s->sh_len = sizeof(*sh) + (size_t)s->nr * sizeof(sh->slot[0]);
+	sh = mmap(NULL, s->sh_len, PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED) {
-		fail_reason("mmap %zu bytes of shared results: %s", sh_len, strerror(errno));
+		fail_reason("mmap %zu bytes of shared results: %s", s->sh_len, strerror(errno));
 		return EXIT_FAIL;
 	}
-	workers = calloc(nr, sizeof(*workers));
-	if (!workers) {
+	s->sh = sh;
+	s->workers = calloc(s->nr, sizeof(*s->workers));
+	if (!s->workers) {
 		fail_reason("out of memory");
-		goto out_unmap;
+		return EXIT_FAIL;
 	}
-	if (pipe2(pfd, O_CLOEXEC) < 0) {
+	if (pipe2(s->pfd, O_CLOEXEC) < 0) {
 		fail_reason("pipe: %s", strerror(errno));
-		goto out_free;
+		return EXIT_FAIL;
 	}
-	granted = set_pipe_size(pfd[1], o->pipe_size);
-	if (granted < 0)
+	s->granted = set_pipe_size(s->pfd[1], o->pipe_size);
+	if (s->granted < 0)
 		goto out_close_pipe;
-	if (pipe2(go, O_CLOEXEC) < 0) {
+	if (pipe2(s->go, O_CLOEXEC) < 0) {
 		fail_reason("pipe: %s", strerror(errno));
 		goto out_close_pipe;
 	}
 
-	run.sh = sh;
-	run.write_size = o->write_size;
-	run.count = c->count_set ? (uint64_t)c->count : 0;
-	run.time_writes = !o->no_latency;
-	run.time_reads = o->read_latency;
-	run.threads = o->threads;
-	run.go_rd = go[0];
-	run.go_wr = go[1];
-	run.pipe_rd = pfd[0];
-	run.pipe_wr = pfd[1];
-	for (i = 0; i < nr; i++) {
+	s->run.sh = sh;
+	s->run.write_size = o->write_size;
+	s->run.count = c->count_set ? (uint64_t)c->count : 0;
+	s->run.time_writes = !o->no_latency;
+	s->run.time_reads = o->read_latency;
+	s->run.threads = o->threads;
+	s->run.go_rd = s->go[0];
+	s->run.go_wr = s->go[1];
+	s->run.pipe_rd = s->pfd[0];
+	s->run.pipe_wr = s->pfd[1];
+	for (i = 0; i < s->nr; i++) {
+		struct sweep_worker *w = &s->workers[i];
+
 		hist_init(&sh->slot[i].hist);
-		workers[i].run = &run;
-		workers[i].slot = &sh->slot[i];
-		workers[i].writer = i < writers;
-		workers[i].fd = i < writers ? pfd[1] : pfd[0];
+		w->run = &s->run;
+		w->slot = &sh->slot[i];
+		w->writer = i < s->writers;
+		w->fd = i < s->writers ? s->pfd[1] : s->pfd[0];
 		/* --cpus A,B: the first writer on A, the first reader on B */
-		workers[i].cpu = i == 0 ? c->cpus[0] : i == writers ? c->cpus[1] : -1;
+		w->cpu = i == 0 ? c->cpus[0] : i == s->writers ? c->cpus[1] : -1;
 	}
 
 	/* before the counters: the probe is not part of the run */
-	if (run.time_writes)
-		timing_ns = hist_timing_cost_ns(SWEEP_TIMING_PROBES);
-	counters_start(&cnt);
-	for (i = 0; i < nr; i++) {
-		err = start_worker(&workers[i]);
+	if (s->run.time_writes)
+		s->timing_ns = hist_timing_cost_ns(SWEEP_TIMING_PROBES);
+	counters_start(&s->cnt);
+	for (i = 0; i < s->nr; i++) {
+		err = start_worker(&s->workers[i]);
 		if (err) {
-			fail_reason("starting %s %d: %s", workers[i].writer ? "writer" : "reader",
+			fail_reason("starting %s %d: %s", i < s->writers ? "writer" : "reader",
 				    i, strerror(-err));
-			failed = true;
+			s->failed = true;
 			/* writers that see stop at once close their ends: readers get EOF */
 			atomic_store(&sh->stop, 1);
 			break;
 		}
 	}
 	/* The engine keeps no pipe end: EOF must follow the last writer's close. */
-	close(pfd[1]);
+	close(s->pfd[1]);
 	if (!o->threads)
-		close(pfd[0]);
-	start = now_ns();
-	close(go[1]);
+		close(s->pfd[0]);
+	s->start = now_ns();
+	close(s->go[1]);
+	return EXIT_OK;
+
+out_close_pipe:
+	close(s->pfd[0]);
+	close(s->pfd[1]);
+	return EXIT_FAIL;
+}
+
+/*
+ * Stop the writers at the deadline, wait for every worker, and sum the
+ * writers' and the readers' bytes, operations and histograms.  EXIT_FAIL
+ * if a worker failed, after saying which.
+ */
+static int sweep_cell_collect(struct sweep_cell_state *s)
+{
+	const struct common_opts *c = s->c;
+	struct sweep_shared *sh = s->sh;
+	int i;
+
 	/* with --count the writers stop by themselves */
-	if (!failed && !run.count) {
-		sleep_until(start + (uint64_t)((c->duration_set ? c->duration :
-					      SWEEP_DEFAULT_DURATION) * 1e9));
+	if (!s->failed && !s->run.count) {
+		sleep_until(s->start + (uint64_t)((c->duration_set ? c->duration :
+						   SWEEP_DEFAULT_DURATION) * 1e9));
 		atomic_store(&sh->stop, 1);
 	}
-	for (i = 0; i < nr; i++) {
-		if (finish_worker(&workers[i]))
-			failed = true;
+	for (i = 0; i < s->nr; i++) {
+		if (finish_worker(&s->workers[i]))
+			s->failed = true;
 	}
-	counters_stop(&cnt);
-	close(go[0]);
-	if (o->threads)
-		close(pfd[0]);
-	if (failed) {
-		for (i = 0; i < nr; i++) {
+	counters_stop(&s->cnt);
+	close(s->go[0]);
+	if (s->o->threads)
+		close(s->pfd[0]);
+	if (s->failed) {
+		for (i = 0; i < s->nr; i++) {
 			if (sh->slot[i].err) {
-				fail_reason("%s %d: %s", workers[i].writer ? "writer" : "reader",
+				fail_reason("%s %d: %s", s->workers[i].writer ? "writer" : "reader",
 					    i, strerror(sh->slot[i].err));
 				break;
 			}
 		}
-		if (i == nr)
+		if (i == s->nr)
 			fail_reason("a worker died (see above)");
-		goto out_free;
+		return EXIT_FAIL;
 	}
 
-	wh = malloc(sizeof(*wh));
-	rh = malloc(sizeof(*rh));
-	if (!wh || !rh) {
+	s->wh = malloc(sizeof(*s->wh));
+	s->rh = malloc(sizeof(*s->rh));
+	if (!s->wh || !s->rh) {
 		fail_reason("out of memory");
-		goto out_free;
+		return EXIT_FAIL;
 	}
-	hist_init(wh);
-	hist_init(rh);
-	for (i = 0; i < nr; i++) {
-		struct sweep_slot *s = &sh->slot[i];
+	hist_init(s->wh);
+	hist_init(s->rh);
+	for (i = 0; i < s->nr; i++) {
+		struct sweep_slot *slot = &sh->slot[i];
 
-		if (i < writers) {
-			written += s->bytes;
-			writes += s->ops;
-			hist_merge(wh, &s->hist);
+		if (i < s->writers) {
+			s->written += slot->bytes;
+			s->writes += slot->ops;
+			hist_merge(s->wh, &slot->hist);
 		} else {
-			read_bytes += s->bytes;
-			reads += s->ops;
-			hist_merge(rh, &s->hist);
-			if (s->end_ns > end)
-				end = s->end_ns;
+			s->read_bytes += slot->bytes;
+			s->reads += slot->ops;
+			hist_merge(s->rh, &slot->hist);
+			if (slot->end_ns > s->end)
+				s->end = slot->end_ns;
 		}
 	}
-	elapsed = end > start ? (end - start) / 1e9 : 0;
+	s->elapsed = s->end > s->start ? (s->end - s->start) / 1e9 : 0;
+	return EXIT_OK;
+}
 
-	report_cell_params(r, o, writers, readers, granted);
-	report_metric(r, "throughput", elapsed > 0 ? read_bytes / elapsed / 1e6 : 0,
+/*
+ * Emit the cell's result.  Bytes lost between the writers and the readers
+ * still emit it, with the error in its notes, and fail the run.
+ */
+static int sweep_cell_report(const struct sweep_cell_state *s, const struct pressure *pr,
+			     long long raised_from, struct report *r)
+{
+	const struct sweep_opts *o = s->o;
+	double elapsed = s->elapsed;
+
+	report_cell_params(r, o, s->writers, s->readers, s->granted);
+	report_metric(r, "throughput", elapsed > 0 ? s->read_bytes / elapsed / 1e6 : 0,
 		      "MB/s", HIGHER_IS_BETTER);
-	report_metric(r, "bytes_written", written, "B", BETTER_NONE);
-	report_metric(r, "bytes_read", read_bytes, "B", BETTER_NONE);
+	report_metric(r, "bytes_written", s->written, "B", BETTER_NONE);
+	report_metric(r, "bytes_read", s->read_bytes, "B", BETTER_NONE);
 	report_metric(r, "elapsed_s", elapsed, "s", BETTER_NONE);
-	report_metric(r, "writes", writes, "writes", BETTER_NONE);
-	report_metric(r, "reads", reads, "reads", BETTER_NONE);
-	if (run.time_writes) {
-		report_latency(r, "write", wh);
-		report_metric(r, "timing_cost", timing_ns, "ns/write", BETTER_NONE);
+	report_metric(r, "writes", s->writes, "writes", BETTER_NONE);
+	report_metric(r, "reads", s->reads, "reads", BETTER_NONE);
+	if (s->run.time_writes) {
+		report_latency(r, "write", s->wh);
+		report_metric(r, "timing_cost", s->timing_ns, "ns/write", BETTER_NONE);
 		report_metric(r, "timing_share", elapsed > 0 ?
-			      100.0 * timing_ns * writes / (elapsed * 1e9 * writers) : 0,
+			      100.0 * s->timing_ns * s->writes / (elapsed * 1e9 * s->writers) : 0,
 			      "%", BETTER_NONE);
 		report_note(r, "timing", "each write is timed by two clock reads and a "
 			    "histogram add, which cost %.1f ns here (probed before the run): "
 			    "timing_share is that times the writes, over the writers' time",
-			    timing_ns);
+			    s->timing_ns);
 	}
-	if (run.time_reads)
-		report_latency(r, "read", rh);
-	report_counters(r, &cnt);
+	if (s->run.time_reads)
+		report_latency(r, "read", s->rh);
+	report_counters(r, &s->cnt);
 	report_pressure(r, pr);
 	if (raised_from)
 		report_note(r, "pipe_max_size", "raised from %lld to %lld for this run, restored on exit",
 			    raised_from, o->pipe_size);
-	if (written != read_bytes) {
+	if (s->written != s->read_bytes) {
 		report_note(r, "error", "bytes read %llu != bytes written %llu",
-			    (unsigned long long)read_bytes, (unsigned long long)written);
+			    (unsigned long long)s->read_bytes, (unsigned long long)s->written);
 		report_emit(r);
 		fail_reason("bytes read (%llu) differ from bytes written (%llu)",
-			    (unsigned long long)read_bytes, (unsigned long long)written);
-		goto out_free;
+			    (unsigned long long)s->read_bytes, (unsigned long long)s->written);
+		return EXIT_FAIL;
 	}
 	report_emit(r);
-	ret = EXIT_OK;
-	goto out_free;
+	return EXIT_OK;
+}
 
-out_close_pipe:
-	close(pfd[0]);
-	close(pfd[1]);
-out_free:
-	free(wh);
-	free(rh);
-	free(workers);
-out_unmap:
-	munmap(sh, sh_len);
+static void sweep_cell_free(struct sweep_cell_state *s)
+{
+	free(s->wh);
+	free(s->rh);
+	free(s->workers);
+	if (s->sh)
+		munmap(s->sh, s->sh_len);
+}
+
+/* Run one (writers, readers) cell and emit its result. */
+static int sweep_cell(const struct common_opts *c, const struct sweep_opts *o,
+		      int writers, int readers, const struct pressure *pr,
+		      long long raised_from, struct report *r)
+{
+	struct sweep_cell_state s = {
+		.c = c, .o = o, .writers = writers, .readers = readers,
+	};
+	int ret;
+
+	ret = sweep_cell_setup(&s);
+	if (ret == EXIT_OK)
+		ret = sweep_cell_collect(&s);
+	if (ret == EXIT_OK)
+		ret = sweep_cell_report(&s, pr, raised_from, r);
+	sweep_cell_free(&s);
 	return ret;
 }
 
