@@ -1,13 +1,25 @@
 # SPDX-License-Identifier: MIT
-"""ipclab: the Python front end of the Linux IPC performance lab."""
+"""ipclab: the Python front end of the Linux IPC performance lab.
 
-import os
+docs/architecture.md gives the data flow and which module owns what.
+"""
+
+from pathlib import Path
 
 __version__ = "0.1.0"
 
 # The repository root (the package lives in <root>/ipclab).
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = Path(__file__).resolve().parent.parent
+
+# Exit statuses every command shares.
+EXIT_FAILED = 1         # something we ran failed (a cell, a build, a guest)
+EXIT_USAGE = 2          # bad input: arguments, names, files
+EXIT_INTERRUPTED = 130
 
 
-class UserError(Exception):
-    """Bad input or environment: the CLI prints one line and exits 2."""
+class Error(Exception):
+    """A failure the user can act on: the CLI prints it as one line and exits with `code`."""
+
+    def __init__(self, message, code=EXIT_USAGE):
+        super().__init__(message)
+        self.code = code

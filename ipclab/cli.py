@@ -11,19 +11,17 @@ missing engine) prints one line and exits 2.
 import argparse
 import json
 import os
-import random
 import sys
 
-from ipclab import UserError, __version__, compare, engine, envinfo, progress, report, results
-from ipclab import profile, runner
-from ipclab import suites
+from ipclab import EXIT_INTERRUPTED, EXIT_USAGE, Error, __version__, compare, engine, envinfo
+from ipclab import proc, profile, progress, report, results, runner, suites
 
 
 def _meta(items):
     meta = {}
     for item in items or []:
         if "=" not in item:
-            raise UserError("--meta wants key=value, got %r" % item)
+            raise Error("--meta wants key=value, got %r" % item)
         k, v = item.split("=", 1)
         meta[k.strip()] = v
     return meta
@@ -66,18 +64,8 @@ def cmd_run(args):
     extra = args.engine_args or []
     if args.resume:
         res = results.load(args.resume)
-        plan = res.get("plan", {})
-        if not all(isinstance(plan.get(k), int) and not isinstance(plan.get(k), bool)
-                   for k in ("reps", "warmups", "order_seed")) or plan["reps"] < 1 \
-                or plan["warmups"] < 0:
-            raise UserError("%s: cannot resume: the file has no usable plan (reps, warmups,"
-                            " order_seed)" % args.resume)
-        if any(c.get("workload") not in suites.WORKLOADS for c in res["cells"]):
-            bad = [c.get("workload") for c in res["cells"]
-                   if c.get("workload") not in suites.WORKLOADS]
-            raise UserError("%s: cannot resume: unknown workload %r" % (args.resume, bad[0]))
         path = args.output or args.resume
-        cells = runner.cells_from_results(res)
+        cells = runner.resumable(res, args.resume)
         if args.dry_run:
             eng = args.engine or engine.default_engine_path()
             for c in cells:
@@ -85,32 +73,18 @@ def cmd_run(args):
             return 0
         eng = engine.find_engine(args.engine)
         if args.meta:
-            res["meta"].update(_meta(args.meta))
+            results.tag(res, **_meta(args.meta))
         rc = runner.execute(res, cells, eng, path, quiet=args.quiet)
         if rc:
             return rc
         _finish(res, path, args)
         return _run_status(res)
 
-    target = args.target or "seeds"
-    mode = suites.FULL if args.full else suites.QUICK
-    if target in suites.SUITES:
-        if extra:
-            raise UserError("engine arguments after -- apply to a workload, not suite %s"
-                            % target)
-        suite = suites.SUITES[target]
-    elif target in suites.WORKLOADS:
-        suite = suites.workload_suite(target, extra)
-    else:
-        raise UserError("unknown suite or workload %r (suites: %s; workloads: %s)"
-                        % (target, ", ".join(suites.SUITES), ", ".join(suites.WORKLOADS)))
-    cells = suite.cells(mode)
-    reps = args.reps if args.reps is not None else suite.reps[mode]
-    warmups = args.warmups if args.warmups is not None else suite.warmups
-    if reps < 1:
-        raise UserError("--reps must be at least 1")
-    if warmups < 0:
-        raise UserError("--warmups must be 0 or more")
+    if args.engine:
+        # The cells come from what this engine says it offers (engine.catalog).
+        os.environ["IPCBENCH"] = args.engine
+    suite, mode, cells, reps, warmups = runner.plan(args.target or "seeds", extra, args.full,
+                                                    args.reps, args.warmups)
     if args.dry_run:
         eng = args.engine or engine.default_engine_path()
         est = sum(c.est_s for c in cells) * (reps + warmups)
@@ -121,12 +95,8 @@ def cmd_run(args):
             print(" ".join(engine.argv_for(eng, c)))
         return 0
     eng = engine.find_engine(args.engine)
-    run_id = runner.default_id(suite.name, mode)
-    path = args.output or runner.default_path(run_id)
-    meta = _meta(args.meta)
-    order_seed = args.order_seed if args.order_seed is not None else random.randrange(2 ** 31)
-    res = results.new_results(run_id, suite.name, mode, cells, reps, warmups, order_seed, meta)
-    res["host"] = envinfo.collect()
+    res = runner.start(suite, mode, cells, reps, warmups, args.order_seed, _meta(args.meta))
+    path = args.output or runner.default_path(res["id"])
     results.save(res, path)
     if not args.quiet:
         for w in envinfo.warnings(res["host"]):
@@ -156,7 +126,7 @@ def cmd_suites(args):
                 print("    %-32s %s %s" % (c.key, c.workload, " ".join(c.args)))
         print()
     print("workloads (run WORKLOAD [-- engine args]):")
-    for w, d in suites.WORKLOADS.items():
+    for w, d in suites.workloads().items():
         print("  %-16s %s" % (w, d))
     return 0
 
@@ -175,7 +145,7 @@ def cmd_compare(args):
         json.dump(compare.outcome_record(outcome), sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
-    compare.render(outcome, sys.stdout)
+    report.render_compare(outcome, sys.stdout)
     return 0
 
 
@@ -262,13 +232,18 @@ def build_parser():
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_env)
 
-    try:
-        from ipclab import lab
-    except ImportError:
-        lab = None
-    if lab is not None and hasattr(lab, "register"):
-        lab.register(sub)
+    add_lab_parsers(sub)
     return p
+
+
+# ---- kernel lab: kernel, vm, ab -------------------------------------------------------
+
+
+def add_lab_parsers(sub):
+    pass
+
+
+# ---- entry ---------------------------------------------------------------------------
 
 
 def main(argv=None):
@@ -281,17 +256,24 @@ def main(argv=None):
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:
-        return e.code if isinstance(e.code, int) else 2
+        return e.code if isinstance(e.code, int) else EXIT_USAGE
     if engine_args is not None:
         args.engine_args = engine_args
+    return run_command(args)
+
+
+def run_command(args):
+    """The one error handler: every failure the user can act on is one line and an exit
+    status, never a traceback."""
     try:
         return args.func(args)
-    except UserError as e:
+    except Error as e:
         sys.stderr.write("ipclab: error: %s\n" % e)
-        return 2
+        return e.code
     except KeyboardInterrupt:
+        proc.kill_all()
         sys.stderr.write("ipclab: interrupted\n")
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
     except OSError as e:
@@ -299,4 +281,4 @@ def main(argv=None):
         # user's environment, not a bug; one line like any bad input.
         where = " %s:" % e.filename if getattr(e, "filename", None) else ""
         sys.stderr.write("ipclab: error:%s %s\n" % (where, e.strerror or e))
-        return 2
+        return EXIT_USAGE

@@ -23,7 +23,7 @@ import math
 import os
 from dataclasses import dataclass, replace
 
-from ipclab import results, stats
+from ipclab import metrics, stats
 
 REAL = "real"
 FLOOR_FILE = os.path.join(os.path.dirname(__file__), "reference", "icount-floor.json")
@@ -84,10 +84,10 @@ def operations(sample, workload):
     """How many operations one engine sample did, or None."""
     if workload in OPERATIONS:
         path, size, _ = OPERATIONS[workload]
-        v = results.metric_value(sample, path)
+        v = metrics.metric_value(sample, path)
         return v / size if v else None
     if workload in OWN_COST:
-        msgs = [results.metric_value(sample, "metrics.%s_messages" % k) for k in ("empty", "full")]
+        msgs = [metrics.metric_value(sample, "metrics.%s_messages" % k) for k in ("empty", "full")]
         return sum(m for m in msgs if m) or None
     return None
 
@@ -120,7 +120,7 @@ def view_for(view, cells):
             if "*" in path and path.split("*")[0].strip() == "primary":
                 new_path = None
             elif cell is not None:
-                unit, _ = results.metric_info(cell, path)
+                unit, _ = metrics.metric_info(cell, path)
                 if unit.endswith("/s") and cell.get("workload") in OP_COST:
                     new_path = OP_COST[cell["workload"]][0]
                     changed = True

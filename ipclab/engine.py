@@ -7,13 +7,12 @@ list, never through a shell, under a watchdog of our own on top of the
 engine's --timeout.
 """
 
+import functools
 import json
 import os
-import signal
-import subprocess
 from dataclasses import dataclass, field
 
-from ipclab import ROOT, UserError
+from ipclab import EXIT_FAILED, ROOT, Error, proc
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_SKIP = 0, 1, 2, 77
 
@@ -23,18 +22,65 @@ WATCHDOG_GRACE_S = 15
 
 
 def default_engine_path():
-    return os.environ.get("IPCBENCH") or os.path.join(ROOT, "bench", "ipcbench")
+    return os.environ.get("IPCBENCH") or str(ROOT / "bench" / "ipcbench")
 
 
 def find_engine(path=None):
     """The engine's path; UserError (one line, exit 2) if it is missing."""
     path = path or default_engine_path()
     if not os.path.exists(path):
-        raise UserError("engine not found: %s (build it with `make engine`, or pass --engine"
+        raise Error("engine not found: %s (build it with `make engine`, or pass --engine"
                         " PATH / set IPCBENCH)" % path)
     if not os.access(path, os.X_OK) or os.path.isdir(path):
-        raise UserError("engine is not executable: %s" % path)
+        raise Error("engine is not executable: %s" % path)
     return path
+
+
+LIST_SCHEMA = "ipcbench-list/1"
+
+
+def catalog(path=None):
+    """What the engine offers, from `ipcbench list --json`: its workloads, their summaries
+    and default counters, the fast-pipes ladder's rungs and the sweep's grid. The engine is
+    the one place these are defined; Python asks it (once per engine per process).
+
+    When the engine asked for is not there (a dry run printing commands for an engine to
+    be installed elsewhere), the repository's own build describes it."""
+    path = path or default_engine_path()
+    home = str(ROOT / "bench" / "ipcbench")
+    if not os.access(path, os.X_OK) and os.access(home, os.X_OK):
+        path = home
+    return _catalog(find_engine(path))
+
+
+@functools.lru_cache(maxsize=None)
+def _catalog(path):
+    done = proc.run([path, "list", "--json"], 30, capture=True)
+    if done.rc != 0:
+        why = (done.err.strip().splitlines() or ["timed out" if done.timed_out else "no message"])
+        raise Error(f"{path} list --json failed: {why[-1]} (rebuild it with `make engine`)",
+                    EXIT_FAILED)
+    try:
+        data = json.loads(done.out)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or data.get("schema") != LIST_SCHEMA or \
+            not isinstance(data.get("workloads"), list):
+        raise Error(f"{path} list --json: not an {LIST_SCHEMA} catalog (an old engine? "
+                    "rebuild it with `make engine`)", EXIT_FAILED)
+    return data
+
+
+def workloads(path=None):
+    """{name: summary} of the engine's workloads, in its order."""
+    return {w["name"]: w.get("summary", "") for w in catalog(path)["workloads"]}
+
+
+def workload_info(name, path=None):
+    for w in catalog(path)["workloads"]:
+        if w["name"] == name:
+            return w
+    raise Error(f"the engine has no workload {name!r}", EXIT_FAILED)
 
 
 @dataclass
@@ -79,33 +125,14 @@ def _last_line(text):
 def run_cell(engine, cell, env=None):
     """Run one sample of a cell; never raises for engine failures."""
     argv = argv_for(engine, cell)
+    limit = cell_timeout(cell) + WATCHDOG_GRACE_S
     try:
-        # A new session, so that our own watchdog can kill the whole tree.
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, start_new_session=True, env=env)
-    except OSError as e:
+        done = proc.run(argv, limit, capture=True, env=env)
+    except (OSError, Error) as e:
         return Outcome("failed", error="cannot run %s: %s" % (engine, e), rc=-1, argv=argv)
-    try:
-        out, err = proc.communicate(timeout=cell_timeout(cell) + WATCHDOG_GRACE_S)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        out, err = proc.communicate()
-        return Outcome("failed", error="timed out after %gs"
-                       % (cell_timeout(cell) + WATCHDOG_GRACE_S), rc=-9, argv=argv)
-    except KeyboardInterrupt:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=5)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        raise
-    rc = proc.returncode
+    if done.timed_out:
+        return Outcome("failed", error="timed out after %gs" % limit, rc=-9, argv=argv)
+    rc, out, err = done.rc, done.out, done.err
     if rc == EXIT_SKIP:
         return Outcome("skipped", error=_last_line(err) or "skipped by the engine", rc=rc,
                        argv=argv)

@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ipclab import deterministic, report, results, stats  # noqa: E402
+from ipclab import deterministic, metrics, results, stats, views  # noqa: E402
 
 PERCENTILES = ("p50", "p90", "p99", "p99.9")
 
@@ -28,12 +28,10 @@ def _save(fig, out_dir, name):
     return path
 
 
-def ladder(res, part, view, out_dir):
-    vals = report.view_values(res, view)
+def ladder(res, sv, out_dir):
+    part, view, ref = sv.part, sv.view, sv.ref or {}
+    vals = views.values(res, view)
     labels, ours, lo, hi, pub = [], [], [], [], []
-    # Published figures are seconds on real machines, never guest instructions.
-    ref = {} if deterministic.is_deterministic(res) else part.reference() or {}
-    figs = ref.get("figures", {}).get(view.ref_key, {}).get("cells", {})
     for label, _ in view.rows:
         xs, _ = vals.get((label, view.columns[0]), ([], None))
         if not xs:
@@ -43,8 +41,7 @@ def ladder(res, part, view, out_dir):
         ours.append(m)
         lo.append(m - stats.quantile(xs, 0.25))
         hi.append(stats.quantile(xs, 0.75) - m)
-        p = figs.get(view.ref_cells.get((label, view.columns[0])))
-        pub.append(p.get("value") if isinstance(p, dict) else p)
+        pub.append(views.published(ref, view, label, view.columns[0]))
     if not labels:
         return None
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -62,8 +59,9 @@ def ladder(res, part, view, out_dir):
     return _save(fig, out_dir, _name(res, view.id))
 
 
-def grid(res, part, view, out_dir):
-    vals = report.view_values(res, view)
+def grid(res, sv, out_dir):
+    part, view = sv.part, sv.view
+    vals = views.values(res, view)
     data = []
     for label, _ in view.rows:
         row = []
@@ -97,7 +95,7 @@ def latency_percentiles(res, out_dir):
     for c in cells:
         ys = []
         for p in PERCENTILES:
-            xs = results.metric_values(c, "latency.write." + p)
+            xs = metrics.metric_values(c, "latency.write." + p)
             ys.append(stats.median(xs) if xs else math.nan)
         if not all(math.isnan(y) for y in ys):
             series.append((c["key"].split("/", 1)[-1], ys))
@@ -117,20 +115,12 @@ def latency_percentiles(res, out_dir):
 
 def run_plots(res, out_dir):
     out = []
-    mode = res.get("mode", "quick")
-    for part in report.parts_of(res):
-        for view in part.views:
-            if mode not in view.modes:
-                continue
-            if deterministic.is_deterministic(res):
-                view = deterministic.view_for(view, {c["key"]: c for c in res["cells"]})
-                if view is None:
-                    continue
-            fn = {"ladder": ladder, "grid": grid}.get(view.kind)
-            if fn:
-                p = fn(res, part, view, out_dir)
-                if p:
-                    out.append((p, "%s: %s" % (part.name, view.title)))
+    for sv in views.shown(res):
+        fn = {"ladder": ladder, "grid": grid}.get(sv.view.kind)
+        if fn:
+            p = fn(res, sv, out_dir)
+            if p:
+                out.append((p, "%s: %s" % (sv.part.name, sv.view.title)))
     p = latency_percentiles(res, out_dir)
     if p:
         out.append((p, "pipe-sweep write latency percentiles"))

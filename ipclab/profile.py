@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import tempfile
 
-from ipclab import deterministic, engine, fmt, results
+from ipclab import deterministic, engine, proc
 
 PERIOD = 10007
 PERF = "perf"
@@ -114,7 +114,7 @@ def profile_cells(engine_path, cells, out_path, period=PERIOD, stream=None, by="
         except (OSError, subprocess.TimeoutExpired, ValueError) as e:
             prof["cells"][cell.key] = {"error": str(e)}
         prof["order"].append(cell.key)
-        results.write_json_atomic(out_path, prof)
+        proc.write_json_atomic(out_path, prof)
     return prof
 
 
@@ -224,29 +224,3 @@ def diff(base, new, top=8):
         rows.sort(key=lambda r: -abs(r[3]))
         out.append((key, rows[:top], sum(b.values()), sum(n.values())))
     return out
-
-
-def render_diff(base, new, out, unit="insn"):
-    d = diff(base, new)
-    if not d:
-        return
-    if base.get("event") == "insncount":
-        out.write("Where the instructions went: exact guest instructions per operation, by"
-                  " kernel function (all of user space as one row), counted by QEMU outside"
-                  " the guest; the functions that moved most\n")
-    else:
-        out.write("Where the %s went: perf cpu-clock samples every %d %s, per operation; the"
-                  " functions that moved most (noise: 2 standard errors from sampling)\n"
-                  % ("instructions" if unit == "insn" else "time", base.get("period", PERIOD),
-                     "guest instructions" if unit == "insn" else "ns"))
-    for key, rows, tb, tn in d:
-        out.write("%s: all functions %s -> %s (%s)\n"
-                  % (key, fmt.count(tb), fmt.count(tn), fmt.pct(tn / tb - 1 if tb else math.nan,
-                                                                 True, 2)))
-        exact = base.get("event") == "insncount"
-        table = [["  " + sym, fmt.count(vb), fmt.count(vn), "%+.1f" % dv]
-                 + ([] if exact else [fmt.count(noise)]) for sym, vb, vn, dv, noise in rows]
-        out.write(fmt.table(["  function", "base", "new", "delta"] + ([] if exact else ["noise"]),
-                            table, ["<", ">", ">", ">", ">"][:len(table[0]) if table else 4])
-                  + "\n")
-    out.write("\n")

@@ -9,6 +9,11 @@ import sys
 import time
 
 
+def log(msg):
+    """One line for the user on stderr, outside any progress bar."""
+    print(f"ipclab: {msg}", file=sys.stderr, flush=True)
+
+
 def fmt_duration(s):
     s = max(0, int(round(s)))
     if s >= 3600:

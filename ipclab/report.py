@@ -1,152 +1,103 @@
 # SPDX-License-Identifier: MIT
-"""Seed-shaped tables of one run, and the Markdown report with plots.
+"""Presentation: seed-shaped tables of one run, a comparison, a profile diff, and the
+Markdown report with plots.  Computes nothing it does not print; the numbers come from
+views, compare, stats and profile.
 
 Each seed suite's views are printed in the seed's own shape (the pipe sweep
 as writers x readers, the fast-pipes ladder as steps), ours as the median
 with its CV, and the seed's published figures beside them.
 """
 
+import io
 import math
 import os
 import sys
 
-from ipclab import compare, deterministic, fmt, results, stats, suites
-
-
-def ref_values(ref, view, row, col):
-    """The published figure(s) for one entry of a view: a list, a number or None."""
-    if not ref or not view.ref_key:
-        return None
-    figs = ref.get("figures", {}).get(view.ref_key, {})
-    k = view.ref_cells.get((row, col))
-    v = figs.get("cells", {}).get(k) if k and not k.startswith("local:") else None
-    if isinstance(v, dict):
-        v = v.get("value")
-    return v
+from ipclab import compare, deterministic, envinfo, fmt, metrics, profile, results, stats, views
 
 
 def _ref_text(ref, view, row, col):
-    """The published figure(s) for one entry of a view, as text."""
-    if not ref or not view.ref_key:
-        return ""
-    figs = ref.get("figures", {}).get(view.ref_key, {})
-    k = view.ref_cells.get((row, col))
-    v = figs.get("cells", {}).get(k) if k and not k.startswith("local:") else None
+    v = views.published(ref, view, row, col)
     if v is None:
         return ""
-    if isinstance(v, dict):
-        v = v.get("value")
     if isinstance(v, list):
         return " -> ".join(fmt.num(x) for x in v)
     return fmt.num(v)
 
 
 def _local_text(ref, view, row, col):
-    local = (ref or {}).get("local", {}).get("cells", {})
-    k = view.ref_cells.get((row, col))
-    v = local.get(k[len("local:"):] if k and k.startswith("local:") else k) if k else None
+    v = views.local(ref, view, row, col)
     if v is None:
         return ""
     return v if isinstance(v, str) else fmt.num(v)
 
 
-def view_values(res, view):
-    """{(row, col): (values list, cell)} for one view of one results file."""
-    cells = {c["key"]: c for c in res["cells"]}
-    out = {}
-    for label, entries in view.rows:
-        for col, (key, path) in zip(view.columns, entries):
-            c = cells.get(key)
-            if c is None:
-                continue
-            out[(label, col)] = ([v * view.scale for v in results.metric_values(c, path)], c)
-    return out
-
-
-def parts_of(res):
-    """The seed suites present in a results file, in suite order."""
-    present = {c.get("suite") for c in res["cells"]}
-    parts = [s for s in suites.SEED_SUITES if s.name in present]
-    return parts
-
-
 def render_views(res, out=sys.stdout, markdown=False):
     """One table per seed view: ours (median, CV) beside the published figures."""
-    mode = res.get("mode", "quick")
     cells = {c["key"]: c for c in res["cells"]}
     det = deterministic.is_deterministic(res)
-    for part in parts_of(res):
-        # Published figures are times and rates on real machines: beside instruction
-        # counts they would mislead.
-        ref = None if det else part.reference()
-        shown = False
-        for view in part.views:
-            if mode not in view.modes:
-                continue
-            if det:
-                view = deterministic.view_for(view, cells)
-                if view is None:
-                    continue
-            vals = view_values(res, view)
-            if not vals:
-                continue
-            has_ref = any(_ref_text(ref, view, r, c) for r, _ in view.rows for c in view.columns)
-            has_local = any(_local_text(ref, view, r, c)
-                            for r, _ in view.rows for c in view.columns)
-            rows = []
-            for label, entries in view.rows:
-                line = [label]
-                for col, (key, _) in zip(view.columns, entries):
-                    xs, cell = vals.get((label, col), ([], None))
-                    if cell is not None and cell.get("status") in ("failed", "skipped") \
-                            and not xs:
-                        txt = cell["status"]
-                    elif xs and det:
-                        txt = "%s ±%s" % (fmt.count(stats.median(xs)),
-                                          fmt.pct(deterministic.spread(xs), False, 3))
-                    elif xs:
-                        s = stats.summarize(xs)
-                        txt = "%s ±%s" % (fmt.num(s.median), fmt.pct(s.cv, False)
-                                          if math.isfinite(s.cv) else "-")
-                    else:
-                        txt = "-"
-                    r = _ref_text(ref, view, label, col)
-                    if r:
-                        txt += "  (%s)" % r
-                    loc = _local_text(ref, view, label, col)
-                    if loc:
-                        txt += "  [%s]" % loc
-                    line.append(txt)
-                rows.append(line)
-            if not shown:
-                title = "%s: %s" % (part.name, ref.get("title", "") if ref else part.summary)
-                out.write(("### %s\n\n" if markdown else "== %s ==\n") % title)
-                shown = True
-            legend = ("median ±how far it could be off (95% order-statistics interval)" if det
-                      else "ours: median ±CV")
-            if has_ref:
-                legend += "; (seed: %s)" % " -> ".join(ref.get("columns", []))
-            if has_local:
-                legend += "; [peer on this machine, DESIGN.md]"
-            unit = (" in " + view.unit) if view.unit and view.unit not in view.title else ""
-            out.write("%s%s (%s)\n" % (view.title, unit, legend))
-            if markdown:
-                out.write("\n" + fmt.md_table([view.row_header or " "] + view.columns, rows)
-                          + "\n\n")
-            else:
-                out.write(fmt.table([view.row_header] + view.columns, rows) + "\n\n")
-        if shown and ref:
-            src = "Seed figures: %s, %s." % (ref["source"], ref.get("machine", ""))
-            out.write(src + "\n")
+    shown = views.shown(res)
+    for i, sv in enumerate(shown):
+        part, view, ref = sv.part, sv.view, sv.ref
+        first = i == 0 or shown[i - 1].part is not part
+        last = i == len(shown) - 1 or shown[i + 1].part is not part
+        vals = views.values(res, view)
+        rows = []
+        for label, entries in view.rows:
+            line = [label]
+            for col, (key, _) in zip(view.columns, entries):
+                xs, cell = vals.get((label, col), ([], None))
+                if cell is not None and cell.get("status") in ("failed", "skipped") \
+                        and not xs:
+                    txt = cell["status"]
+                elif xs and det:
+                    txt = "%s ±%s" % (fmt.count(stats.median(xs)),
+                                      fmt.pct(deterministic.spread(xs), False, 3))
+                elif xs:
+                    s = stats.summarize(xs)
+                    txt = "%s ±%s" % (fmt.num(s.median), fmt.pct(s.cv, False)
+                                      if math.isfinite(s.cv) else "-")
+                else:
+                    txt = "-"
+                r = _ref_text(ref, view, label, col)
+                if r:
+                    txt += "  (%s)" % r
+                loc = _local_text(ref, view, label, col)
+                if loc:
+                    txt += "  [%s]" % loc
+                line.append(txt)
+            rows.append(line)
+        if first:
+            title = "%s: %s" % (part.name, ref.get("title", "") if ref else part.summary)
+            out.write(("### %s\n\n" if markdown else "== %s ==\n") % title)
+        has_ref = any(_ref_text(ref, view, r, c) for r, _ in view.rows for c in view.columns)
+        has_local = any(_local_text(ref, view, r, c) for r, _ in view.rows for c in view.columns)
+        legend = ("median ±how far it could be off (95% order-statistics interval)" if det
+                  else "ours: median ±CV")
+        if has_ref:
+            legend += "; (seed: %s)" % " -> ".join(ref.get("columns", []))
+        if has_local:
+            legend += "; [peer on this machine, DESIGN.md]"
+        unit = (" in " + view.unit) if view.unit and view.unit not in view.title else ""
+        out.write("%s%s (%s)\n" % (view.title, unit, legend))
+        if markdown:
+            out.write("\n" + fmt.md_table([view.row_header or " "] + view.columns, rows)
+                      + "\n\n")
+        else:
+            out.write(fmt.table([view.row_header] + view.columns, rows) + "\n\n")
+        if last and ref:
+            out.write("Seed figures: %s, %s.\n" % (ref["source"], ref.get("machine", "")))
             if ref.get("local"):
                 out.write("Peer figures: %s.\n" % ref["local"]["source"])
             out.write("\n")
-        for key in sorted(cells):
-            c = cells[key]
-            if c.get("suite") == part.name and c.get("status") in ("failed", "skipped"):
-                out.write("%s: %s: %s\n" % (key, c["status"], c.get("error", "")))
+        if last:
+            for key in sorted(cells):
+                c = cells[key]
+                if c.get("suite") == part.name and c.get("status") in ("failed", "skipped"):
+                    out.write("%s: %s: %s\n" % (key, c["status"], c.get("error", "")))
     # Cells outside any seed view (ad-hoc workload runs): a generic table.
-    other = [c for c in res["cells"] if c.get("suite") not in {p.name for p in parts_of(res)}]
+    covered = {sv.part.name for sv in shown}
+    other = [c for c in res["cells"] if c.get("suite") not in covered]
     if other:
         render_cells(other, out, markdown)
 
@@ -155,14 +106,14 @@ def render_cells(cells, out=sys.stdout, markdown=False):
     header = ["cell", "metric", "median", "IQR", "CV", "n"]
     rows = []
     for c in cells:
-        paths = compare.metrics_for(c)
+        paths = metrics.metrics_for(c)
         if not paths:
             rows.append([c["key"], c.get("status", ""), "-", "-", "-", "0"])
         for p in paths:
-            xs = results.metric_values(c, p)
+            xs = metrics.metric_values(c, p)
             s = stats.summarize(xs)
-            unit, _ = results.metric_info(c, p)
-            rows.append([c["key"], ("%s %s" % (results.metric_label(c, p).split(".", 1)[-1],
+            unit, _ = metrics.metric_info(c, p)
+            rows.append([c["key"], ("%s %s" % (metrics.metric_label(c, p).split(".", 1)[-1],
                                                unit)).strip(),
                          fmt.num(s.median), fmt.num(s.iqr), fmt.pct(s.cv, False), str(s.n)])
     if markdown:
@@ -182,10 +133,10 @@ def quality(res):
                      " little power; use --reps 10 or more" % (min(reps), stats.MIN_REPS))
     by_suite = {}
     for c in res["cells"]:
-        paths = [p for p, _ in deterministic.cost_paths(c)] if det else compare.metrics_for(c)
+        paths = [p for p, _ in deterministic.cost_paths(c)] if det else metrics.metrics_for(c)
         if not paths:
             continue
-        xs = results.metric_values(c, paths[0])
+        xs = metrics.metric_values(c, paths[0])
         cvs = deterministic.spread(xs) if det else stats.cv(xs)
         if math.isfinite(cvs):
             by_suite.setdefault(c.get("suite", ""), []).append((cvs, c["key"]))
@@ -274,7 +225,6 @@ def write_report(paths_and_results, out_dir):
             w("- **timings are emulated (%s)**: absolute times are not native" % acc)
         host = res.get("host")
         if isinstance(host, dict) and host:
-            from ipclab import envinfo
             try:
                 for x in envinfo.warnings(host):
                     if not x.startswith("load average"):  # quality() says it below
@@ -285,7 +235,6 @@ def write_report(paths_and_results, out_dir):
         if meta:
             w("- meta: " + ", ".join("%s=%s" % kv for kv in sorted(meta.items())))
         w("")
-        import io
         buf = io.StringIO()
         render_views(res, buf, markdown=True)
         w(buf.getvalue())
@@ -298,10 +247,9 @@ def write_report(paths_and_results, out_dir):
         for png, caption in plot.run_plots(res, out_dir):
             w("![%s](%s)\n" % (caption, os.path.basename(png)))
     for path, res in paths_and_results[1:]:
-        import io
         buf = io.StringIO()
         outcome = compare.compare_results(first, res)
-        compare.render(outcome, buf)
+        render_compare(outcome, buf)
         w("## Compare: %s -> %s\n" % (first.get("id"), res.get("id")))
         w("```\n" + buf.getvalue().rstrip() + "\n```\n")
         png = plot.compare_plot(outcome, out_dir)
@@ -311,3 +259,177 @@ def write_report(paths_and_results, out_dir):
     with open(path, "w") as f:
         f.write("\n".join(md).rstrip() + "\n")
     return path
+def mark(row):
+    return "*" if row.cmp.significant else ""
+
+
+def ci_text(c):
+    lo, hi = c.ci
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "-"
+    return "[%s, %s]" % (fmt.pct(lo - 1), fmt.pct(hi - 1))
+
+
+def p_text(p):
+    if p is None or not math.isfinite(p):
+        return "-"
+    return "%.4f" % p if p >= 0.0001 else "<0.0001"
+
+
+def _views_text(outcome, out):
+    """Seed-shaped tables: 'base -> new (delta)*' in each view's grid."""
+    det = outcome.clock != deterministic.REAL
+    for vc in outcome.views:
+        view = vc.view
+        trows = []
+        for label, entries in vc.rows:
+            line = [label]
+            for e in entries:
+                if e is None:
+                    line.append("-")
+                elif det:
+                    line.append("%s -> %s (%s)%s" % (fmt.count(e.base), fmt.count(e.new),
+                                                    fmt.pct(e.delta, True, 2),
+                                                    "*" if e.is_change else " "))
+                else:
+                    txt = "%s -> %s (%s)%s" % (fmt.num(e.base), fmt.num(e.new), fmt.pct(e.delta),
+                                               "*" if e.is_change else " ")
+                    if e.seed_change is not None:
+                        # The seed's own before -> after change, for a patch A/B.
+                        txt += " [seed %s]" % fmt.pct(e.seed_change, True)
+                    line.append(txt)
+            trows.append(line)
+        out.write("%s: %s (baseline -> new, delta%s)\n"
+                  % (vc.suite, view.title, "; [seed's published change]" if vc.has_seed else ""))
+        out.write(fmt.table([view.row_header] + view.columns, trows) + "\n")
+        if vc.geomean is not None:
+            seed_gm = (" [seed %s]" % fmt.pct(vc.seed_geomean) if vc.seed_geomean is not None
+                       else "")
+            out.write("  geometric mean of ratios: %s%s\n" % (fmt.pct(vc.geomean), seed_gm))
+        out.write("\n")
+
+
+def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "new")):
+    b, n = outcome.base, outcome.new
+    if heading:
+        out.write(heading + "\n\n")
+    out.write("%s: %s (%s, %s)\n%s: %s (%s, %s)\n\n" % (
+        names[0], b.get("id"), b.get("suite"), b.get("mode"),
+        names[1], n.get("id"), n.get("suite"), n.get("mode")))
+    if outcome.clock != deterministic.REAL:
+        _render_deterministic(outcome, out)
+        return
+    for side, res in ((names[0], b), (names[1], n)):
+        acc = res.get("meta", {}).get("accel") or res.get("env", {}).get("accel")
+        if acc and acc != "native":
+            out.write("note: %s timings are %s-emulated: compare counts, not times\n"
+                      % (side, acc))
+    _views_text(outcome, out)
+    header = ["cell", "metric", "base", "new", "delta", "95% CI", "p (Holm)", "", "n"]
+    rows = []
+    for r in outcome.rows:
+        c = r.cmp
+        rows.append([r.key, ("%s %s" % (r.label, r.unit)).strip(), fmt.num(c.base.median),
+                     fmt.num(c.new.median), fmt.pct(c.delta), ci_text(c), p_text(c.p_holm),
+                     (mark(r) + " " + r.verdict).strip(), "%d/%d" % (c.base.n, c.new.n)])
+    out.write("All cells (median of n; delta = new/base - 1; * = significant after Holm,"
+              " alpha %.2f)\n" % stats.ALPHA)
+    out.write(fmt.table(header, rows, ["<", "<", ">", ">", ">", ">", ">", "<", ">"]) + "\n\n")
+    for key, why in outcome.skipped:
+        out.write("not compared: %s: %s\n" % (key, why))
+    sig = [r for r in outcome.rows if r.cmp.significant]
+    if not outcome.rows:
+        out.write("nothing to compare\n")
+    elif not sig:
+        out.write("No significant change: none of %d comparisons in %d cells differs"
+                  " (Mann-Whitney U, Holm, alpha %.2f).\n"
+                  % (len(outcome.rows), len({r.key for r in outcome.rows}), stats.ALPHA))
+    else:
+        better = sum(1 for r in sig if r.verdict == "better")
+        worse = sum(1 for r in sig if r.verdict == "worse")
+        out.write("Significant: %d of %d comparisons (%d better, %d worse) in %d of %d cells"
+                  " (Mann-Whitney U, Holm, alpha %.2f).\n"
+                  % (len(sig), len(outcome.rows), better, worse, len({r.key for r in sig}),
+                     len({r.key for r in outcome.rows}), stats.ALPHA))
+    for w in outcome.warnings:
+        out.write("warning: %s\n" % w)
+
+
+def _render_deterministic(outcome, out):
+    out.write("Deterministic clock (%s): guest instructions, not time. A change must exceed"
+              " %g x the noise: the A/A floor of the cell, or how far either side's median"
+              " could be off (\u00b1, its 95%% order-statistics interval), whichever is"
+              " larger.\n"
+              % (outcome.clock, deterministic.SAFETY))
+    src = outcome.floor_source
+    if src:
+        out.write("A/A floor: %s (%s)\n" % (os.path.relpath(src["path"]),
+                                           src.get("measured", "")))
+    out.write("\n")
+    _views_text(outcome, out)
+    header = ["cell", "metric", "base", "new", "delta", "\u00b1 A", "\u00b1 B", "floor",
+              "verdict", "n"]
+    for primary in (True, False):
+        rows = []
+        for r in outcome.judged:
+            if r.primary != primary:
+                continue
+            j = r.j
+            rows.append([r.key, ("%s %s" % (r.label, r.unit)).strip(), fmt.count(j.base.median),
+                         fmt.count(j.new.median), fmt.pct(j.delta, True, 3),
+                         fmt.pct(j.spread_base, False, 3), fmt.pct(j.spread_new, False, 3),
+                         fmt.pct(j.floor, False, 3) if math.isfinite(j.floor) else "-",
+                         j.verdict, "%d/%d" % (j.base.n, j.new.n)])
+        if not rows:
+            continue
+        out.write("Instructions per operation (primary)\n" if primary else
+                  "Other metrics (secondary: rates are per 10^9 guest instructions, times are"
+                  " guest instructions)\n")
+        out.write(fmt.table(header, rows, ["<", "<", ">", ">", ">", ">", ">", ">", "<", ">"])
+                  + "\n\n")
+    for key, why in outcome.skipped:
+        out.write("not compared: %s: %s\n" % (key, why))
+    prim = [r for r in outcome.judged if r.primary]
+    if not prim:
+        out.write("nothing to compare\n")
+    else:
+        count = {}
+        for r in prim:
+            count[r.verdict] = count.get(r.verdict, 0) + 1
+        out.write("Primary metrics: %d rows in %d cells: %s.\n"
+                  % (len(prim), len({r.key for r in prim}),
+                     ", ".join("%d %s" % (count[v], v) for v in
+                               ("better", "worse", "changed", "within noise", "too noisy",
+                                "no data") if v in count)))
+    for w in outcome.warnings:
+        out.write("warning: %s\n" % w)
+
+
+
+
+
+def render_profile_diff(base, new, out, unit="insn"):
+    """Where the instructions (or the time) went: the functions that moved most."""
+    d = profile.diff(base, new)
+    if not d:
+        return
+    if base.get("event") == "insncount":
+        out.write("Where the instructions went: exact guest instructions per operation, by"
+                  " kernel function (all of user space as one row), counted by QEMU outside"
+                  " the guest; the functions that moved most\n")
+    else:
+        out.write("Where the %s went: perf cpu-clock samples every %d %s, per operation; the"
+                  " functions that moved most (noise: 2 standard errors from sampling)\n"
+                  % ("instructions" if unit == "insn" else "time", base.get("period", profile.PERIOD),
+                     "guest instructions" if unit == "insn" else "ns"))
+    for key, rows, tb, tn in d:
+        out.write("%s: all functions %s -> %s (%s)\n"
+                  % (key, fmt.count(tb), fmt.count(tn), fmt.pct(tn / tb - 1 if tb else math.nan,
+                                                                 True, 2)))
+        exact = base.get("event") == "insncount"
+        table = [["  " + sym, fmt.count(vb), fmt.count(vn), "%+.1f" % dv]
+                 + ([] if exact else [fmt.count(noise)]) for sym, vb, vn, dv, noise in rows]
+        out.write(fmt.table(["  function", "base", "new", "delta"] + ([] if exact else ["noise"]),
+                            table, ["<", ">", ">", ">", ">"][:len(table[0]) if table else 4])
+                  + "\n")
+    out.write("\n")

@@ -2,7 +2,7 @@
 """The results file: versioned JSON that keeps every raw engine sample.
 
 {"schema": "ipclab-results/1", "id", "suite", "mode", "created", "updated",
- "meta": {..., "accel"}, "env": {host env from the first sample},
+ "meta": {..., "accel"}, "host": {the machine that ran it}, "env": {from the first sample},
  "plan": {"reps", "warmups", "order_seed"},
  "cells": [{"key", "suite", "workload", "args", "samples": [...],
             "status": "ok|failed|skipped|pending", "error"}],
@@ -10,32 +10,28 @@
 
 The file is rewritten atomically (temp file + rename) after every sample, so
 an interrupted run loses nothing and `run --resume FILE` carries on.
+
+This module is the schema's one owner: every field is set here (new, add_samples,
+cell_failed, finish, tag, merge_boots), whoever calls it.  What a sample's numbers mean is
+ipclab/metrics.py's.
 """
 
-import datetime
 import json
-import math
 import os
-import tempfile
-from pathlib import Path
 
-from ipclab import UserError
+from ipclab import Error, proc
 
 SCHEMA = "ipclab-results/1"
 
 
-def now_iso():
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def new_results(run_id, suite, mode, cells, reps, warmups, order_seed, meta=None):
-    return {
+def new(run_id, suite, mode, cells, reps, warmups, order_seed, meta=None, host=None):
+    res = {
         "schema": SCHEMA,
         "id": run_id,
         "suite": suite,
         "mode": mode,
-        "created": now_iso(),
-        "updated": now_iso(),
+        "created": proc.now_iso(),
+        "updated": proc.now_iso(),
         "meta": dict(meta or {}),
         "env": {},
         "plan": {"reps": reps, "warmups": warmups, "order_seed": order_seed},
@@ -44,6 +40,9 @@ def new_results(run_id, suite, mode, cells, reps, warmups, order_seed, meta=None
                   for c in cells],
         "complete": False,
     }
+    if host is not None:
+        res["host"] = host
+    return res
 
 
 def dumps(results):
@@ -72,57 +71,41 @@ def dumps(results):
 
 
 def save(results, path):
-    results["updated"] = now_iso()
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    tmp = "%s.tmp.%d" % (path, os.getpid())
-    with open(tmp, "w") as f:
-        f.write(dumps(results))
-    os.replace(tmp, path)
-
-
-def write_json_atomic(path, obj):
-    """Any JSON document, written whole or not at all (temp file + rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
-    with os.fdopen(fd, "w") as f:
-        json.dump(obj, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
+    results["updated"] = proc.now_iso()
+    proc.write_text_atomic(path, dumps(results))
 
 
 def load(path):
-    """Load and check a results file; UserError with one line if it is unusable."""
+    """Load and check a results file; Error (one line, exit 2) if it is unusable."""
     try:
         with open(path) as f:
             data = json.load(f)
     except FileNotFoundError:
-        raise UserError("%s: no such results file" % path)
+        raise Error("%s: no such results file" % path)
     except IsADirectoryError:
-        raise UserError("%s: is a directory, not a results file" % path)
+        raise Error("%s: is a directory, not a results file" % path)
     except json.JSONDecodeError as e:
-        raise UserError("%s: corrupt results file (invalid JSON at line %d column %d)"
+        raise Error("%s: corrupt results file (invalid JSON at line %d column %d)"
                         % (path, e.lineno, e.colno))
     except RecursionError:
-        raise UserError("%s: corrupt results file (JSON nested too deeply)" % path)
+        raise Error("%s: corrupt results file (JSON nested too deeply)" % path)
     except (OSError, UnicodeDecodeError) as e:
-        raise UserError("%s: cannot read: %s" % (path, e))
+        raise Error("%s: cannot read: %s" % (path, e))
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         found = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise UserError("%s: not an ipclab results file (schema %r, expected %r)"
+        raise Error("%s: not an ipclab results file (schema %r, expected %r)"
                         % (path, found, SCHEMA))
     cells = data.get("cells")
     if not isinstance(cells, list) or not all(
             isinstance(c, dict) and isinstance(c.get("key"), str)
             and isinstance(c.get("samples"), list) for c in cells):
-        raise UserError("%s: corrupt results file (bad \"cells\" list)" % path)
+        raise Error("%s: corrupt results file (bad \"cells\" list)" % path)
     for k in ("meta", "env", "plan", "host"):
         if k in data and not isinstance(data[k], dict):
-            raise UserError("%s: corrupt results file (%r is not an object)" % (path, k))
+            raise Error("%s: corrupt results file (%r is not an object)" % (path, k))
     for k in ("id", "suite", "mode"):
         if k in data and not isinstance(data[k], str):
-            raise UserError("%s: corrupt results file (%r is not a string)" % (path, k))
+            raise Error("%s: corrupt results file (%r is not a string)" % (path, k))
     for c in cells:
         c.setdefault("status", "ok")
         c.setdefault("error", "")
@@ -132,12 +115,12 @@ def load(path):
         if not isinstance(c["args"], list) or not all(isinstance(a, str) for a in c["args"]) \
                 or not all(isinstance(c[k], str) for k in ("status", "error", "workload",
                                                             "suite")):
-            raise UserError("%s: corrupt results file (cell %s has bad fields)"
+            raise Error("%s: corrupt results file (cell %s has bad fields)"
                             % (path, c["key"]))
         for smp in c["samples"]:
             why = _sample_problem(smp)
             if why:
-                raise UserError("%s: corrupt results file (cell %s: %s)" % (path, c["key"], why))
+                raise Error("%s: corrupt results file (cell %s: %s)" % (path, c["key"], why))
     data.setdefault("meta", {})
     data.setdefault("env", {})
     data.setdefault("plan", {})
@@ -171,94 +154,117 @@ def measured(cell):
     return [s for s in cell["samples"] if not s.get("warmup")]
 
 
-def _lookup(sample, path):
-    if path == "elapsed_s" and "elapsed_s" not in sample.get("metrics", {}):
-        v = sample.get("elapsed_s")
-        return float(v) if isinstance(v, (int, float)) else None
-    parts = path.split(".")
-    head = parts[0]
-    if head == "metrics":
-        m = sample.get("metrics", {}).get(".".join(parts[1:]))
-        if isinstance(m, dict):
-            m = m.get("value")
-        return float(m) if isinstance(m, (int, float)) else None
-    if head == "latency" and len(parts) >= 3:
-        lat = sample.get("latency", {}).get(parts[1], {})
-        v = lat.get(".".join(parts[2:])) if isinstance(lat, dict) else None
-        return float(v) if isinstance(v, (int, float)) else None
-    if head in ("counters", "params"):
-        v = sample.get(head, {}).get(".".join(parts[1:]))
-        if isinstance(v, bool):
-            v = int(v)
-        return float(v) if isinstance(v, (int, float)) else None
-    if head == "primary":
-        name = primary_metric(sample)
-        return _lookup(sample, "metrics." + name) if name else None
-    v = sample.get(path)
-    return float(v) if isinstance(v, (int, float)) else None
+# ---- what a run adds -----------------------------------------------------------------------
 
 
-def primary_metric(sample):
-    """The first metric whose "better" is higher or lower."""
-    for name, m in sample.get("metrics", {}).items():
-        if isinstance(m, dict) and m.get("better") in ("higher", "lower"):
-            return name
-    return None
+def add_samples(res, i, samples, warmup=False):
+    """Cell i's engine samples from one invocation; the first sample's env becomes the run's."""
+    cell = res["cells"][i]
+    for s in samples:
+        if warmup:
+            s["warmup"] = True
+        cell["samples"].append(s)
+    cell["status"], cell["error"] = "ok", ""
+    if not res["env"] and samples and samples[0].get("env"):
+        res["env"] = samples[0]["env"]
+        res["meta"].setdefault("accel", res["env"].get("accel", "native"))
 
 
-def metric_value(sample, path):
-    """One number from a sample.
-
-    path is "metrics.NAME", "latency.KEY.FIELD", "counters.NAME",
-    "params.NAME" or "primary", optionally divided by another path and
-    multiplied by a constant: "counters.cpu_migrations / params.transfers * 1e6".
-    Returns None when a part is missing.
-    """
-    scale = 1.0
-    if "*" in path:
-        path, k = path.rsplit("*", 1)
-        scale = float(k)
-    parts = [p.strip() for p in path.split("/")]
-    v = _lookup(sample, parts[0])
-    for p in parts[1:]:
-        d = _lookup(sample, p)
-        if v is None or not d:
-            return None
-        v = v / d
-    return None if v is None else v * scale
+def cell_failed(res, i, status, error):
+    res["cells"][i]["status"], res["cells"][i]["error"] = status, error
 
 
-def metric_values(cell, path):
-    vals = [metric_value(s, path) for s in measured(cell)]
-    return [v for v in vals if v is not None and math.isfinite(v)]
+def retry_failed(res):
+    """A resumed run tries its failed cells again."""
+    for c in res["cells"]:
+        if c["status"] == "failed":
+            c["status"], c["error"] = "pending", ""
 
 
-def metric_info(cell, path):
-    """(unit, better) for a path, from the cell's samples."""
-    base = path.split("/")[0].split("*")[0].strip()
-    parts = base.split(".")
-    for s in measured(cell):
-        if parts[0] == "metrics":
-            m = s.get("metrics", {}).get(".".join(parts[1:]))
-            if isinstance(m, dict):
-                return m.get("unit", ""), m.get("better", "none")
-        elif parts[0] == "primary":
-            name = primary_metric(s)
-            if name:
-                m = s["metrics"][name]
-                return m.get("unit", ""), m.get("better", "none")
-        elif parts[0] == "latency":
-            lat = s.get("latency", {}).get(parts[1], {})
-            return lat.get("unit", "ns"), "lower"
-        elif parts[0] == "counters":
-            return "", "lower"
-    return "", "none"
+def finish(res):
+    """At the end of a run: complete or not, and cells that got nothing are failed."""
+    reps = res["plan"]["reps"]
+    cells = res["cells"]
+    res["complete"] = all(c["status"] in ("ok", "skipped", "failed") for c in cells) and \
+        all(len(measured(c)) >= reps or c["status"] != "ok" for c in cells)
+    for c in cells:
+        if c["status"] == "pending":
+            c["status"] = "failed"
+            c["error"] = c["error"] or "no sample"
 
 
-def metric_label(cell, path):
-    if path == "primary":
-        for s in measured(cell):
-            name = primary_metric(s)
-            if name:
-                return "metrics." + name
-    return path
+def tag(res, **meta):
+    """Say where a run was measured (the lab: variant, kernel, patches, accel, clock, its
+    boot record). These fields are the host's to set, so they overwrite the guest's."""
+    res.setdefault("meta", {}).update(meta)
+    return res
+
+
+def fail_all(res, error):
+    """A run whose every cell is suspect (the guest's kernel splatted or died): cells that
+    were ok or never finished fail with `error`."""
+    for cell in res.get("cells", []):
+        if cell.get("status") in ("ok", "pending"):
+            cell["status"] = "failed"
+            cell["error"] = error
+    res["complete"] = False
+
+
+# What must agree between the boots one side of an A/B pools.
+_SAME_ACROSS_BOOTS = ("schema", "suite", "mode")
+_SAME_META = ("variant", "kernel", "patches", "accel")
+
+
+def _clock_shape(res):
+    c = res.get("meta", {}).get("clock")
+    return {k: c.get(k) for k in ("mode", "icount", "cpus")} if isinstance(c, dict) else c
+
+
+def merge_boots(runs, label):
+    """One results object for one side of an A/B: each cell's samples pooled across boots,
+    each sample marked with its boot. Error if the boots do not measure the same thing."""
+    if not runs:
+        raise Error(f"{label}: no boots to merge")
+    first = runs[0]
+    for n, res in enumerate(runs[1:], 2):
+        for k in _SAME_ACROSS_BOOTS:
+            if res.get(k) != first.get(k):
+                raise Error(f"{label}: boot {n} has {k} {res.get(k)!r}, boot 1 {first.get(k)!r}")
+        for k in _SAME_META:
+            a, b = first.get("meta", {}).get(k), res.get("meta", {}).get(k)
+            if a != b:
+                raise Error(f"{label}: boot {n} ran {k}={b!r}, boot 1 {k}={a!r}")
+        if _clock_shape(res) != _clock_shape(first):
+            raise Error(f"{label}: boot {n} kept time differently from boot 1")
+        shape = [(c["key"], c.get("args")) for c in res.get("cells", [])
+                 if not c["key"].startswith("lab:")]
+        first_shape = [(c["key"], c.get("args")) for c in first.get("cells", [])
+                       if not c["key"].startswith("lab:")]
+        if shape and first_shape and shape != first_shape:
+            raise Error(f"{label}: boot {n} ran other cells than boot 1")
+    cells, order = {}, []
+    for boot_no, res in enumerate(runs, 1):
+        for cell in res.get("cells", []):
+            key = cell["key"]
+            if key not in cells:
+                cells[key] = {**cell, "samples": [], "status": "failed", "error": "",
+                              "boots_ok": 0, "boot_errors": []}
+                order.append(key)
+            m = cells[key]
+            if cell.get("status") == "ok":
+                # Which boot a sample came from, for analyses that model boot-to-boot
+                # variance instead of pooling.
+                m["samples"].extend({**s, "lab_boot": boot_no} for s in cell.get("samples", []))
+                m["boots_ok"] += 1
+                m["status"], m["error"] = "ok", ""
+            else:
+                m["boot_errors"].append(cell.get("error") or "")
+                if m["status"] != "ok":
+                    m["error"] = cell.get("error") or "failed"
+    meta = dict(first.get("meta", {}))
+    meta.update(lab=[r.get("meta", {}).get("lab") for r in runs], boots=len(runs), side=label)
+    return {"schema": first.get("schema", SCHEMA), "id": f"ab-{label}",
+            "suite": first.get("suite"), "mode": first.get("mode"), "meta": meta,
+            "env": dict(first.get("env", {})), "plan": dict(first.get("plan", {})),
+            "cells": [cells[k] for k in order],
+            "complete": all(r.get("complete") for r in runs)}

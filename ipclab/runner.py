@@ -1,25 +1,60 @@
 # SPDX-License-Identifier: MIT
-"""Run a suite: schedule samples, call the engine, save after every sample."""
+"""Run a suite: the run plan (which cells, how often, in what order), the engine called for
+each sample, and the results file saved after every sample."""
 
-import os
+import random
 import sys
+from pathlib import Path
 
-from ipclab import engine, progress, results, schedule, suites
+from ipclab import Error, engine, envinfo, progress, proc, results, schedule, suites
+
+
+def plan(name, extra_args=(), full=False, reps=None, warmups=None):
+    """(suite, mode, cells, reps, warmups) for `run NAME`, checked."""
+    suite = suites.resolve(name, extra_args)
+    mode = suites.FULL if full else suites.QUICK
+    reps = suite.reps[mode] if reps is None else reps
+    warmups = suite.warmups if warmups is None else warmups
+    if reps < 1:
+        raise Error("--reps must be at least 1")
+    if warmups < 0:
+        raise Error("--warmups must be 0 or more")
+    return suite, mode, suite.cells(mode), reps, warmups
+
+
+def start(suite, mode, cells, reps, warmups, order_seed=None, meta=None):
+    """A new results object for the plan, with the host it runs on."""
+    order_seed = random.randrange(2 ** 31) if order_seed is None else order_seed
+    return results.new(default_id(suite.name, mode), suite.name, mode, cells, reps, warmups,
+                       order_seed, meta, host=envinfo.collect())
+
+
+def resumable(res, path):
+    """The cells a results file still needs, rebuilt from it; Error if it cannot resume."""
+    plan = res.get("plan", {})
+    if not all(isinstance(plan.get(k), int) and not isinstance(plan.get(k), bool)
+               for k in ("reps", "warmups", "order_seed")) or plan["reps"] < 1 \
+            or plan["warmups"] < 0:
+        raise Error(f"{path}: cannot resume: the file has no usable plan (reps, warmups,"
+                    " order_seed)")
+    known = suites.workloads()
+    bad = [c.get("workload") for c in res["cells"] if c.get("workload") not in known]
+    if bad:
+        raise Error(f"{path}: cannot resume: unknown workload {bad[0]!r}")
+    return cells_from_results(res)
 
 
 def cells_from_results(res):
     """Cell objects rebuilt from a results file (what --resume runs)."""
-    known = {}
-    for s in suites.SUITES.values():
+    est = {}
+    s = suites.SUITES.get(res.get("suite"))
+    if s is not None:
         for mode in (suites.QUICK, suites.FULL):
             for c in s.cells(mode):
-                known[(c.key, tuple(c.args))] = c.est_s
-    out = []
-    for c in res["cells"]:
-        est = known.get((c["key"], tuple(c.get("args", []))), 1.0)
-        out.append(suites.Cell(c["key"], c["workload"], list(c.get("args", [])),
-                               c.get("suite", ""), est))
-    return out
+                est[(c.key, tuple(c.args))] = c.est_s
+    return [suites.Cell(c["key"], c["workload"], list(c.get("args", [])), c.get("suite", ""),
+                        est.get((c["key"], tuple(c.get("args", []))), 1.0))
+            for c in res["cells"]]
 
 
 def execute(res, cells, engine_path, out_path, quiet=False, stream=None):
@@ -36,10 +71,7 @@ def execute(res, cells, engine_path, out_path, quiet=False, stream=None):
     done_r = [len(results.measured(c)) for c in rcells]
     todo = [s for s in schedule.remaining(slots, done_w, done_r)
             if rcells[s.cell]["status"] != "skipped"]
-    for c in rcells:
-        if c["status"] == "failed":
-            # A resumed run tries failed cells again.
-            c["status"], c["error"] = "pending", ""
+    results.retry_failed(res)
     bar = progress.Progress(len(todo), sum(cells[s.cell].est_s for s in todo), stream,
                             enabled=not quiet)
     try:
@@ -50,16 +82,9 @@ def execute(res, cells, engine_path, out_path, quiet=False, stream=None):
                 continue
             out = engine.run_cell(engine_path, cell)
             if out.status == "ok":
-                for s in out.samples:
-                    if slot.warmup:
-                        s["warmup"] = True
-                    rc["samples"].append(s)
-                rc["status"] = "ok"
-                if not res["env"] and out.samples[0].get("env"):
-                    res["env"] = out.samples[0]["env"]
-                    res["meta"].setdefault("accel", res["env"].get("accel", "native"))
+                results.add_samples(res, slot.cell, out.samples, slot.warmup)
             else:
-                rc["status"], rc["error"] = out.status, out.error
+                results.cell_failed(res, slot.cell, out.status, out.error)
                 if not quiet:
                     stream.write("\n%s: %s: %s\n" % (cell.key, out.status, out.error))
             results.save(res, out_path)
@@ -72,21 +97,14 @@ def execute(res, cells, engine_path, out_path, quiet=False, stream=None):
                      " `ipclab run --resume %s`\n" % (n, out_path, out_path))
         return 130
     bar.close()
-    res["complete"] = all(c["status"] in ("ok", "skipped", "failed") for c in rcells) and \
-        all(len(results.measured(c)) >= plan["reps"] or c["status"] != "ok" for c in rcells)
-    for c in rcells:
-        if c["status"] == "pending":
-            c["status"] = "failed"
-            c["error"] = c["error"] or "no sample"
+    results.finish(res)
     results.save(res, out_path)
     return 0
 
 
 def default_id(suite, mode):
-    import datetime
-    t = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
-    return "%s-%s-%s" % (t, suite, mode)
+    return f"{proc.stamp()}-{suite}-{mode}"
 
 
 def default_path(run_id):
-    return os.path.join("results", run_id + ".json")
+    return str(Path("results") / (run_id + ".json"))

@@ -1,39 +1,33 @@
 # SPDX-License-Identifier: MIT
-"""Suites: named lists of cells, each cell one engine invocation shape.
+"""Suites: named lists of cells, each cell one engine invocation shape.  This module is the
+only place a suite is named (SUITES, register) or resolved (resolve, parts).
 
 A cell is a workload plus its engine arguments.  Suites enumerate their cells
 explicitly (the pipe sweep as 9 cells, the fast-pipes ladder as 5) so that the
 scheduler can interleave repetitions of every cell.  Each seed suite also has
 views: the tables the seed itself printed (writers x readers, the ladder, ...)
 with the seed's published figures, which live in ipclab/reference/*.json.
+
+What the engine offers (its workloads, the ladder's rungs, the sweep's grid) is the
+engine's to say: cells and views are built from `ipcbench list --json` when first asked
+for, so a suite's name and summary need no engine but its cells do.
 """
 
+import functools
 import json
 import os
 from dataclasses import dataclass, field, replace
 
-REFERENCE_DIR = os.path.join(os.path.dirname(__file__), "reference")
+from ipclab import ROOT, Error, engine
+
+REFERENCE_DIR = ROOT / "ipclab" / "reference"
 
 QUICK, FULL = "quick", "full"
 
-# Workloads the engine offers (bench/README.md); `run WORKLOAD` accepts these.
-WORKLOADS = {
-    "pipe-sweep": "writers x readers through one pipe: MB/s and write latency",
-    "token-ring": "N processes pass a token through one pipe: context switches",
-    "pipe-throughput": "UnixBench pipe: 512-byte write+read in one process, loops/s",
-    "pipe-context": "UnixBench context1: 2-process ping-pong over two pipes",
-    "fastpipe": "256 KiB buffers through a pipe: write/vmsplice x read/splice, GiB/s",
-    "mq-latency": "POSIX mqueue send/recv ns per message, queue empty and full",
-}
 
-# What `compare` tests for each workload, primary first.  A path names one
-# number in a sample (see results.metric_value); a path missing from the
-# samples is left out, and a workload not listed compares every metric
-# whose "better" is higher or lower.
-COMPARE_METRICS = {
-    "pipe-sweep": ["metrics.throughput", "latency.write.mean", "latency.write.p99"],
-    "token-ring": ["metrics.cs_per_transfer", "metrics.elapsed_s", "counters.cpu_migrations"],
-}
+def workloads():
+    """{name: summary}: what `run WORKLOAD` accepts, as the engine lists it."""
+    return engine.workloads()
 
 
 @dataclass
@@ -73,29 +67,35 @@ class View:
 
 @dataclass
 class Suite:
+    """make_cells(mode) and make_views() are called when first needed: they may ask the
+    engine what it offers."""
     name: str
     summary: str
+    make_cells: object = None       # mode -> [Cell]
+    make_views: object = None       # () -> [View]
     seed: str = ""                  # reference file stem, "" for none
-    quick_cells: list = field(default_factory=list)
-    full_cells: list = field(default_factory=list)
-    views: list = field(default_factory=list)
     reps: dict = field(default_factory=lambda: {QUICK: 10, FULL: 10})
     warmups: int = 1
     thp: str = ""                   # THP mode a kernel-lab guest sets for it ("" = lab default)
+    parts: list = field(default_factory=list)   # a composite suite's suites
 
     def cells(self, mode):
-        cells = self.quick_cells if mode == QUICK else self.full_cells
-        for c in cells:
-            c.suite = self.name
+        if self.parts:
+            return [c for s in self.parts for c in s.cells(mode)]
+        cells = [replace(c, suite=self.name) for c in self.make_cells(mode)]
         return cells
+
+    @property
+    def views(self):
+        return self.make_views() if self.make_views else []
 
     def reference(self):
         return load_reference(self.seed) if self.seed else None
 
 
+@functools.lru_cache(maxsize=None)
 def load_reference(stem):
-    path = os.path.join(REFERENCE_DIR, stem + ".json")
-    with open(path) as f:
+    with open(REFERENCE_DIR / (stem + ".json")) as f:
         return json.load(f)
 
 
@@ -105,14 +105,17 @@ def ncpu():
 
 # ---- seed-pipe-prealloc -------------------------------------------------
 
-WRITERS = (1, 2, 5)
-READERS = (1, 5, 10)
+def sweep_grid():
+    """(writers, readers): the seed's sweep, as the engine's --sweep runs it."""
+    grid = engine.workload_info("pipe-sweep").get("sweep") or {}
+    return tuple(grid.get("writers", ())), tuple(grid.get("readers", ()))
 
 
 def _sweep_cells(duration, pressure=False):
     cells = []
-    for w in WRITERS:
-        for r in READERS:
+    writers, readers = sweep_grid()
+    for w in writers:
+        for r in readers:
             key = "pipe-sweep/%sw=%d,r=%d" % ("pressure/" if pressure else "", w, r)
             args = ["--writers", str(w), "--readers", str(r), "--write-size", "64K",
                     "--pipe-size", "1M", "--duration", str(duration)]
@@ -126,13 +129,14 @@ def _sweep_cells(duration, pressure=False):
 def _sweep_view(vid, title, path, unit, ref_key, pressure=False, modes=(QUICK, FULL)):
     prefix = "pipe-sweep/%s" % ("pressure/" if pressure else "")
     rows, ref = [], {}
-    for w in WRITERS:
+    writers, readers = sweep_grid()
+    for w in writers:
         cols = []
-        for r in READERS:
+        for r in readers:
             cols.append((prefix + "w=%d,r=%d" % (w, r), path))
             ref[(str(w), "readers=%d" % r)] = "w=%d,r=%d" % (w, r)
         rows.append((str(w), cols))
-    return View(vid, title, "writers", ["readers=%d" % r for r in READERS], rows, unit,
+    return View(vid, title, "writers", ["readers=%d" % r for r in readers], rows, unit,
                 ref_key, ref, kind="grid", modes=modes)
 
 
@@ -141,10 +145,10 @@ PIPE_PREALLOC = Suite(
     "pipe sweep: writers {1,2,5} x readers {1,5,10}, 64 KiB writes, 1 MiB pipe"
     " (full adds the memory-pressure sweep)",
     seed="pipe-prealloc",
-    quick_cells=_sweep_cells(0.25),
     # The seed's own sizes: 10 s per config, 6 s under memory pressure.
-    full_cells=_sweep_cells(10.0) + _sweep_cells(6.0, pressure=True),
-    views=[
+    make_cells=lambda mode: _sweep_cells(0.25) if mode == QUICK else
+    _sweep_cells(10.0) + _sweep_cells(6.0, pressure=True),
+    make_views=lambda: [
         _sweep_view("throughput", "Throughput in MB/s", "metrics.throughput", "MB/s",
                     "throughput"),
         _sweep_view("latency", "Avg write latency in ns", "latency.write.mean", "ns",
@@ -171,9 +175,8 @@ EXCLUSIVE_WAITS = Suite(
     "64 processes pass one token (plus a decoy) through one pipe: context switches,"
     " migrations and time per transfer",
     seed="exclusive-waits",
-    quick_cells=_token_cells(50000),
-    full_cells=_token_cells(1000000),
-    views=[
+    make_cells=lambda mode: _token_cells(50000 if mode == QUICK else 1000000),
+    make_views=lambda: [
         View("token", "Token passing, 64 processes, per transfer", "", ["per transfer"], [
             ("context switches", [(_TOKEN_KEY, "metrics.cs_per_transfer")]),
             ("cpu migrations", [(_TOKEN_KEY, "counters.cpu_migrations / params.transfers")]),
@@ -209,9 +212,8 @@ SKIP_WAKEUPS = Suite(
     "seed-skip-wakeups",
     "UnixBench pipe throughput and pipe context switching, one copy and one per CPU",
     seed="skip-wakeups",
-    quick_cells=_unixbench_cells(0.5),
-    full_cells=_unixbench_cells(2.0),
-    views=[
+    make_cells=lambda mode: _unixbench_cells(0.5 if mode == QUICK else 2.0),
+    make_views=lambda: [
         View("unixbench", "UnixBench-style pipe tests (copies=ncpu: one per CPU)", "test",
              ["copies=1", "copies=ncpu"], [
                  ("pipe throughput (loops/s)", [("pipe-throughput/copies=1", "primary"),
@@ -238,17 +240,30 @@ SKIP_WAKEUPS = Suite(
 
 # ---- seed-fast-pipes ----------------------------------------------------
 
-LADDER = [
-    ("write-read", "write/read", ["--write", "write", "--read", "read"]),
-    ("vmsplice-read", "vmsplice -> read", ["--write", "vmsplice", "--read", "read"]),
-    ("vmsplice-splice", "vmsplice -> splice", ["--write", "vmsplice", "--read", "splice"]),
-    ("huge-pages", "+ huge pages", ["--write", "vmsplice", "--read", "splice",
-                                    "--huge-pages"]),
-    ("busy-loop", "+ busy loop", ["--write", "vmsplice", "--read", "splice", "--huge-pages",
-                                  "--busy-loop"]),
-    ("dont-touch", "vmsplice -> splice, pages untouched",
-     ["--write", "vmsplice", "--read", "splice", "--dont-touch"]),
-]
+# How each of the engine's ladder rungs reads in a table (the rungs themselves, and the
+# options that make them, are the engine's: `ipcbench list --json`).
+RUNG_LABELS = {
+    "write-read": "write/read",
+    "vmsplice-read": "vmsplice -> read",
+    "vmsplice-splice": "vmsplice -> splice",
+    "huge-pages": "+ huge pages",
+    "busy-loop": "+ busy loop",
+}
+# Not a rung of the post's ladder but its aside: vmsplice'd pages nobody touches.
+DONT_TOUCH = ("dont-touch", "vmsplice -> splice, pages untouched",
+              ["--write", "vmsplice", "--read", "splice", "--dont-touch"])
+
+
+def ladder():
+    """[(step, label, engine args)]: the engine's rungs in its order, then the aside."""
+    steps = []
+    for rung in engine.workload_info("fastpipe").get("ladder", []):
+        name = rung["rung"]
+        if name not in RUNG_LABELS:
+            raise Error(f"the engine's ladder has a rung {name!r} that suites.RUNG_LABELS"
+                        " does not name")
+        steps.append((name, RUNG_LABELS[name], list(rung["args"])))
+    return steps + [DONT_TOUCH]
 
 
 def _ladder_cells(duration):
@@ -256,7 +271,7 @@ def _ladder_cells(duration):
     # time keeps every rung's sample long enough without making the slow
     # rungs dominate the run.
     cells = []
-    for step, _, args in LADDER:
+    for step, _, args in ladder():
         cells.append(Cell("fastpipe/" + step, "fastpipe",
                           args + ["--buf-size", "256K", "--duration", str(duration),
                                   "--cpus", "0,1"],
@@ -264,23 +279,25 @@ def _ladder_cells(duration):
     return cells
 
 
+def _ladder_views():
+    steps = ladder()
+    return [View("ladder", "Pipe throughput ladder in GiB/s", "step", ["GiB/s"],
+                 [(label, [("fastpipe/" + step, "metrics.throughput")])
+                  for step, label, _ in steps],
+                 unit="GiB/s", ref_key="ladder",
+                 ref_cells={(label, "GiB/s"): step for step, label, _ in steps},
+                 kind="ladder")]
+
+
 FAST_PIPES = Suite(
     "seed-fast-pipes",
     "256 KiB buffers through a pipe: write/read, vmsplice, splice, huge pages, busy loop,"
     " and the untouched-pages effect",
     seed="fast-pipes",
-    quick_cells=_ladder_cells(0.3),
-    full_cells=_ladder_cells(2.0),
+    make_cells=lambda mode: _ladder_cells(0.3 if mode == QUICK else 2.0),
     # The huge-pages rung asks for huge pages with madvise(); "never" would refuse them.
     thp="madvise",
-    views=[
-        View("ladder", "Pipe throughput ladder in GiB/s", "step", ["GiB/s"],
-             [(label, [("fastpipe/" + step, "metrics.throughput")])
-              for step, label, _ in LADDER],
-             unit="GiB/s", ref_key="ladder",
-             ref_cells={(label, "GiB/s"): step for step, label, _ in LADDER},
-             kind="ladder"),
-    ],
+    make_views=_ladder_views,
 )
 
 # ---- seed-mqueue-cache --------------------------------------------------
@@ -298,9 +315,8 @@ MQUEUE_CACHE = Suite(
     "seed-mqueue-cache",
     "POSIX mqueue send/recv ns per message, queue empty and queue full, by priority pattern",
     seed="mqueue-cache",
-    quick_cells=_mq_cells(0.2),
-    full_cells=_mq_cells(2.0),
-    views=[
+    make_cells=lambda mode: _mq_cells(0.2 if mode == QUICK else 2.0),
+    make_views=lambda: [
         View("empty", "Queue empty: ns per message", "op", ["ns"], [
             ("send", [("mq-latency/prio=constant", "metrics.empty_send_ns")]),
             ("recv", [("mq-latency/prio=constant", "metrics.empty_recv_ns")]),
@@ -334,9 +350,8 @@ ENGINE_CHECKS = Suite(
     "engine-checks",
     "engine acceptance: pinned precision, ladder vs peer programs",
     seed="fast-pipes",
-    quick_cells=_engine_check_cells(2.0),
-    full_cells=_engine_check_cells(2.0),
-    views=FAST_PIPES.views,
+    make_cells=lambda mode: _engine_check_cells(2.0),
+    make_views=_ladder_views,
 )
 
 
@@ -357,8 +372,7 @@ def _timing_cost_cells(duration):
 TIMING_COST = Suite(
     "timing-cost",
     "engine acceptance: what timing every write costs pipe-sweep 1x1, in adjacent pairs",
-    quick_cells=_timing_cost_cells(1.0),
-    full_cells=_timing_cost_cells(1.0),
+    make_cells=lambda mode: _timing_cost_cells(1.0),
     reps={QUICK: 60, FULL: 60},
 )
 
@@ -368,32 +382,33 @@ def _icount_check_cells():
     # apply: one per workload the deterministic mode measures on one vCPU.
     picks = {"pipe-throughput/copies=1", "pipe-context/copies=1", "mq-latency/prio=constant",
              "pipe-sweep/w=1,r=1"}
-    return [replace(c) for s in (SKIP_WAKEUPS, MQUEUE_CACHE, PIPE_PREALLOC)
-            for c in s.quick_cells if c.key in picks]
+    return [c for s in (SKIP_WAKEUPS, MQUEUE_CACHE, PIPE_PREALLOC)
+            for c in s.make_cells(QUICK) if c.key in picks]
 
 
 ICOUNT_CHECK = Suite(
     "icount-check",
     "the deterministic mode's own check (kernel lab, --deterministic): pipe write+read loop,"
     " ping-pong, mqueue send/recv and pipe-sweep 1x1, one cell each",
-    quick_cells=_icount_check_cells(),
-    full_cells=_icount_check_cells(),
+    make_cells=lambda mode: _icount_check_cells(),
     reps={QUICK: 9, FULL: 9},
 )
 
+SEEDS = Suite("seeds", "all five seed suites", parts=SEED_SUITES)
 
-class CompositeSuite(Suite):
-    def __init__(self, name, summary, parts):
-        super().__init__(name, summary)
-        self.parts = parts
-
-    def cells(self, mode):
-        return [c for s in self.parts for c in s.cells(mode)]
+SUITES = {}
 
 
-SEEDS = CompositeSuite("seeds", "all five seed suites", SEED_SUITES)
+def register(suite):
+    """Make a suite known by its name to run, show, compare, report and the lab."""
+    if suite.name in SUITES:
+        raise ValueError(f"suite {suite.name!r} is defined twice")
+    SUITES[suite.name] = suite
+    return suite
 
-SUITES = {s.name: s for s in SEED_SUITES + [SEEDS, ENGINE_CHECKS, TIMING_COST, ICOUNT_CHECK]}
+
+for _s in SEED_SUITES + [SEEDS, ENGINE_CHECKS, TIMING_COST, ICOUNT_CHECK]:
+    register(_s)
 
 
 def workload_suite(workload, extra_args=(), duration=None):
@@ -403,12 +418,35 @@ def workload_suite(workload, extra_args=(), duration=None):
         args += ["--duration", str(duration)]
     key = workload + ("/" + " ".join(extra_args) if extra_args else "")
     cell = Cell(key, workload, args, est_s=(duration or 1.0) + 0.1)
-    return Suite(workload, WORKLOADS.get(workload, ""), quick_cells=[cell], full_cells=[cell])
+    return Suite(workload, workloads().get(workload, ""), make_cells=lambda mode: [cell])
 
 
-def suite_parts(name):
-    """The seed suites a results file's suite name covers (for reports)."""
+def unknown(name):
+    return Error(f"unknown suite or workload {name!r} (suites: {', '.join(SUITES)};"
+                 f" workloads: {', '.join(workloads())})")
+
+
+def check(name):
+    """Error (exit 2) unless `name` is a suite or a workload of the engine."""
+    if name not in SUITES and name not in workloads():
+        raise unknown(name)
+
+
+def resolve(name, extra_args=()):
+    """The suite `run NAME [-- engine args]` runs: a suite, or one workload as a suite."""
+    if name in SUITES:
+        if extra_args:
+            raise Error(f"engine arguments after -- apply to a workload, not suite {name}")
+        return SUITES[name]
+    if name in workloads():
+        return workload_suite(name, extra_args)
+    raise unknown(name)
+
+
+def parts(name):
+    """The suites whose views a results file of suite `name` is shown in: its own, or a
+    composite's parts; none for an ad-hoc workload run."""
     s = SUITES.get(name)
     if s is None:
         return []
-    return list(getattr(s, "parts", [s]))
+    return list(s.parts or [s])

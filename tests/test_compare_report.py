@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 """compare, show and report match golden outputs on the JSON fixtures."""
+import contextlib
 import io
 import json
 import os
@@ -8,19 +9,26 @@ import shutil
 import pytest
 from conftest import check_golden, fixture
 
-from ipclab import UserError, compare, report, results
+from ipclab import Error, compare, report, results
+from ipclab.cli import main
+
+
+def compare_files(base, new, out):
+    """`ipclab compare BASE NEW` with its stdout in `out`; returns the exit status."""
+    with contextlib.redirect_stdout(out):
+        return main(["compare", base, new])
 
 
 def test_compare_matches_golden():
     out = io.StringIO()
-    rc = compare.compare_files(fixture("base.json"), fixture("new.json"), out=out)
+    rc = compare_files(fixture("base.json"), fixture("new.json"), out=out)
     assert rc == 0
     check_golden("compare-base-new.txt", out.getvalue())
 
 
 def test_compare_aa_says_no_significant_change_out_loud():
     out = io.StringIO()
-    assert compare.compare_files(fixture("base.json"), fixture("aa.json"), out=out) == 0
+    assert compare_files(fixture("base.json"), fixture("aa.json"), out=out) == 0
     check_golden("compare-base-aa.txt", out.getvalue())
     assert "No significant change" in out.getvalue()
 
@@ -32,7 +40,7 @@ def test_compare_heading_and_in_memory_api():
     sig = {r.key for r in outcome.rows if r.cmp.significant}
     assert sig == {"pipe-sweep/w=1,r=1", "pipe-sweep/w=1,r=5", "pipe-sweep/w=1,r=10"}
     out = io.StringIO()
-    compare.render(outcome, out, heading="kernel A/B")
+    report.render_compare(outcome, out, heading="kernel A/B")
     assert out.getvalue().startswith("kernel A/B\n")
 
 
@@ -41,7 +49,7 @@ def test_compare_mismatched_cells_explained(tmp_path, capsys):
     new["cells"] = new["cells"][:-2]
     p = tmp_path / "short.json"
     p.write_text(json.dumps(new))
-    assert compare.compare_files(fixture("base.json"), str(p), out=io.StringIO()) == 2
+    assert compare_files(fixture("base.json"), str(p), out=io.StringIO()) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "cells do not match: 2 only in BASE" in err
@@ -52,7 +60,7 @@ def test_compare_different_args_rejected():
     base = results.load(fixture("base.json"))
     new = results.load(fixture("new.json"))
     new["cells"][0]["args"] = ["--writers", "9"]
-    with pytest.raises(UserError, match="different engine arguments"):
+    with pytest.raises(Error, match="different engine arguments"):
         compare.compare_results(base, new)
 
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from ipclab import UserError, compare, deterministic, profile, suites
+from ipclab import Error, compare, deterministic, profile, report, suites
 
 
 def sample(loops, task_clock_ns, clock="icount shift=0"):
@@ -37,7 +37,7 @@ def test_clock_comes_from_the_lab_record_or_the_samples():
 
 
 def test_compare_refuses_results_of_different_clocks():
-    with pytest.raises(UserError, match="clock"):
+    with pytest.raises(Error, match="clock"):
         compare.compare_results(results_of([2748.0] * 5), results_of([2748.0] * 5, clock="real"))
 
 
@@ -94,7 +94,7 @@ def test_render_says_the_unit_and_the_rule():
     out = compare.compare_results(results_of([2747.9] * 3), results_of([2768.9] * 3),
                                   floor_file="/none")
     buf = io.StringIO()
-    compare.render(out, buf)
+    report.render_compare(out, buf)
     text = buf.getvalue()
     assert "guest instructions" in text and "insn/write+read loop" in text
     assert "2747.9" in text and "2768.9" in text and "worse" in text
@@ -169,7 +169,7 @@ def test_plugin_windows_become_instructions_per_function(tmp_path):
     new_a = dict(prof["cells"]["a"], functions=dict(prof["cells"]["a"]["functions"],
                                                     pipe_write=1510))
     buf = io.StringIO()
-    profile.render_diff(base, {"event": "insncount", "cells": {"a": new_a}}, buf)
+    report.render_profile_diff(base, {"event": "insncount", "cells": {"a": new_a}}, buf)
     assert "pipe_write" in buf.getvalue() and "+21.0" in buf.getvalue()
     assert "noise" not in buf.getvalue()
 

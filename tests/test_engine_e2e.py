@@ -10,7 +10,7 @@ import os
 import pytest
 from conftest import REAL_ENGINE
 
-from ipclab import results, suites
+from ipclab import metrics, results, suites
 from ipclab.cli import main
 
 pytestmark = pytest.mark.skipif(not os.access(REAL_ENGINE, os.X_OK),
@@ -31,8 +31,8 @@ def test_pipe_sweep_tiny_real_run(real, capsys):
     (cell,) = res["cells"]
     assert cell["status"] == "ok", cell["error"]
     assert len(results.measured(cell)) == 2
-    assert all(v > 0 for v in results.metric_values(cell, "metrics.throughput"))
-    assert results.metric_values(cell, "latency.write.p99")
+    assert all(v > 0 for v in metrics.metric_values(cell, "metrics.throughput"))
+    assert metrics.metric_values(cell, "latency.write.p99")
     assert res["env"].get("kernel")
     assert res["meta"]["accel"] in ("native", "kvm", "tcg")
     assert "throughput MB/s" in capsys.readouterr().out
@@ -77,7 +77,7 @@ def test_every_seed_cell_is_accepted_by_the_engine(real):
             for _, entries in view.rows:
                 for key, path in entries:
                     if key in samples:
-                        assert results.metric_value(samples[key], path) is not None, (key, path)
+                        assert metrics.metric_value(samples[key], path) is not None, (key, path)
 
 
 def test_mqueue_cell_reports_the_view_metrics(real):
@@ -90,4 +90,4 @@ def test_mqueue_cell_reports_the_view_metrics(real):
     for view in suites.MQUEUE_CACHE.views:
         for _, entries in view.rows:
             for _, path in entries:
-                assert results.metric_value(out.samples[0], path) is not None, path
+                assert metrics.metric_value(out.samples[0], path) is not None, path

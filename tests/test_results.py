@@ -5,7 +5,7 @@ import json
 import pytest
 from conftest import fixture
 
-from ipclab import UserError, results
+from ipclab import Error, metrics, results
 
 
 def test_save_load_round_trip(tmp_path):
@@ -27,13 +27,13 @@ def test_metric_paths():
                      "bytes": {"value": 5, "better": "none"}},
          "latency": {"write": {"mean": 10.0, "p99.9": 40}},
          "counters": {"cpu_migrations": 30}, "params": {"transfers": 10}}
-    assert results.metric_value(s, "metrics.throughput") == 2.0
-    assert results.metric_value(s, "latency.write.p99.9") == 40
-    assert results.metric_value(s, "counters.cpu_migrations / params.transfers") == 3
-    assert results.metric_value(s, "counters.cpu_migrations / params.transfers * 1e6") == 3e6
-    assert results.metric_value(s, "primary") == 2.0
-    assert results.metric_value(s, "metrics.missing") is None
-    assert results.metric_value(s, "counters.cpu_migrations / params.missing") is None
+    assert metrics.metric_value(s, "metrics.throughput") == 2.0
+    assert metrics.metric_value(s, "latency.write.p99.9") == 40
+    assert metrics.metric_value(s, "counters.cpu_migrations / params.transfers") == 3
+    assert metrics.metric_value(s, "counters.cpu_migrations / params.transfers * 1e6") == 3e6
+    assert metrics.metric_value(s, "primary") == 2.0
+    assert metrics.metric_value(s, "metrics.missing") is None
+    assert metrics.metric_value(s, "counters.cpu_migrations / params.missing") is None
 
 
 @pytest.mark.parametrize("text,msg", [
@@ -49,5 +49,5 @@ def test_metric_paths():
 def test_corrupt_files_are_one_line_errors(tmp_path, text, msg):
     p = tmp_path / "bad.json"
     p.write_text(text)
-    with pytest.raises(UserError, match=msg.replace("(", "\\(")):
+    with pytest.raises(Error, match=msg.replace("(", "\\(")):
         results.load(str(p))

@@ -1,0 +1,123 @@
+# SPDX-License-Identifier: MIT
+"""What a sample's numbers mean: the metric path language, and which metrics a cell is
+judged by.
+
+A path names one number in an engine sample: "metrics.NAME", "latency.KEY.FIELD",
+"counters.NAME", "params.NAME" or "primary" (the first metric that has a better
+direction), optionally divided by other paths and multiplied by a constant:
+"counters.cpu_migrations / params.transfers * 1e6".
+"""
+
+import math
+
+from ipclab.results import measured
+
+# What compare tests for each workload, primary first.  A path missing from the samples is
+# left out, and a workload not listed compares every metric whose "better" is higher or
+# lower.
+COMPARE_METRICS = {
+    "pipe-sweep": ["metrics.throughput", "latency.write.mean", "latency.write.p99"],
+    "token-ring": ["metrics.cs_per_transfer", "metrics.elapsed_s", "counters.cpu_migrations"],
+}
+
+
+def _lookup(sample, path):
+    if path == "elapsed_s" and "elapsed_s" not in sample.get("metrics", {}):
+        v = sample.get("elapsed_s")
+        return float(v) if isinstance(v, (int, float)) else None
+    parts = path.split(".")
+    head = parts[0]
+    if head == "metrics":
+        m = sample.get("metrics", {}).get(".".join(parts[1:]))
+        if isinstance(m, dict):
+            m = m.get("value")
+        return float(m) if isinstance(m, (int, float)) else None
+    if head == "latency" and len(parts) >= 3:
+        lat = sample.get("latency", {}).get(parts[1], {})
+        v = lat.get(".".join(parts[2:])) if isinstance(lat, dict) else None
+        return float(v) if isinstance(v, (int, float)) else None
+    if head in ("counters", "params"):
+        v = sample.get(head, {}).get(".".join(parts[1:]))
+        if isinstance(v, bool):
+            v = int(v)
+        return float(v) if isinstance(v, (int, float)) else None
+    if head == "primary":
+        name = primary_metric(sample)
+        return _lookup(sample, "metrics." + name) if name else None
+    v = sample.get(path)
+    return float(v) if isinstance(v, (int, float)) else None
+
+
+def primary_metric(sample):
+    """The first metric whose "better" is higher or lower."""
+    for name, m in sample.get("metrics", {}).items():
+        if isinstance(m, dict) and m.get("better") in ("higher", "lower"):
+            return name
+    return None
+
+
+def metric_value(sample, path):
+    """One number from a sample, or None when a part of the path is missing."""
+    scale = 1.0
+    if "*" in path:
+        path, k = path.rsplit("*", 1)
+        scale = float(k)
+    parts = [p.strip() for p in path.split("/")]
+    v = _lookup(sample, parts[0])
+    for p in parts[1:]:
+        d = _lookup(sample, p)
+        if v is None or not d:
+            return None
+        v = v / d
+    return None if v is None else v * scale
+
+
+def metric_values(cell, path):
+    vals = [metric_value(s, path) for s in measured(cell)]
+    return [v for v in vals if v is not None and math.isfinite(v)]
+
+
+def metric_info(cell, path):
+    """(unit, better) for a path, from the cell's samples."""
+    base = path.split("/")[0].split("*")[0].strip()
+    parts = base.split(".")
+    for s in measured(cell):
+        if parts[0] == "metrics":
+            m = s.get("metrics", {}).get(".".join(parts[1:]))
+            if isinstance(m, dict):
+                return m.get("unit", ""), m.get("better", "none")
+        elif parts[0] == "primary":
+            name = primary_metric(s)
+            if name:
+                m = s["metrics"][name]
+                return m.get("unit", ""), m.get("better", "none")
+        elif parts[0] == "latency":
+            lat = s.get("latency", {}).get(parts[1], {})
+            return lat.get("unit", "ns"), "lower"
+        elif parts[0] == "counters":
+            return "", "lower"
+    return "", "none"
+
+
+def metric_label(cell, path):
+    if path == "primary":
+        for s in measured(cell):
+            name = primary_metric(s)
+            if name:
+                return "metrics." + name
+    return path
+
+
+def metrics_for(cell):
+    """Metric paths compared for a cell, primary first."""
+    samples = measured(cell)
+    if not samples:
+        return []
+    wanted = COMPARE_METRICS.get(cell.get("workload"))
+    if wanted:
+        have = [p for p in wanted if metric_value(samples[0], p) is not None]
+        if have:
+            return have
+    names = [n for n, m in samples[0].get("metrics", {}).items()
+             if isinstance(m, dict) and m.get("better") in ("higher", "lower")]
+    return ["metrics." + n for n in names]

@@ -1,0 +1,184 @@
+# SPDX-License-Identifier: MIT
+"""Running things: one process-group watchdog, one atomic file write, one run stamp, and
+the dry-run switch.
+
+Every child (the engine, make, patch, vng with its QEMU) runs in a session of its own, so
+that a timeout, a Ctrl-C or the end of a guest kills the whole tree it started, not only
+the process we forked.
+"""
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ipclab import EXIT_FAILED, Error
+from ipclab.progress import log
+
+# Process groups running now: the deterministic `ab` runs two guests from two threads, and an
+# interrupt must not leave either behind.
+_LIVE = set()
+_LIVE_LOCK = threading.Lock()
+
+
+@dataclass
+class Finished:
+    rc: object          # exit status, or None when the watchdog killed it
+    out: str            # captured stdout ("" when it went to a file)
+    err: str
+    seconds: float
+
+    @property
+    def timed_out(self):
+        return self.rc is None
+
+
+def _kill_group(pid, sig=signal.SIGKILL):
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def kill_all():
+    """Kill every process group started here that is still running."""
+    with _LIVE_LOCK:
+        pids = list(_LIVE)
+    for pid in pids:
+        _kill_group(pid)
+
+
+def run(argv, timeout, *, capture=False, logfile=None, cwd=None, env=None, poll=None,
+        grace=15.0, kill_group_at_end=False):
+    """Run argv in its own session under a watchdog; never leaves the group behind on a
+    timeout or an exception.
+
+    capture: return stdout and stderr as text. logfile: append stdout and stderr there.
+    Otherwise the child's output goes where ours goes. poll(), if given, is called about
+    5 times a second; once it returns True the work is done, and a child that has not
+    exited `grace` seconds later is killed without that being a timeout (rc 0).
+    kill_group_at_end: also kill the group after a normal exit (helpers a guest leaves).
+    """
+    if logfile is not None:
+        Path(logfile).parent.mkdir(parents=True, exist_ok=True)
+        out = open(logfile, "ab")
+        stdout, stderr = out, subprocess.STDOUT
+    elif capture:
+        out, stdout, stderr = None, subprocess.PIPE, subprocess.PIPE
+    else:
+        out, stdout, stderr = None, None, None
+    t0 = time.monotonic()
+    try:
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                                    cwd=cwd, env=env, text=capture, start_new_session=True)
+        except FileNotFoundError:
+            raise Error(f"{argv[0]} not found (make lab-deps installs the lab's tools)",
+                        EXIT_FAILED) from None
+        with _LIVE_LOCK:
+            _LIVE.add(proc.pid)
+        rc, o, e, done_at = None, "", "", None
+        try:
+            while True:
+                step = 0.2 if poll else max(0.0, timeout - (time.monotonic() - t0))
+                try:
+                    if capture:
+                        o, e = proc.communicate(timeout=step)
+                    else:
+                        proc.wait(timeout=step)
+                    rc = proc.returncode
+                    break
+                except subprocess.TimeoutExpired:
+                    now = time.monotonic()
+                    if poll and done_at is None and poll():
+                        done_at = now
+                    if done_at is not None and now - done_at > grace:
+                        rc = 0
+                        break
+                    if now - t0 >= timeout:
+                        break
+        except BaseException:
+            # Ctrl-C: SIGTERM first, so that the engine can put back what it changed
+            # (pipe-max-size, msg_max) before it goes.
+            _kill_group(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            _kill_group(proc.pid)
+            proc.wait()
+            raise
+        finally:
+            if rc is None or kill_group_at_end or done_at is not None:
+                _kill_group(proc.pid)
+            if capture and proc.returncode is None:
+                o2, e2 = proc.communicate()
+                o, e = o or o2, e or e2
+            proc.wait()
+            with _LIVE_LOCK:
+                _LIVE.discard(proc.pid)
+    finally:
+        if out is not None:
+            out.close()
+    return Finished(rc, o or "", e or "", time.monotonic() - t0)
+
+
+def write_text_atomic(path, text):
+    """A file written whole or not at all (temp file in the same directory, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # A name of this process and thread (two guests' records may be written at once), made
+    # with open() so that the file gets the usual permissions, not mkstemp's 0600.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_json_atomic(path, obj):
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def stamp():
+    """The one run stamp, for file and directory names: UTC, sortable."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+
+
+def now_iso():
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+# ---- dry runs ---------------------------------------------------------------------------
+
+_DRY_RUN = False
+
+
+@contextlib.contextmanager
+def dry_run(on=True):
+    """While on, would_run() says what would run instead of letting it run."""
+    global _DRY_RUN
+    old, _DRY_RUN = _DRY_RUN, bool(on)
+    try:
+        yield
+    finally:
+        _DRY_RUN = old
+
+
+def is_dry_run():
+    return _DRY_RUN
+
+
+def would_run(what):
+    """True (after saying so) when this is a dry run and `what` must not happen."""
+    if not _DRY_RUN:
+        return False
+    log("would run: " + (" ".join(map(str, what)) if isinstance(what, (list, tuple)) else what))
+    return True

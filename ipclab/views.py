@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: MIT
+"""Seed views of a results file: which tables it is shown in, the values in each entry, and
+the one lookup of a seed's published figures and of the peer programs' local figures.
+
+A view is a table the seed itself printed (writers x readers, the ladder, ...), defined with
+its suite in ipclab/suites.py. show, report, plot and compare all take their tables from
+here, so a results file gets the same tables everywhere.
+"""
+
+from dataclasses import dataclass
+
+from ipclab import deterministic, metrics, suites
+
+
+@dataclass
+class ShownView:
+    part: object        # the suites.Suite whose view it is
+    view: object        # suites.View, restated for the file's clock
+    ref: object         # the seed's reference data, or None (no seed, or not comparable)
+
+
+def shown(res):
+    """[ShownView] of a results file, in suite order: its suite's views for its mode; under
+    a deterministic clock restated in instructions and without published figures, which are
+    times and rates of real machines."""
+    mode = res.get("mode", "quick")
+    det = deterministic.is_deterministic(res)
+    cells = {c["key"]: c for c in res["cells"]}
+    present = {c.get("suite") for c in res["cells"]}
+    out = []
+    for part in suites.parts(res.get("suite")):
+        if part.name not in present:
+            continue
+        ref = None if det else part.reference()
+        for view in part.views:
+            if mode not in view.modes:
+                continue
+            if det:
+                view = deterministic.view_for(view, cells)
+                if view is None:
+                    continue
+            out.append(ShownView(part, view, ref))
+    return out
+
+
+def covered(res):
+    """Names of the suites whose cells the views show."""
+    return {sv.part.name for sv in shown(res)}
+
+
+def values(res, view):
+    """{(row, col): (values, cell)} of one view in one results file, scaled for display."""
+    cells = {c["key"]: c for c in res["cells"]}
+    out = {}
+    for label, entries in view.rows:
+        for col, (key, path) in zip(view.columns, entries):
+            c = cells.get(key)
+            if c is not None:
+                out[(label, col)] = ([v * view.scale for v in metrics.metric_values(c, path)], c)
+    return out
+
+
+def published(ref, view, row, col):
+    """The seed's published figure(s) for one entry: a number, a list (before -> after), or
+    None."""
+    k = view.ref_cells.get((row, col))
+    if not ref or not view.ref_key or not k or k.startswith("local:"):
+        return None
+    v = ref.get("figures", {}).get(view.ref_key, {}).get("cells", {}).get(k)
+    return v.get("value") if isinstance(v, dict) else v
+
+
+def local(ref, view, row, col):
+    """The peer programs' figure measured on a project machine for one entry, or None."""
+    k = view.ref_cells.get((row, col))
+    if not ref or not k:
+        return None
+    return ref.get("local", {}).get("cells", {}).get(k[len("local:"):] if k.startswith("local:")
+                                                     else k)
