@@ -219,10 +219,8 @@ def quality_warnings(rows):
              if max(r.cmp.base.cv, r.cmp.new.cv) > stats.MAX_CV]
     if noisy:
         worst, r = max(noisy, key=lambda t: t[0])
-        w.append("CV over %d%% in %d of %d rows (worst %s in %s %s): small changes are lost in"
-                 " the noise; use an idle machine, more --reps, or --full"
-                 % (stats.MAX_CV * 100, len(noisy), len(rows), "%.1f%%" % (worst * 100), r.key,
-                    r.label))
+        w.append(stats.noise_warning(len(noisy), "%d rows (worst %.1f%% in %s %s)"
+                                     % (len(rows), worst * 100, r.key, r.label)))
     return w
 
 

@@ -80,6 +80,26 @@ def is_deterministic(res):
     return clock_of(res).startswith("icount")
 
 
+def timing_caveat(clock=REAL, accel="native"):
+    """What a run's times mean when they are not native time, in one sentence; "" when they
+    are. The one place this is said: the CLI, reports, compare and the lab all use it."""
+    if clock and clock.startswith("icount"):
+        return (f"deterministic clock ({clock}): times are guest instructions and rates are"
+                " per 10^9 guest instructions, not per second")
+    if accel == "tcg":
+        return ("accel=tcg: timings are emulated (~25x slower than native, and they move by"
+                " tens of percent between boots); compare counts and ratios, not times")
+    if accel and accel != "native":
+        return f"accel={accel}: timings include the hypervisor's; compare runs on the same VM"
+    return ""
+
+
+def caveat_of(res):
+    """timing_caveat() for a results file."""
+    return timing_caveat(clock_of(res), res.get("meta", {}).get("accel")
+                         or res.get("env", {}).get("accel") or "native")
+
+
 def operations(sample, workload):
     """How many operations one engine sample did, or None."""
     if workload in OPERATIONS:

@@ -6,6 +6,8 @@ import platform
 import shutil
 import subprocess
 
+from ipclab import deterministic
+
 
 def _read(path):
     try:
@@ -117,13 +119,10 @@ def warnings(env):
     if virt != "none":
         w.append("running in a VM (%s): timings include hypervisor noise; compare runs"
                  " on the same VM, never across machines" % virt)
-    accel = env.get("accel") or "native"
-    if (env.get("clock") or "real").startswith("icount"):
-        w.append("clock=%s: deterministic mode, times are guest instructions and rates are per"
-                 " 10^9 guest instructions" % env["clock"])
-    elif accel == "tcg":
-        w.append("accel=tcg: timings are emulated (~25x slower than native); only ratios"
-                 " of counts (context switches per transfer) are meaningful")
+    caveat = deterministic.timing_caveat(env.get("clock") or deterministic.REAL,
+                                         env.get("accel") or "native")
+    if caveat:
+        w.append(caveat)
     if env.get("perf_event_paranoid") not in (None, "") and \
             int(env["perf_event_paranoid"]) > 2 and os.geteuid() != 0:
         w.append("perf_event_paranoid=%s: token-ring (and --counters perf) cannot open perf"

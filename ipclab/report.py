@@ -153,15 +153,10 @@ def quality(res):
         warns.append("spread over %g%% in %d cells: too noisy for the deterministic mode"
                      % (deterministic.TOO_NOISY * 100, noisy))
     elif noisy:
-        warns.append("CV over %d%% in %d cells: results this noisy hide small changes; use an"
-                     " idle machine, more --reps, or --full" % (stats.MAX_CV * 100, noisy))
-    acc = res.get("meta", {}).get("accel") or res.get("env", {}).get("accel")
-    if det:
-        warns.append("deterministic clock (%s): times are guest instructions and rates are"
-                     " per 10^9 guest instructions, not per second" % deterministic.clock_of(res))
-    elif acc and acc != "native":
-        warns.append("accel=%s: timings are emulated; only ratios of counts are meaningful"
-                     % acc)
+        warns.append(stats.noise_warning(noisy, "%d cells" % sum(len(v) for v in by_suite.values())))
+    caveat = deterministic.caveat_of(res)
+    if caveat:
+        warns.append(caveat)
     host = res.get("host") or {}
     load, nproc = host.get("loadavg"), host.get("nproc")
     nproc = nproc if isinstance(nproc, int) and nproc > 0 else 1
@@ -217,12 +212,9 @@ def write_report(paths_and_results, out_dir):
             w("- host: %s, %s CPUs, kernel %s, THP %s, accel %s"
               % (env.get("cpu", "?"), env.get("nproc", "?"), env.get("kernel", "?"),
                  env.get("thp", "?"), res.get("meta", {}).get("accel", env.get("accel", "?"))))
-        acc = res.get("meta", {}).get("accel") or env.get("accel")
-        if deterministic.is_deterministic(res):
-            w("- **deterministic clock (%s)**: times are guest instructions, rates are per"
-              " 10^9 guest instructions" % deterministic.clock_of(res))
-        elif acc and acc != "native":
-            w("- **timings are emulated (%s)**: absolute times are not native" % acc)
+        caveat = deterministic.caveat_of(res)
+        if caveat:
+            w("- **%s**" % caveat)
         host = res.get("host")
         if isinstance(host, dict) and host:
             try:
@@ -320,10 +312,9 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
         _render_deterministic(outcome, out)
         return
     for side, res in ((names[0], b), (names[1], n)):
-        acc = res.get("meta", {}).get("accel") or res.get("env", {}).get("accel")
-        if acc and acc != "native":
-            out.write("note: %s timings are %s-emulated: compare counts, not times\n"
-                      % (side, acc))
+        caveat = deterministic.caveat_of(res)
+        if caveat:
+            out.write("note: %s: %s\n" % (side, caveat))
     _views_text(outcome, out)
     header = ["cell", "metric", "base", "new", "delta", "95% CI", "p (Holm)", "", "n"]
     rows = []

@@ -22,6 +22,12 @@ MAX_CV = 0.05
 ALPHA = 0.05
 
 
+def noise_warning(n_noisy, of_what):
+    """The one warning for timed results too noisy to show small changes."""
+    return ("CV over %d%% in %d of %s: small changes are lost in the noise; use an idle"
+            " machine, more --reps, or --full" % (MAX_CV * 100, n_noisy, of_what))
+
+
 def median(xs):
     s = sorted(xs)
     n = len(s)
