@@ -2,7 +2,8 @@
 /*
  * copies.c: running N copies of a workload at once, as UnixBench's --copies
  * does: a start gate that releases every forked copy at the same moment, and
- * the sum of the copies' rates once they are reaped.
+ * the sum of the copies' rates once they are reaped; copies_run() does the
+ * lot around a workload's per-process function.
  *
  * The gate is two pipes.  Each child writes one byte into "ready" when it is
  * set up and then blocks reading "go"; the parent collects one byte per
@@ -11,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -125,4 +127,70 @@ double copies_sum(struct copy_result *res, int n, double *ops,
 					i ? "," : "", rate);
 	}
 	return total;
+}
+
+/* What each child of copies_run() starts from. */
+struct copies_child {
+	const struct copies_run *run;
+	struct start_gate *gate;
+	int proc;
+};
+
+static int copies_child_main(void *arg)
+{
+	struct copies_child *ch = arg;
+
+	return ch->run->proc_main(ch->run->arg, ch->proc, ch->gate);
+}
+
+int copies_run(const struct copies_run *run, struct counters *cnt, double *rate,
+	       double *ops, char *per_copy, size_t size)
+{
+	int nr = run->copies * run->procs_per_copy, i, err, ret = EXIT_FAIL;
+	struct copies_child child = { .run = run };
+	struct start_gate gate;
+	pid_t pid[nr];
+
+	err = gate_open(&gate);
+	if (err < 0) {
+		fail_reason("pipe: %s", strerror(-err));
+		return EXIT_FAIL;
+	}
+	child.gate = &gate;
+	counters_start(cnt);
+	for (i = 0; i < nr; i++) {
+		/* one struct will do: each child gets its own copy at the fork */
+		child.proc = i;
+		pid[i] = spawn(copies_child_main, &child);
+		if (pid[i] < 0) {
+			fail_reason("fork: %s", strerror(-pid[i]));
+			goto out;
+		}
+	}
+	if (run->forked)
+		run->forked(run->arg);
+	if (gate_release(&gate, nr) < 0) {
+		fail_reason("a %s died before starting", run->roles ? "process" : "copy");
+		goto out;
+	}
+	for (i = 0; i < nr; i++) {
+		int st = reap(pid[i]), per = run->procs_per_copy;
+
+		if (!st)
+			continue;
+		if (run->roles)
+			fail_reason("%s of copy %d exited with status %d",
+				    run->roles[i % per], i / per, st);
+		else
+			fail_reason("copy %d exited with status %d", i, st);
+		goto out;
+	}
+	counters_stop(cnt);
+	*rate = copies_sum(run->res, run->copies, ops, per_copy, size);
+	ret = EXIT_OK;
+out:
+	if (ret != EXIT_OK)
+		kill_children();
+	gate_close(&gate);
+	return ret;
 }

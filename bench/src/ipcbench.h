@@ -258,6 +258,36 @@ void copies_free(struct copy_result *res, int n);
 double copies_sum(struct copy_result *res, int n, double *ops,
 		  char *per_copy, size_t size);
 
+/*
+ * A --copies run: @copies copies of @procs_per_copy processes each, forked
+ * together and measuring into res[copy].  Process @proc (copy by copy, so
+ * copy proc / procs_per_copy) runs proc_main(arg, proc, gate) in its child:
+ * it sets up, passes gate_child_ready_wait(gate), measures and returns its
+ * exit status.
+ */
+struct copies_run {
+	int copies;
+	int procs_per_copy;
+	/* what a copy's processes are called in messages; NULL: one per copy */
+	const char *const *roles;
+	int (*proc_main)(void *arg, int proc, struct start_gate *gate);
+	/*
+	 * Optional, in the parent once every process is forked and before the
+	 * gate opens: give up what the children alone must hold (pipe ends).
+	 */
+	void (*forked)(void *arg);
+	void *arg;
+	struct copy_result *res;
+};
+
+/*
+ * Fork every process of @run with the counters running, release them at
+ * once, reap them all and copies_sum() the results into *rate, *ops and
+ * per_copy.  EXIT_OK, or EXIT_FAIL after saying why with every child killed.
+ */
+int copies_run(const struct copies_run *run, struct counters *cnt, double *rate,
+	       double *ops, char *per_copy, size_t size);
+
 /* ---- time --------------------------------------------------------------- */
 
 static inline uint64_t now_ns(void)

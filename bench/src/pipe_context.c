@@ -44,16 +44,9 @@ static const struct opt pc_opt_table[] = {
  * comes from the totals; the histogram holds each chunk's ns per round trip
  * (PC_CHECK_EVERY of them), so a chunk that was preempted is one outlier and
  * p50 stays usable on a busy machine.
- *
- * Everything a child needs.  All pipe fds of all copies are listed in fds[]
- * so that each child can close the ones that are not its own: a stray write
- * end held elsewhere would hide the initiator's EOF from the responder.
  */
 struct pc_side {
 	struct copy_result *res;	/* initiator only */
-	struct start_gate *gate;
-	const int *fds;			/* every pipe fd, nr_fds of them */
-	int nr_fds;
 	int rd, wr;			/* this side's ends */
 	int cpu;
 	bool initiator;
@@ -61,13 +54,27 @@ struct pc_side {
 	uint64_t count;			/* round trips; 0 = run for duration_ns */
 };
 
-static void pc_close_others(const struct pc_side *s)
+/*
+ * Everything a child needs.  All pipe fds of all copies are listed in fds[]
+ * so that each child can close the ones that are not its own: a stray write
+ * end held elsewhere would hide the initiator's EOF from the responder.
+ */
+struct pc_pairs {
+	struct pc_side *side;		/* per process: initiator, responder, ... */
+	const int *fds;			/* every pipe fd, nr_fds of them */
+	int nr_fds;			/* 0 once the parent has closed its own */
+};
+
+/* In the order of struct pc_pairs' sides: the initiator is process 0. */
+static const char *const pc_roles[] = { "initiator", "responder" };
+
+static void pc_close_others(const struct pc_pairs *pp, const struct pc_side *s)
 {
 	int i;
 
-	for (i = 0; i < s->nr_fds; i++)
-		if (s->fds[i] != s->rd && s->fds[i] != s->wr)
-			close(s->fds[i]);
+	for (i = 0; i < pp->nr_fds; i++)
+		if (pp->fds[i] != s->rd && pp->fds[i] != s->wr)
+			close(pp->fds[i]);
 }
 
 static int pc_initiator(struct pc_side *s)
@@ -135,37 +142,56 @@ static int pc_responder(struct pc_side *s)
 	}
 }
 
-static int pc_side_main(void *arg)
+static int pc_side_main(void *arg, int proc, struct start_gate *gate)
 {
-	struct pc_side *s = arg;
+	struct pc_pairs *pp = arg;
+	struct pc_side *s = &pp->side[proc];
 	int ret;
 
-	pc_close_others(s);
+	pc_close_others(pp, s);
 	ret = pin_cpu(s->cpu);
 	if (ret < 0) {
 		fail_reason("pin to cpu %d: %s", s->cpu, strerror(-ret));
 		return EXIT_FAIL;
 	}
-	if (gate_child_ready_wait(s->gate) < 0) {
+	if (gate_child_ready_wait(gate) < 0) {
 		fail_reason("start barrier broken");
 		return EXIT_FAIL;
 	}
 	return s->initiator ? pc_initiator(s) : pc_responder(s);
 }
 
+/* The pairs' pipes now belong to the children alone. */
+static void pc_forked(void *arg)
+{
+	struct pc_pairs *pp = arg;
+	int i;
+
+	for (i = 0; i < pp->nr_fds; i++)
+		close(pp->fds[i]);
+	pp->nr_fds = 0;
+}
+
 static int pc_run(const struct common_opts *c, void *wopts, struct report *r)
 {
 	const struct pc_opts *o = wopts;
-	int copies = (int)o->copies, nr_fds = 0;
+	int copies = (int)o->copies;
 	int fds[4 * copies];
 	struct pc_side side[2 * copies];
-	pid_t pid[2 * copies];
+	struct pc_pairs pp = { .side = side, .fds = fds };
+	struct copies_run run = {
+		.copies = copies,
+		.procs_per_copy = 2,
+		.roles = pc_roles,
+		.proc_main = pc_side_main,
+		.forked = pc_forked,
+		.arg = &pp,
+	};
 	struct copy_result *res;
 	struct counters cnt;
-	struct start_gate gate;
 	double total, trips, dur;
 	char per_copy[COPY_RATE_CHARS * copies + 1];
-	int i, err, ret = EXIT_FAIL;
+	int i, ret = EXIT_FAIL;
 
 	dur = c->duration > 0 ? c->duration : PC_DEFAULT_DURATION;
 	res = copies_alloc(copies);
@@ -173,30 +199,22 @@ static int pc_run(const struct common_opts *c, void *wopts, struct report *r)
 		fail_reason("mmap: %s", strerror(errno));
 		return EXIT_FAIL;
 	}
-	err = gate_open(&gate);
-	if (err < 0) {
-		fail_reason("pipe: %s", strerror(-err));
-		goto out_unmap;
-	}
+	run.res = res;
 	for (i = 0; i < copies; i++) {
 		/* fds[4i..4i+1]: initiator -> responder, fds[4i+2..4i+3]: back */
-		if (pipe(&fds[nr_fds]) < 0 || (nr_fds += 2, pipe(&fds[nr_fds]) < 0)) {
+		if (pipe(&fds[pp.nr_fds]) < 0 ||
+		    (pp.nr_fds += 2, pipe(&fds[pp.nr_fds]) < 0)) {
 			fail_reason("pipe: %s", strerror(errno));
 			goto out_close;
 		}
-		nr_fds += 2;
+		pp.nr_fds += 2;
 	}
-
-	counters_start(&cnt);
 	for (i = 0; i < 2 * copies; i++) {
 		int k = i / 2;
 		bool init = !(i & 1);
 
 		side[i] = (struct pc_side) {
 			.res = &res[k],
-			.gate = &gate,
-			.fds = fds,
-			.nr_fds = nr_fds,
 			.rd = init ? fds[4 * k + 2] : fds[4 * k],
 			.wr = init ? fds[4 * k + 1] : fds[4 * k + 3],
 			.cpu = c->cpus[init ? 0 : 1],
@@ -204,32 +222,11 @@ static int pc_run(const struct common_opts *c, void *wopts, struct report *r)
 			.duration_ns = (uint64_t)(dur * 1e9),
 			.count = c->count_set ? (uint64_t)c->count : 0,
 		};
-		pid[i] = spawn(pc_side_main, &side[i]);
-		if (pid[i] < 0) {
-			fail_reason("fork: %s", strerror(-pid[i]));
-			goto out_kill;
-		}
 	}
-	/* the pairs' pipes now belong to the children alone */
-	for (i = 0; i < nr_fds; i++)
-		close(fds[i]);
-	nr_fds = 0;
-	if (gate_release(&gate, 2 * copies) < 0) {
-		fail_reason("a process died before starting");
-		goto out_kill;
-	}
-	for (i = 0; i < 2 * copies; i++) {
-		int st = reap(pid[i]);
+	ret = copies_run(&run, &cnt, &total, &trips, per_copy, sizeof(per_copy));
+	if (ret != EXIT_OK)
+		goto out_close;
 
-		if (st != 0) {
-			fail_reason("%s of copy %d exited with status %d",
-				    i & 1 ? "responder" : "initiator", i / 2, st);
-			goto out_kill;
-		}
-	}
-	counters_stop(&cnt);
-
-	total = copies_sum(res, copies, &trips, per_copy, sizeof(per_copy));
 	report_param_int(r, "copies", copies);
 	report_param_cpus(r, c);
 	report_metric(r, "round_trips_per_s", total, "round trips/s", HIGHER_IS_BETTER);
@@ -240,16 +237,11 @@ static int pc_run(const struct common_opts *c, void *wopts, struct report *r)
 		    "histogram entry per chunk, all copies merged", PC_CHECK_EVERY);
 	report_counters(r, &cnt);
 	report_emit(r);
-	ret = EXIT_OK;
 
-out_kill:
-	if (ret != EXIT_OK)
-		kill_children();
 out_close:
-	for (i = 0; i < nr_fds; i++)
+	/* still ours if copies_run() failed before every process was forked */
+	for (i = 0; i < pp.nr_fds; i++)
 		close(fds[i]);
-	gate_close(&gate);
-out_unmap:
 	copies_free(res, copies);
 	return ret;
 }

@@ -43,15 +43,14 @@ static const struct opt pt_opt_table[] = {
  */
 struct pt_copy {
 	struct copy_result *res;
-	struct start_gate *gate;
 	int cpu;
 	uint64_t duration_ns;
 	uint64_t count;		/* loops; 0 = run for duration_ns */
 };
 
-static int pt_copy_main(void *arg)
+static int pt_copy_main(void *arg, int proc, struct start_gate *gate)
 {
-	struct pt_copy *cp = arg;
+	struct pt_copy *cp = (struct pt_copy *)arg + proc;
 	char buf[PT_MSG_SIZE];
 	uint64_t loops = 0, t0, t, prev;
 	int pfd[2];
@@ -67,7 +66,7 @@ static int pt_copy_main(void *arg)
 		return EXIT_FAIL;
 	}
 	memset(buf, 'p', sizeof(buf));
-	if (gate_child_ready_wait(cp->gate) < 0) {
+	if (gate_child_ready_wait(gate) < 0) {
 		fail_reason("start barrier broken");
 		return EXIT_FAIL;
 	}
@@ -104,13 +103,17 @@ static int pt_run(const struct common_opts *c, void *wopts, struct report *r)
 	const struct pt_opts *o = wopts;
 	int copies = (int)o->copies;
 	struct pt_copy copy[copies];
-	pid_t pid[copies];
+	struct copies_run run = {
+		.copies = copies,
+		.procs_per_copy = 1,
+		.proc_main = pt_copy_main,
+		.arg = copy,
+	};
 	struct copy_result *res;
 	struct counters cnt;
-	struct start_gate gate;
 	double total, loops, dur;
 	char per_copy[COPY_RATE_CHARS * copies + 1];
-	int i, err, ret = EXIT_FAIL;
+	int i, ret;
 
 	dur = c->duration > 0 ? c->duration : PT_DEFAULT_DURATION;
 	res = copies_alloc(copies);
@@ -118,43 +121,19 @@ static int pt_run(const struct common_opts *c, void *wopts, struct report *r)
 		fail_reason("mmap: %s", strerror(errno));
 		return EXIT_FAIL;
 	}
-	err = gate_open(&gate);
-	if (err < 0) {
-		fail_reason("pipe: %s", strerror(-err));
-		goto out_unmap;
-	}
-
-	counters_start(&cnt);
+	run.res = res;
 	for (i = 0; i < copies; i++) {
 		copy[i] = (struct pt_copy) {
 			.res = &res[i],
-			.gate = &gate,
 			.cpu = c->cpus[c->cpus[1] >= 0 ? i % 2 : 0],
 			.duration_ns = (uint64_t)(dur * 1e9),
 			.count = c->count_set ? (uint64_t)c->count : 0,
 		};
-		pid[i] = spawn(pt_copy_main, &copy[i]);
-		if (pid[i] < 0) {
-			fail_reason("fork: %s", strerror(-pid[i]));
-			goto out_kill;
-		}
 	}
-	if (gate_release(&gate, copies) < 0) {
-		fail_reason("a copy died before starting");
-		goto out_kill;
-	}
-	for (i = 0; i < copies; i++) {
-		int st = reap(pid[i]);
+	ret = copies_run(&run, &cnt, &total, &loops, per_copy, sizeof(per_copy));
+	if (ret != EXIT_OK)
+		goto out_unmap;
 
-		pid[i] = -1;
-		if (st != 0) {
-			fail_reason("copy %d exited with status %d", i, st);
-			goto out_kill;
-		}
-	}
-	counters_stop(&cnt);
-
-	total = copies_sum(res, copies, &loops, per_copy, sizeof(per_copy));
 	report_param_int(r, "copies", copies);
 	report_param_int(r, "msg_size", PT_MSG_SIZE);
 	report_param_cpus(r, c);
@@ -166,12 +145,7 @@ static int pt_run(const struct common_opts *c, void *wopts, struct report *r)
 		    "histogram entry per chunk, all copies merged", PT_CHECK_EVERY);
 	report_counters(r, &cnt);
 	report_emit(r);
-	ret = EXIT_OK;
 
-out_kill:
-	if (ret != EXIT_OK)
-		kill_children();
-	gate_close(&gate);
 out_unmap:
 	copies_free(res, copies);
 	return ret;
