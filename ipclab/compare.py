@@ -142,7 +142,7 @@ def not_comparable(b, n, out):
     pair of cells out."""
     if b.get("status") in ("failed", "skipped") or n.get("status") in ("failed", "skipped"):
         why = b.get("error") or n.get("error") or "no samples"
-        out.skipped.append((b["key"], "%s/%s: %s" % (b.get("status"), n.get("status"), why)))
+        out.skipped.append((b["key"], f"{b.get('status')}/{n.get('status')}: {why}"))
         return True
     return False
 
@@ -261,7 +261,8 @@ def view_changes(outcome):
         for label, entries in view.rows:
             line = []
             for col, (key, path) in zip(view.columns, entries):
-                e = _entry(outcome, key, path, view.scale, views.published(sv.ref, view, label, col))
+                pub = views.published(sv.ref, view, label, col)
+                e = _entry(outcome, key, path, view.scale, pub)
                 line.append(e)
                 if e is not None:
                     ratios.append(e.delta + 1)

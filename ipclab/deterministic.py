@@ -63,7 +63,7 @@ def clock_of(res):
     """'real', or the guest clock a results file was measured with ('icount shift=0')."""
     meta_clock = res.get("meta", {}).get("clock")
     if isinstance(meta_clock, dict) and meta_clock.get("mode") == "deterministic":
-        return "icount shift=%s" % meta_clock.get("icount", {}).get("shift", "?")
+        return f"icount shift={meta_clock.get('icount', {}).get('shift', '?')}"
     env_clock = res.get("env", {}).get("clock")
     if not env_clock:
         for cell in res.get("cells", []):
@@ -107,7 +107,7 @@ def operations(sample, workload):
         v = metrics.metric_value(sample, path)
         return v / size if v else None
     if workload in OWN_COST:
-        msgs = [metrics.metric_value(sample, "metrics.%s_messages" % k) for k in ("empty", "full")]
+        msgs = [metrics.metric_value(sample, f"metrics.{k}_messages") for k in ("empty", "full")]
         return sum(m for m in msgs if m) or None
     return None
 
@@ -162,7 +162,7 @@ def _per_op_label(label, cells, entries):
     cell = cells.get(entries[0][0])
     op = OP_COST.get((cell or {}).get("workload"), (None, ""))[1]
     base = label.split("(")[0].strip()
-    return "%s (insn/%s)" % (base, op) if op else base
+    return f"{base} (insn/{op})" if op else base
 
 
 @dataclass
@@ -241,14 +241,14 @@ def judge(base_vals, new_vals, better, floor=math.nan):
 def unit_in_icount(unit):
     """A unit restated for an icount clock: times count instructions, rates are per 10^9."""
     if unit in TIME_UNITS:
-        return "insn" if unit == "ns" else "%s of insn (1 ns = 1 insn)" % unit
+        return "insn" if unit == "ns" else f"{unit} of insn (1 ns = 1 insn)"
     if unit.endswith("/s"):
         return unit[:-2] + " per 1e9 insn"
     return unit
 
 
 def floor_key(cell_key, path):
-    return "%s | %s" % (cell_key, path)
+    return f"{cell_key} | {path}"
 
 
 def load_floor(clock, cpus, path=FLOOR_FILE):

@@ -32,7 +32,7 @@ def find_engine(path=None):
         raise Error("engine not found: %s (build it with `make engine`, or pass --engine"
                         " PATH / set IPCBENCH)" % path)
     if not os.access(path, os.X_OK) or os.path.isdir(path):
-        raise Error("engine is not executable: %s" % path)
+        raise Error(f"engine is not executable: {path}")
     return path
 
 
@@ -114,7 +114,7 @@ def cell_timeout(cell):
 
 def argv_for(engine, cell):
     return [engine, cell.workload] + list(cell.args) + ["--json", "--timeout",
-                                                        "%g" % cell_timeout(cell)]
+                                                        f"{cell_timeout(cell):g}"]
 
 
 def _last_line(text):
@@ -129,16 +129,16 @@ def run_cell(engine, cell, env=None):
     try:
         done = proc.run(argv, limit, capture=True, env=env)
     except (OSError, Error) as e:
-        return Outcome("failed", error="cannot run %s: %s" % (engine, e), rc=-1, argv=argv)
+        return Outcome("failed", error=f"cannot run {engine}: {e}", rc=-1, argv=argv)
     if done.timed_out:
-        return Outcome("failed", error="timed out after %gs" % limit, rc=-9, argv=argv)
+        return Outcome("failed", error=f"timed out after {limit:g}s", rc=-9, argv=argv)
     rc, out, err = done.rc, done.out, done.err
     if rc == EXIT_SKIP:
         return Outcome("skipped", error=_last_line(err) or "skipped by the engine", rc=rc,
                        argv=argv)
     if rc != EXIT_OK:
-        what = "usage error" if rc == EXIT_USAGE else "exit %d" % rc
-        return Outcome("failed", error="%s: %s" % (what, _last_line(err) or "no message"),
+        what = "usage error" if rc == EXIT_USAGE else f"exit {int(rc)}"
+        return Outcome("failed", error=f"{what}: {_last_line(err) or 'no message'}",
                        rc=rc, argv=argv)
     samples = []
     for line in out.splitlines():
@@ -148,7 +148,7 @@ def run_cell(engine, cell, env=None):
         try:
             obj = json.loads(line)
         except json.JSONDecodeError:
-            return Outcome("failed", error="engine printed invalid JSON: %.80s" % line,
+            return Outcome("failed", error=f"engine printed invalid JSON: {line:>.80}",
                            rc=rc, argv=argv)
         if isinstance(obj, dict):
             samples.append(obj)

@@ -161,6 +161,6 @@ def render(env, out):
     if ws:
         out.write("\n")
         for line in ws:
-            out.write("warning: %s\n" % line)
-    out.write("\nadvice: %s\n" % lab_advice(env))
+            out.write(f"warning: {line}\n")
+    out.write(f"\nadvice: {lab_advice(env)}\n")
     return ws

@@ -10,13 +10,13 @@ def num(v):
         return "-"
     a = abs(v)
     if a >= 1000:
-        return "%.0f" % v
+        return f"{v:.0f}"
     if a >= 100:
-        return "%.0f" % v
+        return f"{v:.0f}"
     if a >= 10:
-        return "%.1f" % v
+        return f"{v:.1f}"
     if a >= 1:
-        return "%.2f" % v
+        return f"{v:.2f}"
     if a == 0:
         return "0"
     return "%#.3g" % v
@@ -32,7 +32,7 @@ def count(v):
     """An instruction count per operation: to a tenth, since deterministic runs repeat to that."""
     if v is None or not isinstance(v, (int, float)) or not math.isfinite(v):
         return "-"
-    return "%.1f" % v
+    return f"{v:.1f}"
 
 
 def table(header, rows, align=None):

@@ -17,7 +17,7 @@ PERCENTILES = ("p50", "p90", "p99", "p99.9")
 
 def _name(res, what):
     rid = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(res.get("id", "run")))
-    return "%s-%s.png" % (rid, what)
+    return f"{rid}-{what}.png"
 
 
 def _save(fig, out_dir, name):
@@ -50,11 +50,11 @@ def ladder(res, sv, out_dir):
     ax.bar([i - w / 2 for i in x], ours, w, yerr=[lo, hi], capsize=3, label="ours (median, IQR)")
     if any(p is not None for p in pub):
         ax.bar([i + w / 2 for i in x], [p or 0 for p in pub], w, alpha=0.5, hatch="//",
-               label="published (%s)" % ref.get("machine", "seed").split(",")[0])
+               label=f"published ({ref.get('machine', 'seed').split(',')[0]})")
     ax.set_xticks(list(x))
     ax.set_xticklabels(labels, rotation=20, ha="right")
     ax.set_ylabel(view.unit)
-    ax.set_title("%s: %s" % (part.name, view.title))
+    ax.set_title(f"{part.name}: {view.title}")
     ax.legend()
     return _save(fig, out_dir, _name(res, view.id))
 
@@ -81,9 +81,9 @@ def grid(res, sv, out_dir):
     for i, r in enumerate(data):
         for j, v in enumerate(r):
             if not math.isnan(v):
-                ax.text(j, i, "%.0f" % v, ha="center", va="center", color="w")
+                ax.text(j, i, f"{v:.0f}", ha="center", va="center", color="w")
     fig.colorbar(im, ax=ax, label=view.unit)
-    ax.set_title("%s: %s" % (part.name, view.title))
+    ax.set_title(f"{part.name}: {view.title}")
     return _save(fig, out_dir, _name(res, view.id))
 
 
@@ -120,7 +120,7 @@ def run_plots(res, out_dir):
         if fn:
             p = fn(res, sv, out_dir)
             if p:
-                out.append((p, "%s: %s" % (sv.part.name, sv.view.title)))
+                out.append((p, f"{sv.part.name}: {sv.view.title}"))
     p = latency_percentiles(res, out_dir)
     if p:
         out.append((p, "pipe-sweep write latency percentiles"))
@@ -141,12 +141,12 @@ def judged_plot(outcome, out_dir):
                 ecolor="k", capsize=3, lw=0.8)
     ax.axvline(0, color="k", lw=0.8)
     ax.set_yticks(y)
-    ax.set_yticklabels(["%s %s" % (r.key, r.unit) for r in rows], fontsize=7)
+    ax.set_yticklabels([f"{r.key} {r.unit}" for r in rows], fontsize=7)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlabel("delta %% of guest instructions per operation (%s); whiskers: %g x noise,"
                   " coloured = a change" % (outcome.clock, deterministic.SAFETY))
-    ax.set_title("%s -> %s" % (outcome.base.get("id"), outcome.new.get("id")))
-    name = "compare-%s-vs-%s.png" % (outcome.base.get("id"), outcome.new.get("id"))
+    ax.set_title(f"{outcome.base.get('id')} -> {outcome.new.get('id')}")
+    name = f"compare-{outcome.base.get('id')}-vs-{outcome.new.get('id')}.png"
     return _save(fig, out_dir, re.sub(r"[^A-Za-z0-9_.-]+", "_", name))
 
 
@@ -157,7 +157,7 @@ def compare_plot(outcome, out_dir):
     rows = [r for r in outcome.rows if math.isfinite(r.cmp.ratio)]
     if not rows:
         return None
-    labels = ["%s %s" % (r.key, r.label) for r in rows]
+    labels = [f"{r.key} {r.label}" for r in rows]
     d = [r.cmp.delta * 100 for r in rows]
     lo = [max(0.0, (r.cmp.ratio - r.cmp.ci[0]) * 100) if math.isfinite(r.cmp.ci[0]) else 0
           for r in rows]
@@ -173,6 +173,6 @@ def compare_plot(outcome, out_dir):
     ax.set_yticklabels(labels, fontsize=7)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlabel("delta % (new vs baseline), 95% CI; coloured = significant (Holm)")
-    ax.set_title("%s -> %s" % (outcome.base.get("id"), outcome.new.get("id")))
-    name = "compare-%s-vs-%s.png" % (outcome.base.get("id"), outcome.new.get("id"))
+    ax.set_title(f"{outcome.base.get('id')} -> {outcome.new.get('id')}")
+    name = f"compare-{outcome.base.get('id')}-vs-{outcome.new.get('id')}.png"
     return _save(fig, out_dir, re.sub(r"[^A-Za-z0-9_.-]+", "_", name))

@@ -68,7 +68,7 @@ def profile_cell(engine_path, cell, period=PERIOD):
                               "-F", "period,sym", "--percent-limit", "0"],
                              capture_output=True, text=True, timeout=300)
         if rep.returncode != 0:
-            return {"error": "perf report exit %d" % rep.returncode}
+            return {"error": f"perf report exit {int(rep.returncode)}"}
     samples = [json.loads(l) for l in rec.stdout.splitlines() if l.startswith("{")]
     ops = deterministic.operations(samples[-1], cell.workload) if samples else None
     funcs = parse_report(rep.stdout)
@@ -107,7 +107,7 @@ def profile_cells(engine_path, cells, out_path, period=PERIOD, stream=None, by="
             "event": "cpu-clock" if by == "perf" else "insncount", "cells": {}, "order": []}
     for cell in cells:
         if stream:
-            stream.write("profile: %s\n" % cell.key)
+            stream.write(f"profile: {cell.key}\n")
         try:
             prof["cells"][cell.key] = (profile_cell(engine_path, cell, period) if by == "perf"
                                        else marked_cell(engine_path, cell))

@@ -17,10 +17,10 @@ def log(msg):
 def fmt_duration(s):
     s = max(0, int(round(s)))
     if s >= 3600:
-        return "%dh%02dm" % (s // 3600, s % 3600 // 60)
+        return f"{int(s // 3600)}h{int(s % 3600 // 60):02}m"
     if s >= 60:
-        return "%dm%02ds" % (s // 60, s % 60)
-    return "%ds" % s
+        return f"{int(s // 60)}m{int(s % 60):02}s"
+    return f"{int(s)}s"
 
 
 class Progress:

@@ -61,40 +61,40 @@ def render_views(res, out=sys.stdout, markdown=False):
                     txt = "-"
                 r = _ref_text(ref, view, label, col)
                 if r:
-                    txt += "  (%s)" % r
+                    txt += f"  ({r})"
                 loc = _local_text(ref, view, label, col)
                 if loc:
-                    txt += "  [%s]" % loc
+                    txt += f"  [{loc}]"
                 line.append(txt)
             rows.append(line)
         if first:
-            title = "%s: %s" % (part.name, ref.get("title", "") if ref else part.summary)
+            title = f"{part.name}: {ref.get('title', '') if ref else part.summary}"
             out.write(("### %s\n\n" if markdown else "== %s ==\n") % title)
         has_ref = any(_ref_text(ref, view, r, c) for r, _ in view.rows for c in view.columns)
         has_local = any(_local_text(ref, view, r, c) for r, _ in view.rows for c in view.columns)
         legend = ("median ±how far it could be off (95% order-statistics interval)" if det
                   else "ours: median ±CV")
         if has_ref:
-            legend += "; (seed: %s)" % " -> ".join(ref.get("columns", []))
+            legend += f"; (seed: {' -> '.join(ref.get('columns', []))})"
         if has_local:
             legend += "; [peer on this machine, DESIGN.md]"
         unit = (" in " + view.unit) if view.unit and view.unit not in view.title else ""
-        out.write("%s%s (%s)\n" % (view.title, unit, legend))
+        out.write(f"{view.title}{unit} ({legend})\n")
         if markdown:
             out.write("\n" + fmt.md_table([view.row_header or " "] + view.columns, rows)
                       + "\n\n")
         else:
             out.write(fmt.table([view.row_header] + view.columns, rows) + "\n\n")
         if last and ref:
-            out.write("Seed figures: %s, %s.\n" % (ref["source"], ref.get("machine", "")))
+            out.write(f"Seed figures: {ref['source']}, {ref.get('machine', '')}.\n")
             if ref.get("local"):
-                out.write("Peer figures: %s.\n" % ref["local"]["source"])
+                out.write(f"Peer figures: {ref['local']['source']}.\n")
             out.write("\n")
         if last:
             for key in sorted(cells):
                 c = cells[key]
                 if c.get("suite") == part.name and c.get("status") in ("failed", "skipped"):
-                    out.write("%s: %s: %s\n" % (key, c["status"], c.get("error", "")))
+                    out.write(f"{key}: {c['status']}: {c.get('error', '')}\n")
     # Cells outside any seed view (ad-hoc workload runs): a generic table.
     covered = {sv.part.name for sv in shown}
     other = [c for c in res["cells"] if c.get("suite") not in covered]
@@ -153,7 +153,8 @@ def quality(res):
         warns.append("spread over %g%% in %d cells: too noisy for the deterministic mode"
                      % (deterministic.TOO_NOISY * 100, noisy))
     elif noisy:
-        warns.append(stats.noise_warning(noisy, "%d cells" % sum(len(v) for v in by_suite.values())))
+        ncells = sum(len(v) for v in by_suite.values())
+        warns.append(stats.noise_warning(noisy, f"{ncells} cells"))
     caveat = deterministic.caveat_of(res)
     if caveat:
         warns.append(caveat)
@@ -185,7 +186,7 @@ def show(res, out=sys.stdout):
     for l in lines:
         out.write(l + "\n")
     for w in warns:
-        out.write("warning: %s\n" % w)
+        out.write(f"warning: {w}\n")
 
 
 def write_report(paths_and_results, out_dir):
@@ -200,11 +201,11 @@ def write_report(paths_and_results, out_dir):
     md = []
     w = md.append
     first = paths_and_results[0][1]
-    w("# ipclab report: %s\n" % ", ".join(r.get("id", "?") for _, r in paths_and_results))
+    w(f"# ipclab report: {', '.join((r.get('id', '?') for _, r in paths_and_results))}\n")
     for path, res in paths_and_results:
         env = res.get("env", {})
-        w("## %s\n" % res.get("id"))
-        w("- file: `%s`" % path)
+        w(f"## {res.get('id')}\n")
+        w(f"- file: `{path}`")
         w("- suite: %s, %s mode, %s repetitions + %s warmup round(s), created %s"
           % (res.get("suite"), res.get("mode"), res.get("plan", {}).get("reps", "?"),
              res.get("plan", {}).get("warmups", "?"), res.get("created")))
@@ -214,7 +215,7 @@ def write_report(paths_and_results, out_dir):
                  env.get("thp", "?"), res.get("meta", {}).get("accel", env.get("accel", "?"))))
         caveat = deterministic.caveat_of(res)
         if caveat:
-            w("- **%s**" % caveat)
+            w(f"- **{caveat}**")
         host = res.get("host")
         if isinstance(host, dict) and host:
             try:
@@ -237,12 +238,12 @@ def write_report(paths_and_results, out_dir):
             w("- warning: " + x)
         w("")
         for png, caption in plot.run_plots(res, out_dir):
-            w("![%s](%s)\n" % (caption, os.path.basename(png)))
+            w(f"![{caption}]({os.path.basename(png)})\n")
     for path, res in paths_and_results[1:]:
         buf = io.StringIO()
         outcome = compare.compare_results(first, res)
         render_compare(outcome, buf)
-        w("## Compare: %s -> %s\n" % (first.get("id"), res.get("id")))
+        w(f"## Compare: {first.get('id')} -> {res.get('id')}\n")
         w("```\n" + buf.getvalue().rstrip() + "\n```\n")
         png = plot.compare_plot(outcome, out_dir)
         if png:
@@ -259,13 +260,13 @@ def ci_text(c):
     lo, hi = c.ci
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return "-"
-    return "[%s, %s]" % (fmt.pct(lo - 1), fmt.pct(hi - 1))
+    return f"[{fmt.pct(lo - 1)}, {fmt.pct(hi - 1)}]"
 
 
 def p_text(p):
     if p is None or not math.isfinite(p):
         return "-"
-    return "%.4f" % p if p >= 0.0001 else "<0.0001"
+    return f"{p:.4f}" if p >= 0.0001 else "<0.0001"
 
 
 def _views_text(outcome, out):
@@ -288,16 +289,16 @@ def _views_text(outcome, out):
                                                "*" if e.is_change else " ")
                     if e.seed_change is not None:
                         # The seed's own before -> after change, for a patch A/B.
-                        txt += " [seed %s]" % fmt.pct(e.seed_change, True)
+                        txt += f" [seed {fmt.pct(e.seed_change, True)}]"
                     line.append(txt)
             trows.append(line)
         out.write("%s: %s (baseline -> new, delta%s)\n"
                   % (vc.suite, view.title, "; [seed's published change]" if vc.has_seed else ""))
         out.write(fmt.table([view.row_header] + view.columns, trows) + "\n")
         if vc.geomean is not None:
-            seed_gm = (" [seed %s]" % fmt.pct(vc.seed_geomean) if vc.seed_geomean is not None
+            seed_gm = (f" [seed {fmt.pct(vc.seed_geomean)}]" if vc.seed_geomean is not None
                        else "")
-            out.write("  geometric mean of ratios: %s%s\n" % (fmt.pct(vc.geomean), seed_gm))
+            out.write(f"  geometric mean of ratios: {fmt.pct(vc.geomean)}{seed_gm}\n")
         out.write("\n")
 
 
@@ -314,20 +315,20 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
     for side, res in ((names[0], b), (names[1], n)):
         caveat = deterministic.caveat_of(res)
         if caveat:
-            out.write("note: %s: %s\n" % (side, caveat))
+            out.write(f"note: {side}: {caveat}\n")
     _views_text(outcome, out)
     header = ["cell", "metric", "base", "new", "delta", "95% CI", "p (Holm)", "", "n"]
     rows = []
     for r in outcome.rows:
         c = r.cmp
-        rows.append([r.key, ("%s %s" % (r.label, r.unit)).strip(), fmt.num(c.base.median),
+        rows.append([r.key, (f"{r.label} {r.unit}").strip(), fmt.num(c.base.median),
                      fmt.num(c.new.median), fmt.pct(c.delta), ci_text(c), p_text(c.p_holm),
-                     (mark(r) + " " + r.verdict).strip(), "%d/%d" % (c.base.n, c.new.n)])
+                     (mark(r) + " " + r.verdict).strip(), f"{int(c.base.n)}/{int(c.new.n)}"])
     out.write("All cells (median of n; delta = new/base - 1; * = significant after Holm,"
               " alpha %.2f)\n" % stats.ALPHA)
     out.write(fmt.table(header, rows, ["<", "<", ">", ">", ">", ">", ">", "<", ">"]) + "\n\n")
     for key, why in outcome.skipped:
-        out.write("not compared: %s: %s\n" % (key, why))
+        out.write(f"not compared: {key}: {why}\n")
     sig = [r for r in outcome.rows if r.cmp.significant]
     if not outcome.rows:
         out.write("nothing to compare\n")
@@ -343,7 +344,7 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
                   % (len(sig), len(outcome.rows), better, worse, len({r.key for r in sig}),
                      len({r.key for r in outcome.rows}), stats.ALPHA))
     for w in outcome.warnings:
-        out.write("warning: %s\n" % w)
+        out.write(f"warning: {w}\n")
 
 
 def _render_deterministic(outcome, out):
@@ -354,8 +355,7 @@ def _render_deterministic(outcome, out):
               % (outcome.clock, deterministic.SAFETY))
     src = outcome.floor_source
     if src:
-        out.write("A/A floor: %s (%s)\n" % (os.path.relpath(src["path"]),
-                                           src.get("measured", "")))
+        out.write(f"A/A floor: {os.path.relpath(src['path'])} ({src.get('measured', '')})\n")
     out.write("\n")
     _views_text(outcome, out)
     header = ["cell", "metric", "base", "new", "delta", "\u00b1 A", "\u00b1 B", "floor",
@@ -366,11 +366,11 @@ def _render_deterministic(outcome, out):
             if r.primary != primary:
                 continue
             j = r.j
-            rows.append([r.key, ("%s %s" % (r.label, r.unit)).strip(), fmt.count(j.base.median),
+            rows.append([r.key, (f"{r.label} {r.unit}").strip(), fmt.count(j.base.median),
                          fmt.count(j.new.median), fmt.pct(j.delta, True, 3),
                          fmt.pct(j.spread_base, False, 3), fmt.pct(j.spread_new, False, 3),
                          fmt.pct(j.floor, False, 3) if math.isfinite(j.floor) else "-",
-                         j.verdict, "%d/%d" % (j.base.n, j.new.n)])
+                         j.verdict, f"{int(j.base.n)}/{int(j.new.n)}"])
         if not rows:
             continue
         out.write("Instructions per operation (primary)\n" if primary else
@@ -379,7 +379,7 @@ def _render_deterministic(outcome, out):
         out.write(fmt.table(header, rows, ["<", "<", ">", ">", ">", ">", ">", ">", "<", ">"])
                   + "\n\n")
     for key, why in outcome.skipped:
-        out.write("not compared: %s: %s\n" % (key, why))
+        out.write(f"not compared: {key}: {why}\n")
     prim = [r for r in outcome.judged if r.primary]
     if not prim:
         out.write("nothing to compare\n")
@@ -393,7 +393,7 @@ def _render_deterministic(outcome, out):
                                ("better", "worse", "changed", "within noise", "too noisy",
                                 "no data") if v in count)))
     for w in outcome.warnings:
-        out.write("warning: %s\n" % w)
+        out.write(f"warning: {w}\n")
 
 
 
@@ -411,14 +411,15 @@ def render_profile_diff(base, new, out, unit="insn"):
     else:
         out.write("Where the %s went: perf cpu-clock samples every %d %s, per operation; the"
                   " functions that moved most (noise: 2 standard errors from sampling)\n"
-                  % ("instructions" if unit == "insn" else "time", base.get("period", profile.PERIOD),
+                  % ("instructions" if unit == "insn" else "time",
+                     base.get("period", profile.PERIOD),
                      "guest instructions" if unit == "insn" else "ns"))
     for key, rows, tb, tn in d:
         out.write("%s: all functions %s -> %s (%s)\n"
                   % (key, fmt.count(tb), fmt.count(tn), fmt.pct(tn / tb - 1 if tb else math.nan,
                                                                  True, 2)))
         exact = base.get("event") == "insncount"
-        table = [["  " + sym, fmt.count(vb), fmt.count(vn), "%+.1f" % dv]
+        table = [["  " + sym, fmt.count(vb), fmt.count(vn), f"{dv:+.1f}"]
                  + ([] if exact else [fmt.count(noise)]) for sym, vb, vn, dv, noise in rows]
         out.write(fmt.table(["  function", "base", "new", "delta"] + ([] if exact else ["noise"]),
                             table, ["<", ">", ">", ">", ">"][:len(table[0]) if table else 4])

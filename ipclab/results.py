@@ -62,11 +62,11 @@ def dumps(results):
                 sep = ", " if head else ""
                 samples = ",\n   ".join(json.dumps(smp, separators=(",", ":"))
                                         for smp in c.get("samples", []))
-                body = "\n   %s\n  " % samples if samples else ""
+                body = f"\n   {samples}\n  " if samples else ""
                 cells.append('  %s%s"samples": [%s]}' % (text, sep, body))
             items.append(' "cells": [\n%s\n ]' % ",\n".join(cells))
         else:
-            items.append(" %s: %s" % (json.dumps(k), json.dumps(v)))
+            items.append(f" {json.dumps(k)}: {json.dumps(v)}")
     return "{\n" + ",\n".join(items) + "\n}\n"
 
 
@@ -81,31 +81,30 @@ def load(path):
         with open(path) as f:
             data = json.load(f)
     except FileNotFoundError:
-        raise Error("%s: no such results file" % path)
+        raise Error(f"{path}: no such results file")
     except IsADirectoryError:
-        raise Error("%s: is a directory, not a results file" % path)
+        raise Error(f"{path}: is a directory, not a results file")
     except json.JSONDecodeError as e:
         raise Error("%s: corrupt results file (invalid JSON at line %d column %d)"
                         % (path, e.lineno, e.colno))
     except RecursionError:
-        raise Error("%s: corrupt results file (JSON nested too deeply)" % path)
+        raise Error(f"{path}: corrupt results file (JSON nested too deeply)")
     except (OSError, UnicodeDecodeError) as e:
-        raise Error("%s: cannot read: %s" % (path, e))
+        raise Error(f"{path}: cannot read: {e}")
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         found = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise Error("%s: not an ipclab results file (schema %r, expected %r)"
-                        % (path, found, SCHEMA))
+        raise Error(f"{path}: not an ipclab results file (schema {found!r}, expected {SCHEMA!r})")
     cells = data.get("cells")
     if not isinstance(cells, list) or not all(
             isinstance(c, dict) and isinstance(c.get("key"), str)
             and isinstance(c.get("samples"), list) for c in cells):
-        raise Error("%s: corrupt results file (bad \"cells\" list)" % path)
+        raise Error(f"{path}: corrupt results file (bad \"cells\" list)")
     for k in ("meta", "env", "plan", "host"):
         if k in data and not isinstance(data[k], dict):
-            raise Error("%s: corrupt results file (%r is not an object)" % (path, k))
+            raise Error(f"{path}: corrupt results file ({k!r} is not an object)")
     for k in ("id", "suite", "mode"):
         if k in data and not isinstance(data[k], str):
-            raise Error("%s: corrupt results file (%r is not a string)" % (path, k))
+            raise Error(f"{path}: corrupt results file ({k!r} is not a string)")
     for c in cells:
         c.setdefault("status", "ok")
         c.setdefault("error", "")
@@ -115,12 +114,11 @@ def load(path):
         if not isinstance(c["args"], list) or not all(isinstance(a, str) for a in c["args"]) \
                 or not all(isinstance(c[k], str) for k in ("status", "error", "workload",
                                                             "suite")):
-            raise Error("%s: corrupt results file (cell %s has bad fields)"
-                            % (path, c["key"]))
+            raise Error(f"{path}: corrupt results file (cell {c['key']} has bad fields)")
         for smp in c["samples"]:
             why = _sample_problem(smp)
             if why:
-                raise Error("%s: corrupt results file (cell %s: %s)" % (path, c["key"], why))
+                raise Error(f"{path}: corrupt results file (cell {c['key']}: {why})")
     data.setdefault("meta", {})
     data.setdefault("env", {})
     data.setdefault("plan", {})
@@ -134,18 +132,18 @@ def _sample_problem(smp):
         return "a sample is not an object"
     for k in ("metrics", "latency", "counters", "params", "env", "notes"):
         if k in smp and not isinstance(smp[k], dict):
-            return "sample field %r is not an object" % k
+            return f"sample field {k!r} is not an object"
     for name, m in smp.get("metrics", {}).items():
         if isinstance(m, dict):
             if not isinstance(m.get("value", 0), (int, float, type(None))):
-                return "metric %r has a non-numeric value" % name
+                return f"metric {name!r} has a non-numeric value"
             if not isinstance(m.get("unit", ""), str) or not isinstance(m.get("better", ""), str):
-                return "metric %r has a bad unit or better" % name
+                return f"metric {name!r} has a bad unit or better"
         elif not isinstance(m, (int, float, type(None))):
-            return "metric %r is neither a number nor an object" % name
+            return f"metric {name!r} is neither a number nor an object"
     for name, lat in smp.get("latency", {}).items():
         if not isinstance(lat, dict):
-            return "latency %r is not an object" % name
+            return f"latency {name!r} is not an object"
     return None
 
 

@@ -86,7 +86,7 @@ def execute(res, cells, engine_path, out_path, quiet=False, stream=None):
             else:
                 results.cell_failed(res, slot.cell, out.status, out.error)
                 if not quiet:
-                    stream.write("\n%s: %s: %s\n" % (cell.key, out.status, out.error))
+                    stream.write(f"\n{cell.key}: {out.status}: {out.error}\n")
             results.save(res, out_path)
             bar.step(cell.key, cell.est_s)
     except KeyboardInterrupt:

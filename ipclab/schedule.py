@@ -23,7 +23,7 @@ def build(ncells, reps, warmups, order_seed):
     slots = []
     for rnd in range(warmups + reps):
         order = list(range(ncells))
-        random.Random("%d:%d" % (order_seed, rnd)).shuffle(order)
+        random.Random(f"{int(order_seed)}:{int(rnd)}").shuffle(order)
         slots += [Slot(rnd, i, rnd < warmups) for i in order]
     return slots
 

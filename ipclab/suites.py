@@ -116,7 +116,7 @@ def _sweep_cells(duration, pressure=False):
     writers, readers = sweep_grid()
     for w in writers:
         for r in readers:
-            key = "pipe-sweep/%sw=%d,r=%d" % ("pressure/" if pressure else "", w, r)
+            key = f"pipe-sweep/{'pressure/' if pressure else ''}w={int(w)},r={int(r)}"
             args = ["--writers", str(w), "--readers", str(r), "--write-size", "64K",
                     "--pipe-size", "1M", "--duration", str(duration)]
             if pressure:
@@ -127,16 +127,16 @@ def _sweep_cells(duration, pressure=False):
 
 
 def _sweep_view(vid, title, path, unit, ref_key, pressure=False, modes=(QUICK, FULL)):
-    prefix = "pipe-sweep/%s" % ("pressure/" if pressure else "")
+    prefix = f"pipe-sweep/{'pressure/' if pressure else ''}"
     rows, ref = [], {}
     writers, readers = sweep_grid()
     for w in writers:
         cols = []
         for r in readers:
-            cols.append((prefix + "w=%d,r=%d" % (w, r), path))
-            ref[(str(w), "readers=%d" % r)] = "w=%d,r=%d" % (w, r)
+            cols.append((prefix + f"w={int(w)},r={int(r)}", path))
+            ref[(str(w), f"readers={int(r)}")] = f"w={int(w)},r={int(r)}"
         rows.append((str(w), cols))
-    return View(vid, title, "writers", ["readers=%d" % r for r in readers], rows, unit,
+    return View(vid, title, "writers", [f"readers={int(r)}" for r in readers], rows, unit,
                 ref_key, ref, kind="grid", modes=modes)
 
 
@@ -202,7 +202,7 @@ def _unixbench_cells(duration):
     copies = (("1", 1), ("ncpu", ncpu())) if ncpu() > 1 else (("1", 1),)
     for wl in ("pipe-throughput", "pipe-context"):
         for label, n in copies:
-            cells.append(Cell("%s/copies=%s" % (wl, label), wl,
+            cells.append(Cell(f"{wl}/copies={label}", wl,
                               ["--copies", str(n), "--duration", str(duration)],
                               est_s=duration + 0.2))
     return cells
@@ -222,13 +222,13 @@ SKIP_WAKEUPS = Suite(
                  # "pipe" and 4000 for "context1" (pgms/index.base): the unit
                  # the seed published in.
                  ("pipe throughput (index)", [
-                     ("pipe-throughput/copies=1", "primary * %.12g" % (10 / 12440)),
-                     ("pipe-throughput/copies=ncpu", "primary * %.12g" % (10 / 12440))]),
+                     ("pipe-throughput/copies=1", f"primary * {10 / 12440:.12g}"),
+                     ("pipe-throughput/copies=ncpu", f"primary * {10 / 12440:.12g}")]),
                  ("pipe context (round trips/s)", [("pipe-context/copies=1", "primary"),
                                                    ("pipe-context/copies=ncpu", "primary")]),
                  ("pipe context (index)", [
-                     ("pipe-context/copies=1", "primary * %.12g" % (10 / 4000)),
-                     ("pipe-context/copies=ncpu", "primary * %.12g" % (10 / 4000))]),
+                     ("pipe-context/copies=1", f"primary * {10 / 4000:.12g}"),
+                     ("pipe-context/copies=ncpu", f"primary * {10 / 4000:.12g}")]),
              ], ref_key="index", ref_cells={
                  ("pipe throughput (index)", "copies=1"): "pipe-throughput/copies=1",
                  ("pipe throughput (index)", "copies=ncpu"): "pipe-throughput/copies=ncpu",
