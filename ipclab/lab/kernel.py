@@ -25,39 +25,25 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Iterator
 
-from .results import write_json_atomic  # noqa: F401  (vm and lab write through it too)
+from ipclab import EXIT_FAILED, ROOT, Error, proc
+from ipclab.progress import log
 
-REPO = Path(__file__).resolve().parent.parent
-KERNEL_DIR = REPO / "kernel"
+KERNEL_DIR = ROOT / "kernel"
 DEFAULT_TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
 # Bumped when the way an image is produced changes, so stale images are not reused.
 RECIPE = "ipclab-kernel/1"
 BASE_FRAGMENT = "lab.config"
 BUILD_TIMEOUT_S = 3600
-
-
-class LabError(Exception):
-    """A user-facing failure: printed as one line, never a traceback."""
-
-    def __init__(self, msg: str, code: int = 1):
-        super().__init__(msg)
-        self.code = code
+PATCH_TIMEOUT_S = 120
 
 
 def cache_root() -> Path:
     return Path(os.environ.get("IPCLAB_CACHE", "/var/cache/ipclab"))
-
-
-def log(msg: str) -> None:
-    print(f"ipclab: {msg}", file=sys.stderr, flush=True)
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -106,18 +92,19 @@ def list_variants() -> list[str]:
 
 def load_variant(name: str) -> Variant:
     if not VARIANT_RE.match(name):
-        raise LabError(f"bad variant name {name!r}", 2)
+        raise Error(f"bad variant name {name!r}")
     path = KERNEL_DIR / "series" / name
     if not path.is_file():
         known = ", ".join(list_variants()) or "none"
-        raise LabError(f"unknown variant {name!r} (known: {known})", 2)
+        raise Error(f"unknown variant {name!r} (known: {known})")
     patches = []
     for lineno, line in enumerate(path.read_text().splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
         if "/" in line or not (KERNEL_DIR / "patches" / line).is_file():
-            raise LabError(f"kernel/series/{name}:{lineno}: no patch {line!r} in kernel/patches")
+            raise Error(f"kernel/series/{name}:{lineno}: no patch {line!r} in kernel/patches",
+                        EXIT_FAILED)
         patches.append(line)
     # Convention instead of syntax, so series files stay plain patch lists: every variant gets
     # lab.config, plus kernel/config/<variant>.config when it exists (e.g. debug.config).
@@ -125,7 +112,7 @@ def load_variant(name: str) -> Variant:
     if name != "lab" and (KERNEL_DIR / "config" / f"{name}.config").is_file():
         fragments.append(f"{name}.config")
     if not (KERNEL_DIR / "config" / BASE_FRAGMENT).is_file():
-        raise LabError(f"missing kernel/config/{BASE_FRAGMENT}")
+        raise Error(f"missing kernel/config/{BASE_FRAGMENT}", EXIT_FAILED)
     return Variant(name, patches, fragments)
 
 
@@ -150,7 +137,7 @@ class Source:
 
 def tree_version(tree: Path) -> str:
     fields = {}
-    with open(tree / "Makefile") as f:
+    with (tree / "Makefile").open() as f:
         for line in f:
             m = re.match(r"^(VERSION|PATCHLEVEL|SUBLEVEL|EXTRAVERSION)\s*=\s*(\S*)", line)
             if m:
@@ -160,7 +147,7 @@ def tree_version(tree: Path) -> str:
     try:
         return f"{fields['VERSION']}.{fields['PATCHLEVEL']}.{fields['SUBLEVEL']}{fields.get('EXTRAVERSION', '')}"
     except KeyError:
-        raise LabError(f"{tree}/Makefile: no kernel version found") from None
+        raise Error(f"{tree}/Makefile: no kernel version found", EXIT_FAILED) from None
 
 
 def tarball_id(tarball: Path, cache: Path) -> str:
@@ -175,18 +162,18 @@ def tarball_id(tarball: Path, cache: Path) -> str:
     except (OSError, ValueError, KeyError):
         pass
     digest = sha256_file(tarball)
-    write_json_atomic(memo, {"tag": tag, "sha256": digest})
+    proc.write_json_atomic(memo, {"tag": tag, "sha256": digest})
     return digest
 
 
-def extract_tarball(tarball: Path, src: Path, dry_run: bool) -> Path:
-    """Extract once into src/linux-<version>; returns the tree."""
+def extract_tarball(tarball: Path, src: Path, create: bool = True) -> Path:
+    """Extract once into src/linux-<version>; returns the tree (a name that does not exist
+    when there is none yet and `create` is off, or in a dry run)."""
     trees = [p for p in src.glob("linux-*") if p.is_dir() and (p / "Makefile").is_file()]
     state = src / "state.json"
     if trees and state.is_file():
         return trees[0]
-    if dry_run:
-        log(f"would extract {tarball} into {src}")
+    if not create or proc.would_run(["tar", "-xJf", tarball, "-C", src]):
         return src / "linux-?"
     for t in trees:
         # A tree without state.json is a half-finished extraction or unknown edits.
@@ -197,37 +184,42 @@ def extract_tarball(tarball: Path, src: Path, dry_run: bool) -> Path:
     run(["tar", "-xJf", str(tarball), "-C", str(tmp)], timeout=1800)
     tops = [p for p in tmp.iterdir() if p.is_dir()]
     if len(tops) != 1:
-        raise LabError(f"{tarball}: expected one top-level directory")
+        raise Error(f"{tarball}: expected one top-level directory", EXIT_FAILED)
     tree = src / f"linux-{tree_version(tops[0])}"
     os.rename(tops[0], tree)
     tmp.rmdir()
-    write_json_atomic(state, {"applied": [], "touched": {}, "dirty": False})
+    proc.write_json_atomic(state, CLEAN_STATE)
     return tree
 
 
-def open_source(tree_arg: str | None, dry_run: bool = False) -> Source:
+CLEAN_STATE = {"applied": [], "touched": {}, "dirty": False}
+
+
+def open_source(tree_arg: str | None, create: bool = True) -> Source:
+    """The tree to build from: --tree, else the Debian tarball's, extracted once. With
+    `create` off (and in a dry run) nothing is extracted or written."""
     cache = cache_root()
     if tree_arg:
         tree = Path(tree_arg).resolve()
         if not (tree / "Makefile").is_file() or not (tree / "kernel").is_dir():
-            raise LabError(f"--tree {tree_arg}: not a kernel source tree", 2)
+            raise Error(f"--tree {tree_arg}: not a kernel source tree")
         if (tree / ".config").exists() or (tree / "include" / "config").is_dir():
             # Kbuild refuses O= builds from a tree that was built in place.
-            raise LabError(f"--tree {tree_arg}: it has an in-tree build; run `make mrproper` "
-                           "there or pass a clean tree", 2)
+            raise Error(f"--tree {tree_arg}: it has an in-tree build; run `make mrproper` "
+                        "there or pass a clean tree")
         version = tree_version(tree)
         work = cache / "trees" / sha256_bytes(str(tree).encode())[:16]
         ident = f"tree:{tree}:{version}:{git_head(tree)}"
-        if not (work / "state.json").is_file() and not dry_run:
+        if not (work / "state.json").is_file() and create and not proc.is_dry_run():
             # A user tree is taken as the pristine state the first time we see it.
-            write_json_atomic(work / "state.json", {"applied": [], "touched": {}, "dirty": False})
+            proc.write_json_atomic(work / "state.json", CLEAN_STATE)
         return Source(tree, work, ident, version, managed=False)
     tarball = Path(os.environ.get("IPCLAB_KERNEL_TARBALL", DEFAULT_TARBALL))
     if not tarball.is_file():
-        raise LabError(f"{tarball} missing: run `make lab-deps` (Debian linux-source-6.12) "
-                       "or pass --tree")
+        raise Error(f"{tarball} missing: run `make lab-deps` (Debian linux-source-6.12) "
+                    "or pass --tree", EXIT_FAILED)
     src = cache / "src"
-    tree = extract_tarball(tarball, src, dry_run)
+    tree = extract_tarball(tarball, src, create)
     version = tree_version(tree) if tree.is_dir() else "?"
     ident = f"tarball:{tarball.name}:{tarball_id(tarball, cache)}"
     return Source(tree, src, ident, version, managed=True)
@@ -237,11 +229,10 @@ def git_head(tree: Path) -> str:
     if not (tree / ".git").exists():
         return "nogit"
     try:
-        out = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"],
-                             capture_output=True, text=True, timeout=30)
-        return out.stdout.strip() or "nogit"
-    except (OSError, subprocess.TimeoutExpired):
+        done = proc.run(["git", "-C", str(tree), "rev-parse", "HEAD"], 30, capture=True)
+    except Error:           # no git
         return "nogit"
+    return (done.rc == 0 and done.out.strip()) or "nogit"
 
 
 # --------------------------------------------------------------------------- patches
@@ -276,7 +267,7 @@ def patch_files(patch: Path) -> list[tuple[str, str]]:
 def strip1(name: str) -> str:
     parts = name.split("/", 1)
     if len(parts) != 2 or ".." in Path(parts[1]).parts or parts[1].startswith("/"):
-        raise LabError(f"unsafe path in patch: {name}")
+        raise Error(f"unsafe path in patch: {name}", EXIT_FAILED)
     return parts[1]
 
 
@@ -307,6 +298,16 @@ def patch_argv(tree: Path, patch: Path, dry: bool) -> list[str]:
     return argv
 
 
+def apply_patch(tree: Path, patch: Path) -> None:
+    """Check that the patch applies, then apply it; Error naming the failed hunk if not."""
+    for dry in (True, False):
+        done = proc.run(patch_argv(tree, patch, dry), PATCH_TIMEOUT_S, capture=True)
+        if done.timed_out:
+            raise Error(f"patch {patch.name}: timed out after {PATCH_TIMEOUT_S} s", EXIT_FAILED)
+        if done.rc != 0:
+            raise Error(explain_patch_failure(patch, done.out + done.err), EXIT_FAILED)
+
+
 # --------------------------------------------------------------------------- tree switching
 
 
@@ -314,7 +315,7 @@ def load_state(src: Source) -> dict:
     try:
         return json.loads(src.state_path.read_text())
     except (OSError, ValueError):
-        return {"applied": [], "touched": {}, "dirty": False}
+        return dict(CLEAN_STATE)
 
 
 def snapshot(tree: Path, paths) -> dict[str, tuple[str, int] | None]:
@@ -343,21 +344,21 @@ def applied_ids(variant: Variant) -> list[dict]:
     return [{"name": p.name, "sha256": sha256_file(p)} for p in variant.patch_paths()]
 
 
-def switch_tree(src: Source, variant: Variant, dry_run: bool) -> list[str]:
+def switch_tree(src: Source, variant: Variant) -> list[str]:
     """Make the tree hold exactly `variant`'s series. Returns what it did, for reports."""
     state = load_state(src)
     want = applied_ids(variant)
     if not state.get("dirty") and state.get("applied") == want:
         return []
-    if dry_run:
+    if proc.is_dry_run():
         for p in variant.patch_paths():
-            log("would run: " + " ".join(patch_argv(src.tree, p, False)))
-        return ["dry-run"]
+            proc.would_run(patch_argv(src.tree, p, False))
+        return []
     old_touched: dict[str, str] = dict(state.get("touched", {}))
     before = snapshot(src.tree, old_touched)
     # Mark dirty first: if we die half way, the next run restores everything we track.
     state["dirty"] = True
-    write_json_atomic(src.state_path, state)
+    proc.write_json_atomic(src.state_path, state)
     restore_pristine(src, old_touched)
     touched: dict[str, str] = {}
     pristine = src.work / "pristine"
@@ -377,18 +378,11 @@ def switch_tree(src: Source, variant: Variant, dry_run: bool) -> list[str]:
                     shutil.copy2(f, keep)
             # Record what we may have touched before touching it.
             state["touched"] = {**old_touched, **touched}
-            write_json_atomic(src.state_path, state)
-            dry = subprocess.run(patch_argv(src.tree, patch, True), capture_output=True,
-                                 text=True, timeout=120)
-            if dry.returncode != 0:
-                raise LabError(explain_patch_failure(patch, dry.stdout + dry.stderr))
-            real = subprocess.run(patch_argv(src.tree, patch, False), capture_output=True,
-                                  text=True, timeout=120)
-            if real.returncode != 0:
-                raise LabError(explain_patch_failure(patch, real.stdout + real.stderr))
+            proc.write_json_atomic(src.state_path, state)
+            apply_patch(src.tree, patch)
     except BaseException:
         restore_pristine(src, {**old_touched, **touched})
-        write_json_atomic(src.state_path, {"applied": [], "touched": {}, "dirty": False})
+        proc.write_json_atomic(src.state_path, CLEAN_STATE)
         raise
     # A file whose content ends up as it was before the switch gets its old mtime back, so
     # the switch costs exactly what an untouched file would: nothing.
@@ -398,7 +392,7 @@ def switch_tree(src: Source, variant: Variant, dry_run: bool) -> list[str]:
         if old and f.is_file() and sha256_file(f) == old[0]:
             os.utime(f, ns=(f.stat().st_atime_ns, old[1]))
             kept += 1
-    write_json_atomic(src.state_path, {"applied": want, "touched": touched, "dirty": False})
+    proc.write_json_atomic(src.state_path, {"applied": want, "touched": touched, "dirty": False})
     changed = sorted(set(old_touched) | set(touched))
     return [f"{len(variant.patches)} patches applied; {len(changed) - kept} files changed "
             f"since the previous variant"]
@@ -407,30 +401,19 @@ def switch_tree(src: Source, variant: Variant, dry_run: bool) -> list[str]:
 # --------------------------------------------------------------------------- build
 
 
-def run(argv: list[str], timeout: float, cwd: Path | None = None, quiet: bool = False,
+def run(argv: list[str], timeout: float, cwd: Path | None = None,
         logfile: Path | None = None) -> None:
-    """Run argv in its own process group; kill the whole group on timeout or Ctrl-C."""
-    out = open(logfile, "ab") if logfile else (subprocess.DEVNULL if quiet else None)
-    try:
-        proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT if logfile else None,
-                                start_new_session=True)
-        try:
-            rc = proc.wait(timeout=timeout)
-        except BaseException:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            raise
-    except subprocess.TimeoutExpired:
-        raise LabError(f"timed out after {timeout:.0f} s: {' '.join(argv[:4])} ...") from None
-    except FileNotFoundError:
-        raise LabError(f"{argv[0]} not found: run `make lab-deps`") from None
-    finally:
-        if logfile:
-            out.close()
-    if rc != 0:
-        where = f" (log: {logfile})" if logfile else ""
-        raise LabError(f"command failed with exit code {rc}: {' '.join(argv[:6])}{where}")
+    """One build step under proc's watchdog; Error (exit 1) if it fails or times out."""
+    if proc.would_run(argv):
+        return
+    done = proc.run(argv, timeout, cwd=cwd, logfile=logfile)
+    where = f" (log: {logfile})" if logfile else ""
+    if done.timed_out:
+        raise Error(f"timed out after {timeout:.0f} s: {' '.join(argv[:4])} ...{where}",
+                    EXIT_FAILED)
+    if done.rc != 0:
+        raise Error(f"command failed with exit code {done.rc}: {' '.join(argv[:6])}{where}",
+                    EXIT_FAILED)
 
 
 def fragments_digest(variant: Variant) -> str:
@@ -452,6 +435,11 @@ def image_dir(key: str) -> Path:
     return cache_root() / "images" / key
 
 
+def image_path(meta: dict) -> Path:
+    """The bzImage of a build's meta (as build() returns it)."""
+    return image_dir(meta["key"]) / "bzImage"
+
+
 def built_image(src: Source, variant: Variant) -> dict | None:
     d = image_dir(image_key(src, variant))
     try:
@@ -468,7 +456,7 @@ def make_argv(src: Source, bdir: Path, *targets: str, jobs: int | None = None) -
     return argv + list(targets)
 
 
-def configure(src: Source, variant: Variant, bdir: Path, dry_run: bool, logfile: Path) -> bool:
+def configure(src: Source, variant: Variant, bdir: Path, logfile: Path) -> bool:
     """tinyconfig + fragments + olddefconfig, only when the fragments changed."""
     stamp = bdir / ".ipclab-config"
     digest = fragments_digest(variant)
@@ -477,9 +465,9 @@ def configure(src: Source, variant: Variant, bdir: Path, dry_run: bool, logfile:
     merge = [str(src.tree / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(bdir),
              str(bdir / ".config")] + [str(p) for p in variant.fragment_paths()]
     steps = [make_argv(src, bdir, "tinyconfig"), merge, make_argv(src, bdir, "olddefconfig")]
-    if dry_run:
+    if proc.is_dry_run():
         for s in steps:
-            log("would run: " + " ".join(s))
+            proc.would_run(s)
         return True
     bdir.mkdir(parents=True, exist_ok=True)
     for s in steps:
@@ -510,10 +498,11 @@ def check_config(variant: Variant, bdir: Path) -> None:
 
 
 def build(variant_name: str, tree: str | None = None, jobs: int | None = None,
-          force: bool = False, dry_run: bool = False, quiet: bool = False) -> dict:
-    """Build (or find in the cache) the image for a variant. Returns its meta.json."""
+          force: bool = False, quiet: bool = False) -> dict:
+    """Build (or find in the cache) the image for a variant. Returns its meta.json; in a dry
+    run, what is known before the build (release "?")."""
     variant = load_variant(variant_name)
-    src = open_source(tree, dry_run)
+    src = open_source(tree)
 
     def cached():
         meta = built_image(src, variant)
@@ -527,33 +516,31 @@ def build(variant_name: str, tree: str | None = None, jobs: int | None = None,
         return meta
     jobs = jobs or os.cpu_count() or 1
     bdir = src.build_dir(variant)
-    with tree_lock(dry_run):
+    with tree_lock():
         # Whoever held the lock may have built this very image meanwhile.
         meta = cached()
         if meta:
             return meta
         key = image_key(src, variant)
         t0 = time.monotonic()
-        notes = switch_tree(src, variant, dry_run)
+        notes = switch_tree(src, variant)
         for n in notes:
             log(f"{variant.name}: {n}")
-        logfile = cache_root() / "logs" / f"build-{variant.name}-{time.strftime('%Y%m%dT%H%M%S')}.log"
-        if not dry_run:
-            logfile.parent.mkdir(parents=True, exist_ok=True)
-        configure(src, variant, bdir, dry_run, logfile)
+        logfile = cache_root() / "logs" / f"build-{variant.name}-{proc.stamp()}.log"
+        configure(src, variant, bdir, logfile)
         argv = make_argv(src, bdir, "bzImage", jobs=jobs)
-        if dry_run:
-            log("would run: " + " ".join(argv))
-            return {"variant": variant.name, "key": key, "dry_run": True}
+        if proc.would_run(argv):
+            return {"variant": variant.name, "key": key, "release": "?",
+                    "patches": [{"name": p} for p in variant.patches], "dry_run": True}
         log(f"{variant.name}: building in {bdir} (-j{jobs}, log {logfile})")
         run(argv, timeout=BUILD_TIMEOUT_S, cwd=src.tree, logfile=logfile)
         seconds = time.monotonic() - t0
         if image_key(src, variant) != key:
             # The image would be filed under inputs it was not built from.
-            raise LabError(f"{variant.name}: its patches or config changed during the build; "
-                           "build again")
-        release = subprocess.run(make_argv(src, bdir, "-s", "kernelrelease"), capture_output=True,
-                                 text=True, timeout=120, cwd=src.tree).stdout.strip()
+            raise Error(f"{variant.name}: its patches or config changed during the build; "
+                        "build again", EXIT_FAILED)
+        release = proc.run(make_argv(src, bdir, "-s", "kernelrelease"), 120, capture=True,
+                           cwd=src.tree).out.strip()
         d = image_dir(key)
         d.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(bdir / "arch/x86/boot/bzImage", d / "bzImage.tmp")
@@ -571,16 +558,17 @@ def build(variant_name: str, tree: str | None = None, jobs: int | None = None,
             "fragments": variant.fragments,
             "build_seconds": round(seconds, 1),
             "jobs": jobs,
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "built_at": proc.now_iso(),
         }
-        write_json_atomic(d / "meta.json", meta)
+        proc.write_json_atomic(d / "meta.json", meta)
         log(f"{variant.name}: built {release} in {seconds:.0f} s -> {d}/bzImage")
         return meta
 
 
 @contextlib.contextmanager
-def tree_lock(dry_run: bool) -> Iterator[None]:
-    if dry_run:
+def tree_lock() -> Iterator[None]:
+    """One tree mutation or build at a time on this machine (none taken in a dry run)."""
+    if proc.is_dry_run():
         yield
         return
     path = cache_root() / "lock"
@@ -598,8 +586,8 @@ def describe(tree: str | None = None) -> list[dict]:
     """One row per variant for `kernel list`."""
     rows = []
     try:
-        src = open_source(tree, dry_run=True)
-    except LabError:
+        src = open_source(tree, create=False)
+    except Error:
         src = None
     for name in list_variants():
         row = {"variant": name, "patches": [], "fragments": [], "built": False, "error": None}
@@ -611,8 +599,8 @@ def describe(tree: str | None = None) -> list[dict]:
                 if meta:
                     row["built"] = True
                     row["release"] = meta["release"]
-                    row["image"] = str(image_dir(meta["key"]) / "bzImage")
-        except LabError as e:
+                    row["image"] = str(image_path(meta))
+        except Error as e:
             row["error"] = str(e)
         rows.append(row)
     return rows
