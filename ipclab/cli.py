@@ -237,10 +237,216 @@ def build_parser():
 
 
 # ---- kernel lab: kernel, vm, ab -------------------------------------------------------
+# The parsers and thin handlers of the lab's commands; what they do is ipclab/lab's.
+
+from pathlib import Path  # noqa: E402
+
+from ipclab.lab import ab, kernel, vm  # noqa: E402  (the lab's commands only)
+
+
+def positive_int(s):
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1: {s}")
+    return v
+
+
+def positive_float(s):
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0: {s}")
+    return v
+
+
+class _IntermixedParser(argparse.ArgumentParser):
+    """`vm run`'s parser: options anywhere among VARIANT and SUITE (`vm run base --full
+    seeds`), which plain argparse refuses once an option splits the positionals."""
+
+    _mixing = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self._mixing:        # parse_known_intermixed_args calls back in here
+            return super().parse_known_args(args, namespace)
+        self._mixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._mixing = False
+
+
+def _add_tree(p):
+    p.add_argument("--tree", help="kernel tree to patch and build instead of Debian's 6.12.117")
+
+
+def _add_dry_run(p):
+    p.add_argument("--dry-run", action="store_true", help="show what would run, run nothing")
+
+
+def _add_reps(p):
+    # Passed through to `ipclab run` in the guest: emulated guests are slow, and a smoke run
+    # or a first look may want fewer repetitions than the suite's default.
+    p.add_argument("--reps", type=positive_int, help="measured repetitions per cell"
+                   " (suite default; 9 with --deterministic)")
+    p.add_argument("--warmups", type=int, help="warmup rounds per cell (suite default)")
+
+
+def _add_clock_options(p):
+    p.add_argument("--full", action="store_true", help="full suite instead of --quick")
+    p.add_argument("--deterministic", action="store_true",
+                   help="single-threaded TCG with QEMU icount: guest time counts guest "
+                        "instructions, so results repeat across boots and hosts; for machines "
+                        "without a usable KVM, or changes too small for timing noise")
+    p.add_argument("--cpus", type=positive_int,
+                   help=f"guest CPUs ({vm.DEFAULT_CPUS}; {vm.DETERMINISTIC_CPUS} with "
+                        "--deterministic)")
+    p.add_argument("--profile", action="store_true",
+                   help="also run each cell once more to see where its instructions (or time) "
+                        "go, by kernel function; ab prints the functions that moved most. "
+                        "With --deterministic QEMU counts every instruction exactly; else "
+                        "perf samples cpu-clock in the guest")
+    p.add_argument("--thp", choices=("always", "madvise", "never"),
+                   help="guest THP mode (default: what the suite asks, else madvise)")
+    _add_reps(p)
 
 
 def add_lab_parsers(sub):
-    pass
+    k = sub.add_parser("kernel", help="build kernel variants (lab)")
+    ksub = k.add_subparsers(dest="kernel_cmd", metavar="{build,list}")
+    ksub.required = True
+    b = ksub.add_parser("build", help="build a variant (cached by source, config, patches)")
+    b.add_argument("variant", metavar="VARIANT")
+    _add_tree(b)
+    b.add_argument("-j", "--jobs", type=positive_int, help="make -j (default: number of CPUs)")
+    b.add_argument("--force", action="store_true", help="rebuild even when cached")
+    _add_dry_run(b)
+    b.set_defaults(func=cmd_kernel_build)
+    ls = ksub.add_parser("list", help="variants, their patches, and whether each is built")
+    _add_tree(ls)
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=cmd_kernel_list)
+
+    v = sub.add_parser("vm", help="boot a variant and run things inside (lab)")
+    vsub = v.add_subparsers(dest="vm_cmd", metavar="{run}", parser_class=_IntermixedParser)
+    vsub.required = True
+    r = vsub.add_parser("run", help="boot VARIANT; run SUITE, or the command after --",
+                        usage="%(prog)s [options] VARIANT [SUITE | -- CMD ...]")
+    r.add_argument("variant", metavar="VARIANT")
+    r.add_argument("suite", nargs="?", metavar="SUITE")
+    r.add_argument("--timeout", type=positive_float, default=900,
+                   help="watchdog for the whole boot, s (900)")
+    r.add_argument("-o", "--output", type=Path, help="results file (suite mode)")
+    _add_clock_options(r)
+    r.add_argument("--fail-page-alloc", metavar="P[,INTERVAL[,TIMES[,SPACE]]]",
+                   help="inject page allocation failures into the command only "
+                        "(debug variant): probability %%, interval, times, bytes first")
+    r.add_argument("--kmemleak", action="store_true",
+                   help="scan kmemleak after the command; leaks fail the run (debug variant)")
+    r.add_argument("--record", type=Path, help="write the lab's JSON record of the boot here")
+    _add_tree(r)
+    _add_dry_run(r)
+    r.set_defaults(func=cmd_vm_run, engine_args=None)
+
+    a = sub.add_parser("ab", help="kernel A/B: boot BASE and NEW alternately, compare")
+    a.add_argument("base", metavar="BASE")
+    a.add_argument("new", metavar="NEW")
+    a.add_argument("--suite", required=True)
+    a.add_argument("--boots", type=positive_int,
+                   help="boots of each variant (2; 1 with --deterministic)")
+    _add_clock_options(a)
+    a.add_argument("--timeout", type=positive_float, default=1800, help="per boot, s (1800)")
+    a.add_argument("-o", "--output-dir", type=Path,
+                   help="where to keep per-boot and merged results")
+    _add_tree(a)
+    _add_dry_run(a)
+    a.set_defaults(func=cmd_ab)
+
+
+def _no_command(args, what):
+    if getattr(args, "engine_args", None) is not None:
+        raise Error(f"{what} takes nothing after --")
+
+
+def _clock(args):
+    return vm.DETERMINISTIC if args.deterministic else vm.TIMED
+
+
+def cmd_kernel_build(args):
+    _no_command(args, "kernel build")
+    with proc.dry_run(args.dry_run):
+        meta = kernel.build(args.variant, tree=args.tree, jobs=args.jobs, force=args.force)
+    if not args.dry_run:
+        print(f"{meta['variant']}\t{meta['release']}\t{kernel.image_path(meta)}")
+    return 0
+
+
+def cmd_kernel_list(args):
+    _no_command(args, "kernel list")
+    rows = kernel.describe(args.tree)
+    if args.json:
+        json.dump(rows, sys.stdout, indent=2)
+        print()
+        return 0
+    if not rows:
+        print("no variants in kernel/series")
+        return 0
+    width = max(len(r["variant"]) for r in rows)
+    for r in rows:
+        state = "built" if r["built"] else "not built"
+        if r["error"]:
+            state = f"error: {r['error']}"
+        extra = f" +{'+'.join(r['fragments'][1:])}" if len(r["fragments"]) > 1 else ""
+        print(f"{r['variant']:<{width}}  {state}{extra}")
+        for p in r["patches"]:
+            print(f"{'':<{width}}    {p}")
+        if not r["patches"] and not r["error"]:
+            print(f"{'':<{width}}    (no patches)")
+    return 0
+
+
+def cmd_vm_run(args):
+    """`vm run VARIANT SUITE` or `vm run VARIANT -- CMD` (main cut CMD off as engine_args)."""
+    command = args.engine_args
+    if command is not None:
+        if not command:
+            raise Error("nothing after --")
+        if args.suite:
+            raise Error("give a SUITE or -- CMD, not both")
+        if "--dry-run" in command:
+            # Everything after -- is the guest's; a dry run that boots would be a surprise.
+            raise Error("--dry-run after -- would go to the command and the guest would boot;"
+                        " put it before --")
+        if args.profile:
+            raise Error("--profile profiles the cells of a SUITE; a command after -- has none")
+    elif not args.suite:
+        raise Error("nothing to run: give a SUITE or -- CMD")
+    clock = _clock(args)
+    with proc.dry_run(args.dry_run):
+        opts = dict(tree=args.tree, thp=args.thp, timeout=args.timeout, clock=clock,
+                    cpus=args.cpus, record=args.record, kmemleak=args.kmemleak)
+        if command:
+            return ab.vm_command(args.variant, command,
+                                 faults=vm.parse_faults(args.fail_page_alloc), **opts)
+        job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
+                           warmups=args.warmups, profile=args.profile)
+        return ab.vm_suite(args.variant, job, args.output,
+                           faults=vm.parse_faults(args.fail_page_alloc), **opts)
+
+
+def cmd_ab(args):
+    _no_command(args, "ab")
+    clock = _clock(args)
+    with proc.dry_run(args.dry_run):
+        job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
+                           warmups=args.warmups, profile=args.profile)
+        return ab.run_ab(args.base, args.new, job, boots=args.boots, tree=args.tree,
+                         thp=args.thp, timeout=args.timeout, clock=clock, cpus=args.cpus,
+                         outdir=args.output_dir)
 
 
 # ---- entry ---------------------------------------------------------------------------

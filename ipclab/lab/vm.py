@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: MIT
-"""Kernel lab, run side: probe the accelerator, boot a variant with virtme-ng, run one job.
+"""Kernel lab, run side: how a guest keeps time, the accelerator, one boot of a variant with
+virtme-ng running one job, the QEMU instruction-counting plugin, and the job a suite boot
+hands the guest.
 
 A boot is one `vng --run bzImage --exec "guest-run.py SHARED"` with a fresh shared directory
 (--rwdir). The guest writes its results, status and dmesg there; the console log is only
-evidence for failures. Each boot runs under a host watchdog that kills the whole process group
-(vng, qemu, virtiofsd), so a panicked or hung guest becomes a failed cell, never a hung lab.
+evidence for failures. Each boot runs under proc's watchdog, which kills the whole process
+group (vng, qemu, virtiofsd), so a panicked or hung guest becomes a failed cell, never a hung
+lab.
 """
 
 from __future__ import annotations
@@ -12,22 +15,23 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import itertools
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
-from . import kernel, profile, suites
-from .kernel import LabError, cache_root, log, write_json_atomic
+from ipclab import EXIT_FAILED, ROOT, Error, proc, profile, suites
+from ipclab.progress import log
 
-REPO = kernel.REPO
-GUEST_SCRIPT = REPO / "scripts" / "guest-run.py"
-VNG = REPO / ".venv" / "bin" / "vng"
+from . import kernel
+from .kernel import cache_root
+
+GUEST_SCRIPT = ROOT / "scripts" / "guest-run.py"
+VNG = ROOT / ".venv" / "bin" / "vng"
 DEFAULT_MEMORY = "2G"
 DEFAULT_CPUS = 2
 PROBE_TIMEOUT_S = 60
@@ -95,9 +99,8 @@ DETERMINISTIC = Clock(deterministic=True)
 @functools.lru_cache(maxsize=1)
 def qemu_version() -> str | None:
     try:
-        out = subprocess.run(["qemu-system-x86_64", "--version"], capture_output=True,
-                             text=True, timeout=20).stdout
-    except (OSError, subprocess.TimeoutExpired):
+        out = proc.run(["qemu-system-x86_64", "--version"], 20, capture=True).out
+    except Error:           # no QEMU here
         return None
     m = re.search(r"version (\S+)", out)
     return m.group(1) if m else None
@@ -134,12 +137,13 @@ def vng_argv(image: Path, accel: str, shared: Path | None, command: str,
     return argv + ["--exec", command]
 
 
-def probe_accel(image: Path, dry_run: bool = False) -> dict:
-    """KVM if a stock guest really boots under it, else TCG. Cached per machine."""
+def probe_accel(image: Path) -> dict:
+    """KVM if a stock guest really boots under it, else TCG. Cached per machine; a dry run
+    says what it would boot and assumes TCG."""
     forced = os.environ.get("IPCLAB_ACCEL")
     if forced:
         if forced not in ("kvm", "tcg"):
-            raise LabError(f"IPCLAB_ACCEL={forced}: must be kvm or tcg", 2)
+            raise Error(f"IPCLAB_ACCEL={forced}: must be kvm or tcg")
         return {"accel": forced, "reason": "forced by IPCLAB_ACCEL"}
     path = cache_root() / "accel.json"
     with contextlib.suppress(OSError, ValueError):
@@ -158,15 +162,14 @@ def probe_accel(image: Path, dry_run: bool = False) -> dict:
         for label, qemu_opts in attempts:
             argv = vng_argv(image, "kvm", None, f"echo {marker}", cpus=1, memory="512M",
                             qemu_opts=qemu_opts)
-            if dry_run:
-                log("would probe KVM: " + " ".join(argv))
+            if proc.is_dry_run():
+                # Not "would run:": that names the boot itself.
+                log(f"would probe KVM ({label}) once per machine: " + " ".join(argv))
                 continue
-            logdir = cache_root() / "logs"
-            logdir.mkdir(parents=True, exist_ok=True)
-            logfile = logdir / f"accel-probe-{label.split()[-1]}.log"
+            logfile = cache_root() / "logs" / f"accel-probe-{label.split()[-1]}.log"
             log(f"probing KVM ({label}) with a stock guest, once per machine, up to "
                 f"{PROBE_TIMEOUT_S} s")
-            rc, out, _ = run_watchdog(argv, PROBE_TIMEOUT_S, logfile)
+            rc, out, _ = run_vng(argv, PROBE_TIMEOUT_S, logfile)
             if rc == 0 and marker in out:
                 result = {"accel": "kvm", "reason": f"a stock guest booted under KVM ({label})",
                           "qemu_opts": qemu_opts}
@@ -174,18 +177,23 @@ def probe_accel(image: Path, dry_run: bool = False) -> dict:
             last = (out.strip().splitlines() or ["no output"])[-1][:160]
             tried.append(f"{label}: " + ("hung (killed after "
                                          f"{PROBE_TIMEOUT_S} s)" if rc is None else f"exit {rc}: {last}"))
-        if dry_run:
-            return {"accel": "tcg", "reason": "dry run"}
+        if proc.is_dry_run():
+            return {"accel": "tcg", "reason": "a dry run does not probe"}
         if result is None:
             result = {"accel": "tcg",
                       "reason": "a stock guest does not boot under KVM here (" + "; ".join(tried) + ")"}
-    result.update(machine=machine_id(), probed_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    write_json_atomic(path, result)
+    result.update(machine=machine_id(), probed_at=proc.now_iso())
+    if not proc.is_dry_run():
+        proc.write_json_atomic(path, result)
     return result
 
 
-def accel_for(image: Path, dry_run: bool = False) -> str:
-    res = probe_accel(image, dry_run)
+def accel_for(image: Path, clock: Clock = TIMED) -> str:
+    """kvm or tcg for booting `image`. The deterministic mode is TCG by definition: no KVM
+    probe, no TCG warning."""
+    if clock.deterministic:
+        return "tcg"
+    res = probe_accel(image)
     if res["accel"] == "tcg":
         log(f"warning: using QEMU TCG, not KVM: {res['reason']}. {EMULATED_NOTE}")
     return res["accel"]
@@ -201,63 +209,36 @@ def kvm_qemu_opts() -> list[str]:
 # --------------------------------------------------------------------------- one boot
 
 
-# Process groups of the guests running now: the deterministic `ab` boots two at once from
-# threads, and an interrupt must not leave either behind.
-_LIVE: set[int] = set()
-
-
-def kill_all() -> None:
-    for pgid in list(_LIVE):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, signal.SIGKILL)
-
-
-def run_watchdog(argv: list[str], timeout: float, logfile: Path | None = None,
-                 poll=None, grace: float = 15.0) -> tuple[int | None, str, float]:
-    """Run argv in its own session; kill the group at timeout. rc is None on timeout.
+def run_vng(argv: list[str], timeout: float, logfile: Path,
+            poll=None) -> tuple[int | None, str, float]:
+    """Run vng under proc's watchdog, its console into a fresh `logfile`: (rc, console text,
+    seconds); rc is None when the watchdog killed it.
 
     poll(), if given, is called about 5 times a second while the guest runs (host-side
     timing of guest milestones); once it returns True the guest's work is done, and a guest
-    that does not exit within `grace` seconds after that is killed without being a failure.
+    that does not exit 15 s after that is killed without being a failure.
     """
-    out_path = logfile or Path(os.devnull)
-    t0 = time.monotonic()
-    done_at = None
-    with open(out_path, "wb") as out:
-        try:
-            # vng runs its helpers (virtme-run) from PATH: put the venv's bin dir first.
-            env = dict(os.environ)
-            env["PATH"] = f"{Path(argv[0]).parent}:{env.get('PATH', '/usr/bin:/bin')}"
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, start_new_session=True, env=env)
-        except FileNotFoundError:
-            raise LabError(f"{argv[0]} not found: run `make lab-deps`") from None
-        _LIVE.add(proc.pid)
-        rc = None
-        try:
-            while True:
-                try:
-                    rc = proc.wait(timeout=0.2)
-                    break
-                except subprocess.TimeoutExpired:
-                    now = time.monotonic()
-                    if poll and done_at is None and poll():
-                        done_at = now
-                    if done_at is not None and now - done_at > grace:
-                        rc = 0
-                        break
-                    if now - t0 > timeout:
-                        break
-        finally:
-            # Also on success: vng may leave helpers (virtiofsd) behind in the group.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            _LIVE.discard(proc.pid)
+    # vng runs its helpers (virtme-run) from PATH: put the venv's bin dir first.
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(argv[0]).parent}:{env.get('PATH', '/usr/bin:/bin')}"
+    logfile.unlink(missing_ok=True)     # proc.run appends; a stale probe log must not count
+    # kill_group_at_end: vng may leave helpers (virtiofsd) behind in the group.
+    done = proc.run(argv, timeout, logfile=logfile, env=env, poll=poll, grace=15.0,
+                    kill_group_at_end=True)
     text = ""
-    if logfile:
+    with contextlib.suppress(OSError):
         text = logfile.read_text(errors="replace")
-    return rc, text, time.monotonic() - t0
+    return done.rc, text, done.seconds
+
+
+_SHARED_SEQ = itertools.count(1)
+
+
+def new_shared(variant: str, what: str | None = None) -> Path:
+    """A fresh name for one boot's shared directory (created when the boot starts)."""
+    name = "-".join([proc.stamp(), variant, *([what] if what else []),
+                     f"{os.getpid()}.{next(_SHARED_SEQ)}"])
+    return cache_root() / "runs" / name
 
 
 @dataclasses.dataclass
@@ -294,44 +275,43 @@ def scan(text: str) -> list[str]:
 def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
          timeout: float = 900, faults: dict | None = None, kmemleak: bool = False,
          extra_env: dict | None = None, cpus: int | None = None,
-         memory: str = DEFAULT_MEMORY, dry_run: bool = False,
-         shared: Path | None = None, watch: str | None = None,
+         memory: str = DEFAULT_MEMORY, shared: Path | None = None, watch: str | None = None,
          job_rc_fails: bool = True, clock: Clock = TIMED,
          insn_counts: Path | None = None) -> Boot:
-    """Boot the image in `meta`, run argv inside, and judge the result."""
-    image = kernel.image_dir(meta["key"]) / "bzImage"
+    """Boot the image in `meta`, run argv inside, and judge the result. A dry run says what
+    it would boot and which job the guest would get."""
+    image = kernel.image_path(meta)
     if clock.deterministic:
         accel = "tcg"    # icount is a TCG feature
     if cpus is None:
         cpus = DETERMINISTIC_CPUS if clock.deterministic else DEFAULT_CPUS
     if shared is None:
-        stamp = time.strftime("%Y%m%dT%H%M%S")
-        shared = cache_root() / "runs" / f"{stamp}-{meta['variant']}-{os.getpid()}-{time.monotonic_ns() % 100000}"
-    env = {"IPCBENCH_ACCEL": accel, "IPCLAB_VARIANT": meta["variant"],
-           "IPCLAB_KERNEL": meta["release"], "PYTHONUNBUFFERED": "1",
+        shared = new_shared(meta["variant"])
+    # Where the results were measured is the host's to add afterwards (ab.tag_boot); the
+    # environment only carries what the engine records in every sample.
+    env = {"IPCBENCH_ACCEL": accel, "PYTHONUNBUFFERED": "1",
            "IPCBENCH_CLOCK": clock.engine_clock(),
            # The one writable place in the guest that the host keeps: commands may leave
            # files there (the repository is read-only inside).
            "IPCLAB_SHARED": str(shared),
            "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
     env.update(extra_env or {})
-    job = {"argv": argv, "env": env, "cwd": str(REPO), "thp": thp, "cgroup": "ipclab",
+    job = {"argv": argv, "env": env, "cwd": str(ROOT), "thp": thp, "cgroup": "ipclab",
            "timeout": max(30, timeout - 120), "faults": faults, "kmemleak": kmemleak,
            "deterministic": clock.deterministic}
     command = f"{sys.executable} {GUEST_SCRIPT} {shared}"
     qemu_opts = (kvm_qemu_opts() if accel == "kvm" else []) + clock.qemu_opts()
     if insn_counts is not None:
-        qemu_opts += insn_plugin_opts(meta, insn_counts, dry_run)
+        qemu_opts += insn_plugin_opts(meta, insn_counts)
     vargv = vng_argv(image, accel, shared, command, cpus=cpus, memory=memory,
                      qemu_opts=qemu_opts)
     clock_rec = clock.record(accel, cpus)
-    if dry_run:
-        log("would run: " + " ".join(vargv))
+    if proc.would_run(vargv):
         log("guest job: " + json.dumps(job))
         return Boot(meta["variant"], meta["release"], accel, shared, True, 0, None, [], "",
                     {}, {}, clock_rec)
     shared.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(shared / "job.json", job)
+    proc.write_json_atomic(shared / "job.json", job)
     console = shared / "console.log"
     timings: dict = {}
     seen: dict = {}
@@ -356,7 +336,7 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
             return True
         return False
 
-    rc, text, elapsed = run_watchdog(vargv, timeout, console, poll)
+    rc, text, elapsed = run_vng(vargv, timeout, console, poll)
     poll()
     timings["boot_total_s"] = round(elapsed, 2)
     status = {}
@@ -394,24 +374,83 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
                 reason is None, status.get("rc"), reason, bad, tail, timings, status, clock_rec)
 
 
-# --------------------------------------------------------------------------- suites
+# --------------------------------------------------------------------------- a suite's job
 
 
-def suite_argv(suite: str, out: Path, meta: dict, accel: str, quick: bool = True,
-               profile: Path | None = None, profile_by: str = "perf") -> list[str]:
-    patches = ",".join(p["name"] for p in meta["patches"]) or "none"
-    argv = [sys.executable, "-m", "ipclab", "run", suite, "--quick" if quick else "--full"]
-    argv += ["-o", str(out), "--meta", f"variant={meta['variant']}",
-             "--meta", f"kernel={meta['release']}", "--meta", f"accel={accel}",
-             "--meta", f"patches={patches}", "--quiet",
-             # The repo is read-only in the guest; reports are made on the host.
-             "--no-report"]
-    if profile is not None:
-        argv += ["--profile", str(profile), "--profile-by", profile_by]
-    return argv
+@dataclasses.dataclass(frozen=True)
+class SuiteJob:
+    """What a suite boot asks of the guest: `ipclab run SUITE` as a structured job.
+
+    profile_by: None for no profile; "perf" (sampled in the guest) or "marker" (the guest
+    only marks each cell's window; QEMU's plugin counts its instructions, see insn_plugin).
+    """
+    suite: str
+    mode: str = suites.QUICK            # suites.QUICK or suites.FULL
+    reps: int | None = None             # None: the suite's default
+    warmups: int | None = None
+    profile_by: str | None = None
+
+    # What the guest leaves in the boot's shared directory.
+    RESULTS = "result.json"
+    PROFILE = "profile.json"
+    INSN_COUNTS = "insncount.txt"
+
+    def argv(self, shared: Path) -> list[str]:
+        """The guest's command: the one place it is built. The results say nothing about
+        where they were measured; the host tags them after the boot."""
+        argv = [sys.executable, "-m", "ipclab", "run", self.suite, f"--{self.mode}",
+                "-o", str(shared / self.RESULTS), "--quiet",
+                # The repo is read-only in the guest; reports are made on the host.
+                "--no-report"]
+        if self.reps:
+            argv += ["--reps", str(self.reps)]
+        if self.warmups is not None:
+            argv += ["--warmups", str(self.warmups)]
+        if self.profile_by:
+            argv += ["--profile", str(shared / self.PROFILE), "--profile-by", self.profile_by]
+        return argv
+
+    def insn_counts(self, shared: Path) -> Path | None:
+        """Where QEMU's plugin writes the instruction counts, when it is loaded."""
+        return shared / self.INSN_COUNTS if self.profile_by == "marker" else None
 
 
-PLUGIN_SOURCE = REPO / "kernel" / "qemu-plugin" / "insncount.c"
+def suite_thp(suite: str) -> str | None:
+    """THP mode a suite asks for, if it asks."""
+    s = suites.SUITES.get(suite)
+    return s.thp if s is not None and s.thp in ("always", "madvise", "never") else None
+
+
+def parse_faults(spec: str | None) -> dict | None:
+    """--fail-page-alloc P[,INTERVAL[,TIMES[,SPACE]]]: the fail_page_alloc knobs of the same
+    names, for the guest's job."""
+    if not spec:
+        return None
+    parts = spec.split(",")
+    if len(parts) > 4:
+        raise Error(f"--fail-page-alloc {spec}: want P[,INTERVAL[,TIMES[,SPACE]]]")
+    try:
+        prob = int(parts[0])
+        interval = int(parts[1]) if len(parts) > 1 else 1
+        times = int(parts[2]) if len(parts) > 2 else -1
+        space = parse_size(parts[3]) if len(parts) > 3 else 0
+    except ValueError:
+        raise Error(f"--fail-page-alloc {spec}: want integers (SPACE may end in K, M or G)") \
+            from None
+    if not 0 <= prob <= 100 or interval < 1 or space < 0:
+        raise Error(f"--fail-page-alloc {spec}: probability 0-100, interval >= 1")
+    return {"probability": prob, "interval": interval, "times": times, "space": space}
+
+
+def parse_size(s: str) -> int:
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(s[-1:].upper(), 1)
+    return int(s[:-1] if mult > 1 else s) * mult
+
+
+# --------------------------------------------------------------------------- the QEMU plugin
+
+
+PLUGIN_SOURCE = ROOT / "kernel" / "qemu-plugin" / "insncount.c"
 
 
 def insn_plugin() -> Path:
@@ -422,58 +461,27 @@ def insn_plugin() -> Path:
         so.parent.mkdir(parents=True, exist_ok=True)
         # ab boots two guests from two threads: each builds to a name of its own.
         tmp = so.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
-        r = subprocess.run(["gcc", "-O2", "-Wall", "-fPIC", "-shared", "-o", str(tmp),
-                            str(PLUGIN_SOURCE)], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise LabError(f"building {PLUGIN_SOURCE.name} failed: {r.stderr.strip()[-300:]}")
+        done = proc.run(["gcc", "-O2", "-Wall", "-fPIC", "-shared", "-o", str(tmp),
+                         str(PLUGIN_SOURCE)], 300, capture=True)
+        if done.rc != 0:
+            raise Error(f"building {PLUGIN_SOURCE.name} failed: {done.err.strip()[-300:]}",
+                        EXIT_FAILED)
         os.replace(tmp, so)
     return so
 
 
-def insn_plugin_opts(meta: dict, out: Path, dry_run: bool = False) -> list[str]:
+def insn_plugin_opts(meta: dict, out: Path) -> list[str]:
     """-plugin options that count the guest's instructions per address into `out`."""
-    if dry_run:
+    if proc.is_dry_run():
         return ["-plugin", f"file={PLUGIN_SOURCE.stem}.so,out={out},"
                            f"marker=<{profile.MARKER_SYMBOL} in System.map>"]
     smap = kernel.image_dir(meta["key"]) / "System.map"
     if not smap.exists():
-        raise LabError(f"{meta['variant']}: the cached image has no System.map (built before "
-                       f"profiles needed it): `ipclab kernel build {meta['variant']} --force`")
+        raise Error(f"{meta['variant']}: the cached image has no System.map (built before "
+                    f"profiles needed it): `ipclab kernel build {meta['variant']} --force`",
+                    EXIT_FAILED)
     marker = profile.symbol_address(smap, profile.MARKER_SYMBOL)
     if marker is None:
-        raise LabError(f"{meta['variant']}: {profile.MARKER_SYMBOL} is not in System.map")
+        raise Error(f"{meta['variant']}: {profile.MARKER_SYMBOL} is not in System.map",
+                    EXIT_FAILED)
     return ["-plugin", f"file={insn_plugin()},out={out},marker={marker:x}"]
-
-
-def suite_thp(suite: str) -> str | None:
-    """THP mode a suite asks for, if it asks."""
-    s = suites.SUITES.get(suite)
-    return s.thp if s is not None and s.thp in ("always", "madvise", "never") else None
-
-
-def tag_results(path: Path, boot: Boot, meta: dict) -> dict | None:
-    """Make sure the results carry variant, release, patches and accel; add the lab record."""
-    try:
-        res = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    m = res.setdefault("meta", {})
-    m.setdefault("variant", meta["variant"])
-    m["kernel"] = boot.release or meta["release"]
-    m["accel"] = boot.accel
-    m.setdefault("patches", ",".join(p["name"] for p in meta["patches"]) or "none")
-    m["emulated"] = boot.accel == "tcg"
-    m["clock"] = boot.clock
-    m["lab"] = boot.record()
-    if not boot.ok:
-        # A kernel splat or a dead guest makes every cell of this boot suspect; the cells
-        # the guest never finished ("pending") failed with it. The error carries the
-        # evidence: the kernel lines, or the console tail when the guest died.
-        evidence = "\n".join(boot.bad_lines[:10]) if boot.bad_lines else boot.console_tail
-        for cell in res.get("cells", []):
-            if cell.get("status") in ("ok", "pending"):
-                cell["status"] = "failed"
-                cell["error"] = f"lab: {boot.reason}\n{evidence}".strip()
-        res["complete"] = False
-    write_json_atomic(path, res)
-    return res

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ipclab import kernel
+from ipclab.lab import kernel
 
 REPO = Path(__file__).resolve().parents[2]
 TARBALL = Path(os.environ.get("IPCLAB_KERNEL_TARBALL", kernel.DEFAULT_TARBALL))

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ipclab import kernel, lab, vm
-from ipclab.kernel import LabError
+from ipclab import Error, results
+from ipclab.cli import main
+from ipclab.lab import ab, kernel, vm
 
 pytestmark = pytest.mark.skipif(shutil.which("patch") is None, reason="GNU patch not installed")
 
@@ -76,11 +77,11 @@ def test_series_comments_and_fragments(labdir):
 
 def test_unknown_variant_and_missing_patch_are_usage_errors(labdir):
     kdir, _ = labdir
-    with pytest.raises(LabError) as e:
+    with pytest.raises(Error) as e:
         kernel.load_variant("nope")
     assert e.value.code == 2
     (kdir / "series" / "bad").write_text("missing.patch\n")
-    with pytest.raises(LabError, match="missing.patch"):
+    with pytest.raises(Error, match="missing.patch"):
         kernel.load_variant("bad")
 
 
@@ -89,10 +90,10 @@ def test_switch_restores_only_touched_files_and_keeps_mtimes(labdir):
     make_patch(kdir / "patches" / "p1.patch", "fs/pipe.c", PIPE_C, PIPE_C.replace("line 5\n", "five\n"))
     pipe, mq = src.tree / "fs" / "pipe.c", src.tree / "ipc" / "mqueue.c"
     mq_mtime = mq.stat().st_mtime_ns
-    kernel.switch_tree(src, series(kdir, "x", "p1.patch"), dry_run=False)
+    kernel.switch_tree(src, series(kdir, "x", "p1.patch"))
     assert "five\n" in pipe.read_text()
     patched_mtime = pipe.stat().st_mtime_ns
-    kernel.switch_tree(src, series(kdir, "base"), dry_run=False)
+    kernel.switch_tree(src, series(kdir, "base"))
     assert pipe.read_text() == PIPE_C
     # The restored file must look newer than objects built from the patched one ...
     assert pipe.stat().st_mtime_ns >= patched_mtime
@@ -106,10 +107,10 @@ def test_switch_between_identical_results_keeps_mtime(labdir):
     new = PIPE_C.replace("line 5\n", "five\n")
     make_patch(kdir / "patches" / "a.patch", "fs/pipe.c", PIPE_C, new)
     make_patch(kdir / "patches" / "b.patch", "fs/pipe.c", PIPE_C, new)
-    kernel.switch_tree(src, series(kdir, "va", "a.patch"), dry_run=False)
+    kernel.switch_tree(src, series(kdir, "va", "a.patch"))
     pipe = src.tree / "fs" / "pipe.c"
     os.utime(pipe, ns=(5_000, 5_000))
-    kernel.switch_tree(src, series(kdir, "vb", "b.patch"), dry_run=False)
+    kernel.switch_tree(src, series(kdir, "vb", "b.patch"))
     assert pipe.read_text() == new
     assert pipe.stat().st_mtime_ns == 5_000
 
@@ -118,9 +119,9 @@ def test_created_files_are_removed_on_switch(labdir):
     kdir, src = labdir
     p = kdir / "patches" / "new.patch"
     p.write_text("--- /dev/null\n+++ b/fs/new.c\n@@ -0,0 +1 @@\n+hello\n")
-    kernel.switch_tree(src, series(kdir, "n", "new.patch"), dry_run=False)
+    kernel.switch_tree(src, series(kdir, "n", "new.patch"))
     assert (src.tree / "fs" / "new.c").read_text() == "hello\n"
-    kernel.switch_tree(src, series(kdir, "base"), dry_run=False)
+    kernel.switch_tree(src, series(kdir, "base"))
     assert not (src.tree / "fs" / "new.c").exists()
 
 
@@ -133,8 +134,8 @@ def test_failing_patch_names_patch_and_hunk_and_leaves_tree_pristine(labdir):
     make_patch(kdir / "patches" / "0002-bad.patch", "fs/pipe.c",
                other.replace("line 2\n", "two\n"), other.replace("line 2\n", "TWO\n").replace("thirty\n", "30\n"))
     v = series(kdir, "broken", "0001-ok.patch", "0002-bad.patch")
-    with pytest.raises(LabError) as e:
-        kernel.switch_tree(src, v, dry_run=False)
+    with pytest.raises(Error) as e:
+        kernel.switch_tree(src, v)
     msg = str(e.value)
     assert "0002-bad.patch" in msg and "fs/pipe.c" in msg and "hunk #1" in msg
     assert (src.tree / "fs" / "pipe.c").read_text() == PIPE_C
@@ -144,11 +145,11 @@ def test_failing_patch_names_patch_and_hunk_and_leaves_tree_pristine(labdir):
 def test_interrupted_switch_is_repaired(labdir):
     kdir, src = labdir
     make_patch(kdir / "patches" / "p1.patch", "fs/pipe.c", PIPE_C, PIPE_C.replace("line 5\n", "five\n"))
-    kernel.switch_tree(src, series(kdir, "x", "p1.patch"), dry_run=False)
+    kernel.switch_tree(src, series(kdir, "x", "p1.patch"))
     st = json.loads(src.state_path.read_text())
     st["dirty"] = True
     src.state_path.write_text(json.dumps(st))
-    kernel.switch_tree(src, series(kdir, "base"), dry_run=False)
+    kernel.switch_tree(src, series(kdir, "base"))
     assert (src.tree / "fs" / "pipe.c").read_text() == PIPE_C
 
 
@@ -193,7 +194,7 @@ def test_merge_concatenates_samples_across_boots():
                 "cells": [{"key": "c1", "workload": "w", "args": [], "status": status,
                            "samples": [{"sample": i} for i in range(n)], "error": None}],
                 "complete": True}
-    m = lab.merge([res(3), res(2), res(4, "failed")], "A:base")
+    m = results.merge_boots([res(3), res(2), res(4, "failed")], "A:base")
     (cell,) = m["cells"]
     assert len(cell["samples"]) == 5 and cell["status"] == "ok" and cell["boots_ok"] == 2
     assert [smp["lab_boot"] for smp in cell["samples"]] == [1, 1, 1, 2, 2]
@@ -203,49 +204,58 @@ def test_merge_concatenates_samples_across_boots():
 
 
 def parse(argv):
-    import argparse
-    p = argparse.ArgumentParser()
-    sub = p.add_subparsers(dest="cmd")
-    lab.register(sub)
-    return p.parse_args(argv)
+    """argv as ipclab.cli.main parses it: cut at `--`, the tail in engine_args."""
+    from ipclab import cli
+    tail = None
+    if "--" in argv:
+        i = argv.index("--")
+        argv, tail = argv[:i], argv[i + 1:]
+    a = cli.build_parser().parse_args(argv)
+    if tail is not None:
+        a.engine_args = tail
+    return a
 
 
-def test_vm_run_argument_forms():
+def test_vm_run_argument_forms(capsys):
     a = parse(["vm", "run", "base", "seed-exclusive-waits", "--thp", "always"])
-    lab.split_run_rest(a)
-    assert a.suite == "seed-exclusive-waits" and a.thp == "always" and a.command is None
+    assert a.suite == "seed-exclusive-waits" and a.thp == "always" and a.engine_args is None
     a = parse(["vm", "run", "--timeout", "60", "base", "--", "uname", "-r", "--x"])
-    lab.split_run_rest(a)
-    assert a.command == ["uname", "-r", "--x"] and a.suite is None and a.timeout == 60
-    # ipclab/cli.py cuts argv at `--` itself and passes the tail as engine_args.
-    a = parse(["vm", "run", "base"])
-    a.engine_args = ["true"]
-    lab.split_run_rest(a)
-    assert a.command == ["true"]
-    a = parse(["vm", "run", "base"])
-    a.engine_args = None
-    with pytest.raises(LabError) as e:
-        lab.split_run_rest(a)
-    assert e.value.code == 2
+    assert a.engine_args == ["uname", "-r", "--x"] and a.suite is None and a.timeout == 60
+    a = parse(["vm", "run", "base", "--", "true"])
+    assert a.engine_args == ["true"]
+    # Options anywhere, also between VARIANT and SUITE.
+    a = parse(["vm", "run", "base", "--full", "seed-exclusive-waits", "--reps", "3"])
+    assert a.variant == "base" and a.suite == "seed-exclusive-waits" and a.full and a.reps == 3
+    # Misuse is one line and exit 2, before anything is built or booted.
+    for argv in (["vm", "run", "base"], ["vm", "run", "base", "--"],
+                 ["vm", "run", "base", "icount-check", "--", "ls"],
+                 ["vm", "run", "base", "--", "true", "--dry-run"]):
+        assert main(argv) == 2, argv
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["ipclab: error: nothing to run: give a SUITE or -- CMD",
+                   "ipclab: error: nothing after --",
+                   "ipclab: error: give a SUITE or -- CMD, not both",
+                   "ipclab: error: --dry-run after -- would go to the command and the guest "
+                   "would boot; put it before --"]
 
 
 def test_bad_input_is_one_line_and_exit_2(capsys):
-    assert lab.main(["kernel", "build", "no-such-variant"]) == 2
-    assert lab.main(["vm", "run", "base", "--fail-page-alloc", "x", "--", "true"]) == 2
+    assert main(["kernel", "build", "no-such-variant"]) == 2
+    assert main(["vm", "run", "base", "--fail-page-alloc", "x", "--", "true"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(line.startswith("ipclab: error:") for line in err)
 
 
 def test_profile_without_a_suite_is_a_usage_error(capsys):
-    assert lab.main(["vm", "run", "base", "--profile", "--", "true"]) == 2
+    assert main(["vm", "run", "base", "--profile", "--", "true"]) == 2
     assert "--profile" in capsys.readouterr().err
 
 
 def test_parse_faults():
-    assert lab.parse_faults("10,2,5") == {"probability": 10, "interval": 2, "times": 5, "space": 0}
-    assert lab.parse_faults("100,1,10,8M")["space"] == 8 << 20
-    with pytest.raises(LabError):
-        lab.parse_faults("200")
+    assert vm.parse_faults("10,2,5") == {"probability": 10, "interval": 2, "times": 5, "space": 0}
+    assert vm.parse_faults("100,1,10,8M")["space"] == 8 << 20
+    with pytest.raises(Error):
+        vm.parse_faults("200")
 
 
 def test_failed_boot_fails_its_cells_with_console_tail(tmp_path):
@@ -259,7 +269,7 @@ def test_failed_boot_fails_its_cells_with_console_tail(tmp_path):
                    "guest killed by the watchdog after 60 s (hang or timeout)", [],
                    "[ 12.0] rcu: INFO: rcu_preempt self-detected stall", {}, {})
     meta = {"variant": "base", "release": "6.12.117", "patches": []}
-    out = vm.tag_results(path, boot, meta)
+    out = ab.guest_results(path, boot, meta)
     assert [c["status"] for c in out["cells"]] == ["failed", "failed"]
     assert all("watchdog" in c["error"] and "rcu_preempt" in c["error"] for c in out["cells"])
     assert out["meta"]["accel"] == "tcg" and out["meta"]["emulated"] is True
@@ -268,7 +278,7 @@ def test_failed_boot_fails_its_cells_with_console_tail(tmp_path):
 
 
 def dry_run_lines(capsys, *argv):
-    assert lab.main(list(argv) + ["--dry-run"]) == 0
+    assert main(list(argv) + ["--dry-run"]) == 0
     return capsys.readouterr().err.splitlines()
 
 
@@ -301,8 +311,8 @@ def test_unknown_suite_fails_on_the_host_before_any_build(capsys, tmp_path, monk
     import time
     monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
     t0 = time.monotonic()
-    assert lab.main(["ab", "base", "base", "--suite", "nosuch"]) == 2
-    assert lab.main(["vm", "run", "base", "nosuch", "--deterministic"]) == 2
+    assert main(["ab", "base", "base", "--suite", "nosuch"]) == 2
+    assert main(["vm", "run", "base", "nosuch", "--deterministic"]) == 2
     assert time.monotonic() - t0 < 5
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all("unknown suite or workload 'nosuch'" in l for l in err)
@@ -327,10 +337,10 @@ def test_guest_killed_before_its_job_still_leaves_a_record(tmp_path, monkeypatch
     shared.mkdir()
     boot = vm.Boot("base", "6.12.117", "tcg", shared, False, None,
                    "guest killed by the watchdog after 45 s (hang or timeout)", [], "", {}, {})
-    monkeypatch.setattr(lab, "ensure_built", lambda *a: {"key": "k", "variant": "base",
-                                                         "release": "6.12.117", "patches": []})
-    monkeypatch.setattr(lab, "accel_of", lambda *a: "tcg")
+    monkeypatch.setattr(kernel, "build", lambda *a, **k: {"key": "k", "variant": "base",
+                                                          "release": "6.12.117", "patches": []})
+    monkeypatch.setattr(vm, "accel_for", lambda *a: "tcg")
     monkeypatch.setattr(vm, "boot", lambda *a, **k: boot)
     rec = tmp_path / "record.json"
-    assert lab.main(["vm", "run", "base", "--record", str(rec), "--", "sleep", "3600"]) == 1
+    assert main(["vm", "run", "base", "--record", str(rec), "--", "sleep", "3600"]) == 1
     assert "watchdog" in json.loads(rec.read_text())["reason"]
