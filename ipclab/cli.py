@@ -12,16 +12,18 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 from ipclab import EXIT_INTERRUPTED, EXIT_USAGE, Error, __version__, compare, engine, envinfo
 from ipclab import proc, profile, progress, report, results, runner, suites
+from ipclab.lab import ab, kernel, vm
 
 
 def _meta(items):
     meta = {}
     for item in items or []:
         if "=" not in item:
-            raise Error("--meta wants key=value, got %r" % item)
+            raise Error(f"--meta wants key=value, got {item!r}")
         k, v = item.split("=", 1)
         meta[k.strip()] = v
     return meta
@@ -39,10 +41,10 @@ def _finish(res, path, args):
     if not args.no_report:
         try:
             md = report.write_report([(path, res)], _report_dir(res["id"], args.report_dir))
-            out.write("\nreport:  %s\n" % md)
+            out.write(f"\nreport:  {md}\n")
         except Exception as e:  # a plot failing must not lose the run's summary
-            out.write("\nwarning: report not written: %s\n" % e)
-    out.write("results: %s\n" % path)
+            out.write(f"\nwarning: report not written: {e}\n")
+    out.write(f"results: {path}\n")
 
 
 def _run_status(res):
@@ -100,7 +102,7 @@ def cmd_run(args):
     results.save(res, path)
     if not args.quiet:
         for w in envinfo.warnings(res["host"]):
-            sys.stderr.write("warning: %s\n" % w)
+            sys.stderr.write(f"warning: {w}\n")
         sys.stderr.write("ipclab: %s (%s): %d cells x %d reps (+%d warmup), results in %s\n"
                          % (suite.name, mode, len(cells), reps, warmups, path))
     rc = runner.execute(res, cells, eng, path, quiet=args.quiet)
@@ -117,17 +119,17 @@ def cmd_suites(args):
     mode = suites.FULL if args.full else suites.QUICK
     for name, s in suites.SUITES.items():
         cells = s.cells(mode)
-        print("%s: %s" % (name, s.summary))
+        print(f"{name}: {s.summary}")
         est = sum(c.est_s for c in cells) * (s.reps[mode] + s.warmups)
         print("  %s mode: %d cells, %d reps + %d warmup, planned about %s of measurement"
               % (mode, len(cells), s.reps[mode], s.warmups, progress.fmt_duration(est)))
         if name != "seeds":
             for c in cells:
-                print("    %-32s %s %s" % (c.key, c.workload, " ".join(c.args)))
+                print(f"    {c.key:32} {c.workload} {' '.join(c.args)}")
         print()
     print("workloads (run WORKLOAD [-- engine args]):")
     for w, d in suites.workloads().items():
-        print("  %-16s %s" % (w, d))
+        print(f"  {w:16} {d}")
     return 0
 
 
@@ -155,7 +157,7 @@ def cmd_report(args):
         for _, r in loaded[1:]:
             compare.match_cells(loaded[0][1], r, common=False)
     out_dir = _report_dir(loaded[0][1]["id"] if len(loaded) == 1 else
-                          "%s-vs-%s" % (loaded[0][1]["id"], loaded[-1][1]["id"]), args.output)
+                          f"{loaded[0][1]['id']}-vs-{loaded[-1][1]['id']}", args.output)
     md = report.write_report(loaded, out_dir)
     print(md)
     return 0
@@ -238,10 +240,6 @@ def build_parser():
 
 # ---- kernel lab: kernel, vm, ab -------------------------------------------------------
 # The parsers and thin handlers of the lab's commands; what they do is ipclab/lab's.
-
-from pathlib import Path  # noqa: E402
-
-from ipclab.lab import ab, kernel, vm  # noqa: E402  (the lab's commands only)
 
 
 def positive_int(s):
@@ -474,7 +472,7 @@ def run_command(args):
     try:
         return args.func(args)
     except Error as e:
-        sys.stderr.write("ipclab: error: %s\n" % e)
+        sys.stderr.write(f"ipclab: error: {e}\n")
         return e.code
     except KeyboardInterrupt:
         proc.kill_all()
@@ -485,6 +483,6 @@ def run_command(args):
     except OSError as e:
         # Files we were asked to write (-o, --report-dir) or read: the
         # user's environment, not a bug; one line like any bad input.
-        where = " %s:" % e.filename if getattr(e, "filename", None) else ""
-        sys.stderr.write("ipclab: error:%s %s\n" % (where, e.strerror or e))
+        where = f" {e.filename}:" if getattr(e, "filename", None) else ""
+        sys.stderr.write(f"ipclab: error:{where} {e.strerror or e}\n")
         return EXIT_USAGE

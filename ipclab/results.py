@@ -19,7 +19,7 @@ ipclab/metrics.py's.
 import json
 import os
 
-from ipclab import Error, proc
+from ipclab import EXIT_FAILED, Error, proc
 
 SCHEMA = "ipclab-results/1"
 
@@ -222,24 +222,25 @@ def merge_boots(runs, label):
     """One results object for one side of an A/B: each cell's samples pooled across boots,
     each sample marked with its boot. Error if the boots do not measure the same thing."""
     if not runs:
-        raise Error(f"{label}: no boots to merge")
+        raise Error(f"{label}: no boots to merge", EXIT_FAILED)
     first = runs[0]
     for n, res in enumerate(runs[1:], 2):
         for k in _SAME_ACROSS_BOOTS:
             if res.get(k) != first.get(k):
-                raise Error(f"{label}: boot {n} has {k} {res.get(k)!r}, boot 1 {first.get(k)!r}")
+                raise Error(f"{label}: boot {n} has {k} {res.get(k)!r}, boot 1 {first.get(k)!r}",
+                            EXIT_FAILED)
         for k in _SAME_META:
             a, b = first.get("meta", {}).get(k), res.get("meta", {}).get(k)
             if a != b:
-                raise Error(f"{label}: boot {n} ran {k}={b!r}, boot 1 {k}={a!r}")
+                raise Error(f"{label}: boot {n} ran {k}={b!r}, boot 1 {k}={a!r}", EXIT_FAILED)
         if _clock_shape(res) != _clock_shape(first):
-            raise Error(f"{label}: boot {n} kept time differently from boot 1")
+            raise Error(f"{label}: boot {n} kept time differently from boot 1", EXIT_FAILED)
         shape = [(c["key"], c.get("args")) for c in res.get("cells", [])
                  if not c["key"].startswith("lab:")]
         first_shape = [(c["key"], c.get("args")) for c in first.get("cells", [])
                        if not c["key"].startswith("lab:")]
         if shape and first_shape and shape != first_shape:
-            raise Error(f"{label}: boot {n} ran other cells than boot 1")
+            raise Error(f"{label}: boot {n} ran other cells than boot 1", EXIT_FAILED)
     cells, order = {}, []
     for boot_no, res in enumerate(runs, 1):
         for cell in res.get("cells", []):

@@ -17,7 +17,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ipclab import EXIT_FAILED, Error, compare, proc, profile, report, results, suites
+from ipclab import EXIT_FAILED, Error, compare, deterministic, proc, profile, report, results
+from ipclab import suites
 from ipclab.progress import log
 
 from . import kernel, vm
@@ -184,10 +185,10 @@ def vm_suite(variant: str, job: vm.SuiteJob, out: Path | None = None, *,
     if proc.is_dry_run():
         return 0
     report_boot(b, record)
-    what = ("deterministic: times are guest instructions" if clock.deterministic else
-            "emulated timings" if accel == "tcg" else "")
-    print(f"results: {out} (variant={meta['variant']} kernel={b.release} accel={accel}"
-          f"{', ' + what if what else ''})")
+    print(f"results: {out} (variant={meta['variant']} kernel={b.release} accel={accel})")
+    caveat = deterministic.timing_caveat(clock.engine_clock(), accel)
+    if caveat:
+        log(f"note: {caveat}")
     failed = [c["key"] for c in res["cells"] if c.get("status") == "failed"]
     if failed:
         log(f"failed cells: {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}")
@@ -259,13 +260,9 @@ def run_ab(base: str, new: str, job: vm.SuiteJob, *, boots: int | None = None,
         for side, name in names.items():
             merged[side] = results.merge_boots(per_side[side], f"{side}:{name}")
             results.save(merged[side], outdir / f"{side}-{name}-merged.json")
+        # What the clock means for the numbers, render_compare says (timing_caveat).
         heading = (f"ipclab ab {base} -> {new}: suite {job.suite}, {boots} boots each, "
-                   f"accel={accel}")
-        if clock.deterministic:
-            heading += (f" DETERMINISTIC (icount shift={clock.shift}): times are guest "
-                        "instructions, rates are per 10^9 guest instructions")
-        elif accel == "tcg":
-            heading += " (EMULATED timings: TCG; trust counts and ratios, not absolute times)"
+                   f"accel={accel}, {clock.mode} clock")
         outcome = compare.compare_results(merged["A"], merged["B"])
         sys.stdout.flush()
         report.render_compare(outcome, sys.stdout, heading=heading)

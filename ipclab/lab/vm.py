@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from ipclab import EXIT_FAILED, ROOT, Error, proc, profile, suites
+from ipclab import EXIT_FAILED, ROOT, Error, deterministic, proc, profile, suites
 from ipclab.progress import log
 
 from . import kernel
@@ -48,8 +48,6 @@ BAD_DMESG = re.compile(
 )
 # Boot banners of debug kernels that contain those words without reporting anything.
 BENIGN_DMESG = re.compile(r"RCU lockdep checking is enabled|Lock dependency validator")
-EMULATED_NOTE = ("guest timings under TCG are emulated (~25x slower than native): compare "
-                 "counts and ratios, not absolute times")
 # shift=0: one guest instruction per nanosecond of guest time, so a time is an instruction
 # count. sleep=off: an idle guest jumps to its next timer at once instead of waiting for the
 # host's clock, which keeps host time out of the guest's entirely.
@@ -195,7 +193,8 @@ def accel_for(image: Path, clock: Clock = TIMED) -> str:
         return "tcg"
     res = probe_accel(image)
     if res["accel"] == "tcg":
-        log(f"warning: using QEMU TCG, not KVM: {res['reason']}. {EMULATED_NOTE}")
+        log(f"warning: using QEMU TCG, not KVM: {res['reason']}. "
+            f"{deterministic.timing_caveat(accel='tcg')}")
     return res["accel"]
 
 
