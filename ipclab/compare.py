@@ -92,7 +92,7 @@ class ViewChange:
 
 
 def match_cells(base, new, common=False, names=("BASE", "NEW")):
-    """Pairs of cells with the same key; UserError explaining any mismatch."""
+    """Pairs of cells with the same key; Error explaining any mismatch."""
     bk = {c["key"]: c for c in base["cells"]}
     nk = {c["key"]: c for c in new["cells"]}
     only_b = [k for k in bk if k not in nk]
@@ -121,7 +121,7 @@ def match_cells(base, new, common=False, names=("BASE", "NEW")):
 
 
 def check_clocks(base, new, names=("BASE", "NEW")):
-    """The clock both files were measured with; UserError if they differ."""
+    """The clock both files were measured with; Error if they differ."""
     cb, cn = deterministic.clock_of(base), deterministic.clock_of(new)
     if cb != cn:
         raise Error("%s was measured with clock %r and %s with %r: a time from one is not"

@@ -26,7 +26,7 @@ def default_engine_path():
 
 
 def find_engine(path=None):
-    """The engine's path; UserError (one line, exit 2) if it is missing."""
+    """The engine's path; Error (one line, exit 2) if it is missing."""
     path = path or default_engine_path()
     if not os.path.exists(path):
         raise Error("engine not found: %s (build it with `make engine`, or pass --engine"
