@@ -3,29 +3,47 @@
 
 Per cell: median, IQR and CV of the measured (non-warmup) samples.  The effect
 of B against A is the ratio of medians with a bootstrap 95% CI.  Significance
-is a two-sided Mann-Whitney U test, Holm-corrected across every comparison in
-one report.  A sweep is summarised by the geometric mean of its ratios.
+is a two-sided Mann-Whitney U test, Holm-corrected across the family of one
+report.  Tests, intervals and distributions come from scipy; every random
+draw is seeded so that a report is reproducible byte for byte.
 
-Everything here is pure Python (numpy only for the bootstrap), so that the
-front end needs no scipy; the tests pin the results to known values.
+Samples of one boot (or one run) are not independent of each other: they share
+whatever that boot got (layout, frequency, interrupts).  With several boots per
+side the boot is the unit: per_unit_values() gives one value per boot,
+paired_log_ratio() tests ABAB pairs of boots, variance_components() splits the
+noise into its within-boot and between-boot parts, and minimum_detectable_effect()
+and plan_next_run() say what a design can see and what the next one should be
+(Kalibera & Jones, "Rigorous benchmarking in reasonable time", ISMM 2013).
+
+Noise is given as a CV and handled in logs: a CV c is the log-normal sigma
+sqrt(log(1 + c^2)), and a log-scale variance v is reported as the CV sqrt(e^v - 1).
 """
 
 import functools
 import math
-from dataclasses import dataclass
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
+
+# scipy is imported inside the functions that use it: it takes a second to import, and
+# every command of the CLI imports this module, shell completion included.
 
 # The thresholds behind the warnings DESIGN.md asks for.
 MIN_REPS = 9
 MAX_CV = 0.05
 ALPHA = 0.05
+# Fewer boots per side than this and the report claims no significance: a t test on 2 pairs
+# has 1 degree of freedom, and a rank test on 2 against 2 values cannot go below p = 1/3.
+MIN_PAIRS = 3
+POWER = 0.8
 
 
 def noise_warning(n_noisy, of_what):
     """The one warning for timed results too noisy to show small changes."""
-    return ("CV over %d%% in %d of %s: small changes are lost in the noise; use an idle"
-            " machine, more --reps, or --full" % (MAX_CV * 100, n_noisy, of_what))
+    return (f"CV over {MAX_CV * 100:.0f}% in {n_noisy} of {of_what}: small changes are lost"
+            " in the noise; use an idle machine, more --reps, or --full")
 
 
 def median(xs):
@@ -73,10 +91,21 @@ def cv(xs):
 
 
 def geomean(xs):
+    """Geometric mean of the positive finite values (others are skipped: for a checked
+    mean with an interval use sweep_log_ratio_ci)."""
     xs = [x for x in xs if x is not None and x > 0 and math.isfinite(x)]
     if not xs:
         return math.nan
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def log_var(cv_):
+    """The log-scale variance of a log-normal quantity with this CV."""
+    return math.log1p(cv_ * cv_)
+
+
+def cv_of_log_var(v):
+    return math.sqrt(math.expm1(v))
 
 
 @dataclass
@@ -97,98 +126,68 @@ def summarize(xs):
     return Summary(len(xs), median(xs), iqr(xs), cv(xs), mean(xs), min(xs), max(xs))
 
 
+def _rng(seed, stream):
+    # One stream per use, so that the bootstrap and the permutation test of one row do not
+    # share draws, and adding a draw to one leaves the other unchanged.
+    return np.random.default_rng([int(seed) & 0xFFFFFFFF, stream])
+
+
 # ---- Mann-Whitney U ------------------------------------------------------
 
-def _ranks(values):
-    """Average ranks (1-based) and the tie-group sizes."""
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    ranks = [0.0] * len(values)
-    ties = []
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        r = (i + j) / 2 + 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = r
-        if j > i:
-            ties.append(j - i + 1)
-        i = j + 1
-    return ranks, ties
-
-
-def _norm_sf(z):
-    return 0.5 * math.erfc(z / math.sqrt(2))
-
-
-@functools.lru_cache(maxsize=64)
-def _exact_u_cdf_table(n1, n2):
-    """Number of arrangements giving each U, for U = 0 .. n1*n2.
-
-    f(n1, n2, u) = f(n1 - 1, n2, u - n2) + f(n1, n2 - 1, u): the largest
-    observation comes from sample 1 (it beats all n2) or from sample 2.
-    """
-    # dp[j] holds the counts for (i, j) as i grows; a list of lists per j.
-    prev = [[1] for _ in range(n2 + 1)]  # i = 0: only U = 0
-    for i in range(1, n1 + 1):
-        cur = [[1]]  # j = 0: only U = 0
-        for j in range(1, n2 + 1):
-            size = i * j + 1
-            row = [0] * size
-            a = prev[j]  # (i-1, j), shifted by j
-            for u, c in enumerate(a):
-                row[u + j] += c
-            b = cur[j - 1]  # (i, j-1)
-            for u, c in enumerate(b):
-                row[u] += c
-            cur.append(row)
-        prev = cur
-    return tuple(prev[n2])
-
-
-EXACT_MAX_N = 50
+# scipy's exact null distribution of U is quick up to here (0.1 s at 150 against 150).
+EXACT_MAX_N = 200
+# A Monte Carlo permutation p-value cannot go below 2 / (resamples + 1).  Holm multiplies
+# the smallest p by the family size, so a p-value in the tail is drawn again with ten
+# times the resamples; the bulk of the rows, far from the tail, stay cheap.
+PERMUTATIONS = 9_999
+TAIL_PERMUTATIONS = 99_999
+TAIL = 0.01
 
 
 @dataclass
 class MWU:
     u: float        # U of the first sample
     p: float        # two-sided p-value
-    method: str     # "exact" or "normal"
+    method: str     # exact | exact-permutation | permutation | none
 
 
-def mann_whitney_u(x, y):
-    """Two-sided Mann-Whitney U test of x against y.
+def mann_whitney_u(x, y, seed=0):
+    """Two-sided Mann-Whitney U test of x against y; u is U of x.
 
-    Exact distribution when there are no ties and both samples are small
-    (at most EXACT_MAX_N); otherwise the normal approximation with the tie
-    correction of the variance and a continuity correction of 0.5, as
-    scipy.stats.mannwhitneyu(method="asymptotic") does.
+    Without ties (and both samples at most EXACT_MAX_N) the exact null distribution of U
+    (scipy.stats.mannwhitneyu, method "exact").  With ties, or larger samples, a
+    permutation test of U (scipy.stats.permutation_test): exhaustive ("exact-permutation")
+    when there are no more splits of the pooled sample than resamples, else Monte Carlo
+    from a generator seeded by `seed` ("permutation"), so the same inputs and seed give
+    the same p.  Never the normal approximation: with ties it is off by a factor of two
+    or more, either way, in the tails where Holm decides.
     """
-    n1, n2 = len(x), len(y)
+    import scipy.stats as ss
+    x = np.asarray(list(x), dtype=float)
+    y = np.asarray(list(y), dtype=float)
+    n1, n2 = x.size, y.size
     if n1 == 0 or n2 == 0:
         return MWU(math.nan, math.nan, "none")
-    ranks, ties = _ranks(list(x) + list(y))
-    r1 = sum(ranks[:n1])
-    u1 = r1 - n1 * (n1 + 1) / 2
-    mu = n1 * n2 / 2
-    if not ties and n1 <= EXACT_MAX_N and n2 <= EXACT_MAX_N:
-        counts = _exact_u_cdf_table(n1, n2)
-        total = math.comb(n1 + n2, n1)
-        # Two-sided: double the smaller tail, capped at 1.
-        k = int(round(u1))
-        lo = sum(counts[:k + 1]) / total
-        hi = sum(counts[k:]) / total
-        return MWU(u1, min(1.0, 2 * min(lo, hi)), "exact")
-    n = n1 + n2
-    tie_term = sum(t ** 3 - t for t in ties)
-    var = n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1)))
-    if var <= 0:
-        # Every observation equal: no evidence of a difference.
-        return MWU(u1, 1.0, "normal")
-    d = abs(u1 - mu) - 0.5
-    z = max(d, 0) / math.sqrt(var)
-    return MWU(u1, min(1.0, 2 * _norm_sf(z)), "normal")
+    pooled = np.concatenate([x, y])
+    if np.unique(pooled).size == pooled.size and max(n1, n2) <= EXACT_MAX_N:
+        r = ss.mannwhitneyu(x, y, method="exact")
+        return MWU(float(r.statistic), float(r.pvalue), "exact")
+    # The mid-ranks of the pooled sample are the same under every split, so U of a split
+    # is the sum of its ranks less a constant: scipy's permutation_test on the ranks runs
+    # three times as fast as mannwhitneyu(method=PermutationMethod), to the same p-value.
+    ranks = ss.rankdata(pooled)
+    offset = n1 * (n1 + 1) / 2
+
+    def u_of(a, b, axis=-1):
+        return a.sum(axis=axis) - offset
+    splits = math.comb(n1 + n2, n1)
+    for stream, resamples in ((1, PERMUTATIONS), (2, TAIL_PERMUTATIONS)):
+        r = ss.permutation_test((ranks[:n1], ranks[n1:]), u_of, n_resamples=resamples,
+                                vectorized=True, rng=_rng(seed, stream))
+        if splits <= resamples or r.pvalue >= TAIL:
+            break
+    method = "exact-permutation" if splits <= resamples else "permutation"
+    return MWU(float(r.statistic), min(1.0, float(r.pvalue)), method)
 
 
 def holm(pvalues):
@@ -208,26 +207,42 @@ def holm(pvalues):
 BOOTSTRAP_ROUNDS = 2000
 
 
-def bootstrap_ratio_ci(base, new, rounds=BOOTSTRAP_ROUNDS, level=0.95, seed=0):
-    """Percentile bootstrap CI of median(new) / median(base).
-
-    Each side is resampled independently with replacement.  The generator
-    is seeded so that a report is reproducible byte for byte.
-    """
-    b = np.asarray(base, dtype=float)
-    a = np.asarray(new, dtype=float)
-    if b.size == 0 or a.size == 0:
-        return (math.nan, math.nan)
-    rng = np.random.default_rng(seed)
-    mb = np.median(b[rng.integers(0, b.size, (rounds, b.size))], axis=1)
-    ma = np.median(a[rng.integers(0, a.size, (rounds, a.size))], axis=1)
+def _medians_ratio_and_diff(b, a, axis=-1):
+    mb = np.median(b, axis=axis)
+    ma = np.median(a, axis=axis)
     with np.errstate(divide="ignore", invalid="ignore"):
-        r = ma / mb
-    r = r[np.isfinite(r)]
-    if r.size == 0:
-        return (math.nan, math.nan)
-    lo, hi = np.quantile(r, [(1 - level) / 2, 1 - (1 - level) / 2])
-    return (float(lo), float(hi))
+        return np.stack([ma / mb, ma - mb])
+
+
+def _bootstrap(data, statistic, rounds, level, seed):
+    import scipy.stats as ss
+    # Percentile, not BCa: the jackknife behind BCa is degenerate for the median of a
+    # handful of samples (many leave-one-out medians coincide) and warns or gives NaN.
+    # NaN is this function's answer where resampled medians leave the statistic undefined;
+    # scipy warns about it under the name of BCa whatever the method.
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ss.DegenerateDataWarning)
+        r = ss.bootstrap(data, statistic, n_resamples=rounds, confidence_level=level,
+                         method="percentile", vectorized=True, rng=_rng(seed, 0))
+    return np.asarray(r.confidence_interval.low), np.asarray(r.confidence_interval.high)
+
+
+def bootstrap_ratio_ci(base, new, rounds=BOOTSTRAP_ROUNDS, level=0.95, seed=0):
+    """Percentile bootstrap CI of median(new) / median(base), each side resampled on its
+    own (scipy.stats.bootstrap).  (NaN, NaN) with fewer than 2 samples on a side, and NaN
+    where resampled base medians of 0 leave the ratio undefined."""
+    return bootstrap_ci(base, new, rounds, level, seed)[0]
+
+
+def bootstrap_ci(base, new, rounds=BOOTSTRAP_ROUNDS, level=0.95, seed=0):
+    """Percentile bootstrap CIs of median(new) / median(base) and of median(new) -
+    median(base), from the same resamples: ((lo, hi), (lo, hi))."""
+    b = np.asarray(list(base), dtype=float)
+    a = np.asarray(list(new), dtype=float)
+    if b.size < 2 or a.size < 2:
+        return (math.nan, math.nan), (math.nan, math.nan)
+    lo, hi = _bootstrap((b, a), _medians_ratio_and_diff, rounds, level, seed)
+    return (float(lo[0]), float(hi[0])), (float(lo[1]), float(hi[1]))
 
 
 def paired_ratio_ci(base, new, rounds=BOOTSTRAP_ROUNDS, level=0.95, seed=0):
@@ -246,24 +261,45 @@ def paired_ratio_ci(base, new, rounds=BOOTSTRAP_ROUNDS, level=0.95, seed=0):
     r = r[np.isfinite(r)]
     if r.size == 0:
         return math.nan, (math.nan, math.nan), 0
-    rng = np.random.default_rng(seed)
-    meds = np.median(r[rng.integers(0, r.size, (rounds, r.size))], axis=1)
-    lo, hi = np.quantile(meds, [(1 - level) / 2, 1 - (1 - level) / 2])
+    if r.size == 1:
+        return float(r[0]), (math.nan, math.nan), 1
+    lo, hi = _bootstrap((r,), lambda x, axis=-1: np.median(x, axis=axis), rounds, level, seed)
     return float(np.median(r)), (float(lo), float(hi)), int(r.size)
 
 
 @dataclass
 class Comparison:
+    """new against base, one metric of one cell.
+
+    The contract for a base median of 0: no ratio is formed.  `ratio`, `delta` and `ci`
+    are NaN, and `diff` (median(new) - median(base), always given when both sides have
+    samples) with `diff_ci` carries the change; `direction` is its sign.  So a
+    lower-is-better 0 -> 42 is diff = 42, direction = +1: worse.  Judge the direction by
+    `direction`, not by `ratio > 1`.  `p` is the Mann-Whitney p-value, valid either way.
+    """
     base: Summary
     new: Summary
-    ratio: float        # median(new) / median(base)
+    ratio: float        # median(new) / median(base); NaN when the base median is 0
     ci: tuple           # bootstrap CI of the ratio
     u: MWU
     p_holm: float = math.nan
+    diff: float = math.nan                      # median(new) - median(base)
+    diff_ci: tuple = (math.nan, math.nan)       # bootstrap CI of diff
+
+    @property
+    def p(self):
+        return self.u.p
 
     @property
     def delta(self):
         return self.ratio - 1
+
+    @property
+    def direction(self):
+        """+1 when new's median is above base's, -1 below, 0 equal, NaN without data."""
+        if not math.isfinite(self.diff):
+            return math.nan
+        return (self.diff > 0) - (self.diff < 0)
 
     @property
     def significant(self):
@@ -271,17 +307,26 @@ class Comparison:
 
 
 def compare_samples(base, new, seed=0):
+    """Compare two independent samples (see Comparison for the contract).  `seed` seeds
+    the bootstrap and, with ties, the permutation test: pass stable_seed(cell key + metric)
+    so that each row draws its own numbers and draws them again identically."""
     sb, sn = summarize(base), summarize(new)
-    ratio = sn.median / sb.median if sb.n and sn.n and sb.median else math.nan
-    return Comparison(sb, sn, ratio, bootstrap_ratio_ci(base, new, seed=seed),
-              mann_whitney_u(new, base))
+    both = sb.n and sn.n
+    diff = sn.median - sb.median if both else math.nan
+    ratio = sn.median / sb.median if both and sb.median else math.nan
+    ci, diff_ci = bootstrap_ci(base, new, seed=seed)
+    if not math.isfinite(ratio):
+        ci = (math.nan, math.nan)
+    return Comparison(sb, sn, ratio, ci, mann_whitney_u(new, base, seed=seed),
+                      diff=diff, diff_ci=diff_ci)
 
 
-def apply_holm(comparisons):
-    adj = holm([c.u.p for c in comparisons])
-    for c, p in zip(comparisons, adj):
-        c.p_holm = p
-    return comparisons
+def apply_holm(tests):
+    """Set p_holm on each test of one family (anything with .p and .p_holm)."""
+    adj = holm([t.p for t in tests])
+    for t, p in zip(tests, adj):
+        t.p_holm = p
+    return tests
 
 
 def stable_seed(text):
@@ -290,3 +335,318 @@ def stable_seed(text):
     for ch in text.encode():
         h = ((h ^ ch) * 16777619) & 0xFFFFFFFF
     return h
+
+
+# ---- the boot (or run) as the unit ---------------------------------------
+
+def per_unit_values(samples_by_unit):
+    """One value per unit: the log of the median of its samples.
+
+    samples_by_unit: a sequence of sample lists (returns a list) or a mapping unit ->
+    samples (returns a dict in the same order).  A unit with no samples or a median that is
+    not positive gets NaN, which paired_log_ratio reports rather than skips.
+    """
+    def one(xs):
+        m = median(list(xs))
+        return math.log(m) if m > 0 and math.isfinite(m) else math.nan
+    if isinstance(samples_by_unit, Mapping):
+        return {k: one(v) for k, v in samples_by_unit.items()}
+    return [one(v) for v in samples_by_unit]
+
+
+@dataclass
+class LogRatioTest:
+    """A t test on log ratios (paired_log_ratio, sweep_log_ratio_ci).
+
+    effect = exp(mean log ratio) with its t interval `ci` at `level`, as ratios.  When
+    `can_claim` is False, `reason` says why and p (and, below 2 values, ci) is NaN: the
+    result is then an estimate, never a finding.
+    """
+    n: int
+    effect: float
+    ci: tuple
+    p: float
+    sd_log: float
+    level: float
+    can_claim: bool
+    reason: str = ""
+    bad: list = field(default_factory=list)     # indices of values that were not usable
+    p_holm: float = math.nan
+
+    @property
+    def delta(self):
+        return self.effect - 1
+
+    @property
+    def significant(self):
+        return self.can_claim and math.isfinite(self.p_holm) and self.p_holm < ALPHA
+
+
+def _t_on_logs(d, level, min_n, what):
+    """One-sample t test of mean(d) = 0 with its interval, for paired_log_ratio and
+    sweep_log_ratio_ci: d are logs of ratios, already checked finite."""
+    import scipy.special as sps
+    n = len(d)
+    nan2 = (math.nan, math.nan)
+    if n == 0:
+        return LogRatioTest(0, math.nan, nan2, math.nan, math.nan, level, False,
+                            f"no {what}")
+    d = np.asarray(d, dtype=float)
+    m = float(d.mean())
+    if n < 2:
+        return LogRatioTest(1, math.exp(m), nan2, math.nan, math.nan, level, False,
+                            f"1 {what}: no spread to test against")
+    sd = float(d.std(ddof=1))
+    se = sd / math.sqrt(n)
+    q = float(sps.stdtrit(n - 1, 0.5 + level / 2))
+    ci = (math.exp(m - q * se), math.exp(m + q * se))
+    if se > 0:
+        p = float(2 * sps.stdtr(n - 1, -abs(m) / se))
+    else:
+        # Identical log ratios: no noise at all, so any nonzero mean is certain.
+        p = 1.0 if m == 0 else 0.0
+    if n < min_n:
+        return LogRatioTest(n, math.exp(m), nan2, math.nan, sd, level, False,
+                            f"only {n} {what}: fewer than {min_n} cannot support a claim"
+                            f" of significance (a t test on {n} has {n - 1} degree(s) of"
+                            " freedom)")
+    return LogRatioTest(n, math.exp(m), ci, p, sd, level, True)
+
+
+def paired_log_ratio(base_units, new_units, level=0.95):
+    """Paired t test of boots run in ABAB pairs: base_units[i] pairs with new_units[i].
+
+    Both are per-unit log values (per_unit_values).  Tests the mean of the per-pair log
+    ratios new - base against 0; effect = exp(mean), ci its t interval as ratios, p
+    two-sided, sd_log the sd of the log ratios.  Pairing cancels a drift slower than one
+    pair.  With fewer than MIN_PAIRS pairs, or a pair with a non-finite log value (a boot
+    without samples or with a median <= 0, listed in `bad`), can_claim is False, p is NaN
+    and `reason` says why.  Unequal lengths are a caller's error (ValueError): a boot
+    whose partner is missing must be dropped by whoever knows the pairing.
+    """
+    if len(base_units) != len(new_units):
+        raise ValueError(f"{len(base_units)} base boots against {len(new_units)} new ones:"
+                         " boots pair by position")
+    b = np.asarray(base_units, dtype=float)
+    a = np.asarray(new_units, dtype=float)
+    bad = [i for i in range(b.size) if not (math.isfinite(b[i]) and math.isfinite(a[i]))]
+    if bad:
+        return LogRatioTest(b.size, math.nan, (math.nan, math.nan), math.nan, math.nan,
+                            level, False, f"pair(s) {', '.join(map(str, bad))} lack a"
+                            " positive median on a side", bad)
+    return _t_on_logs(a - b, level, MIN_PAIRS, "pairs")
+
+
+def sweep_log_ratio_ci(ratios, level=0.95):
+    """Geometric mean of a sweep's ratios with a t interval on their logs.
+
+    A value that is NaN, infinite or not positive is an error: the result has
+    can_claim False, effect NaN, its indices in `bad` and a reason, rather than a mean of
+    what is left.  With one ratio there is no interval.  The interval is the spread of the
+    sweep's points about their mean, not boot-to-boot noise, which the points share.
+    """
+    r = [float(x) if x is not None else math.nan for x in ratios]
+    bad = [i for i, x in enumerate(r) if not (math.isfinite(x) and x > 0)]
+    if bad:
+        return LogRatioTest(len(r), math.nan, (math.nan, math.nan), math.nan, math.nan,
+                            level, False, f"ratio(s) {', '.join(map(str, bad))} not positive"
+                            " and finite: no mean of the rest is given", bad)
+    return _t_on_logs(np.log(r), level, 2, "ratios")
+
+
+@dataclass
+class VarianceComponents:
+    """The noise of one side split by level, from a one-way random-effects ANOVA on logs."""
+    units: int
+    reps: float             # n0, the effective reps per unit (the mean when balanced)
+    cv_within: float        # of one sample about its unit's level
+    cv_between: float       # of the units' levels about each other
+    ms_within: float
+    ms_between: float
+    reason: str = ""
+
+
+def variance_components(values_by_unit):
+    """Within-unit and between-unit CV of several boots (or runs) of one side.
+
+    values_by_unit: raw positive samples per unit (a sequence or a mapping).  On logs,
+    MS_within and MS_between of the one-way ANOVA; var_within = MS_within, var_between =
+    max(0, MS_between - MS_within) / n0, with n0 = (N - sum n_i^2 / N) / (k - 1) (the reps
+    per unit when balanced).  Reported as CVs.  A value <= 0 or an empty unit gives NaN
+    and a reason; so does a lone unit (no between) or one sample per unit (no within).
+    """
+    groups = list(values_by_unit.values() if isinstance(values_by_unit, Mapping)
+                  else values_by_unit)
+    groups = [np.asarray(list(g), dtype=float) for g in groups]
+    k = len(groups)
+    n = np.array([g.size for g in groups])
+    N = int(n.sum())
+
+    def fail(why):
+        return VarianceComponents(k, math.nan, math.nan, math.nan, math.nan, math.nan, why)
+    if k == 0 or (n == 0).any():
+        return fail("a unit without samples")
+    if any((g <= 0).any() or not np.isfinite(g).all() for g in groups):
+        return fail("values must be positive and finite (the split is on logs)")
+    logs = [np.log(g) for g in groups]
+    means = np.array([x.mean() for x in logs])
+    grand = float(np.concatenate(logs).mean())
+    ss_within = float(sum(((x - m) ** 2).sum() for x, m in zip(logs, means)))
+    ms_within = ss_within / (N - k) if N > k else math.nan
+    if k < 2:
+        cvw = cv_of_log_var(ms_within) if math.isfinite(ms_within) else math.nan
+        return VarianceComponents(k, float(N), cvw, math.nan, ms_within, math.nan,
+                                  "one unit: nothing to say between units")
+    ms_between = float((n * (means - grand) ** 2).sum()) / (k - 1)
+    n0 = (N - float((n * n).sum()) / N) / (k - 1)
+    if not math.isfinite(ms_within):
+        return VarianceComponents(k, n0, math.nan, math.nan, math.nan, ms_between,
+                                  "one sample per unit: within and between are confounded")
+    var_between = max(0.0, ms_between - ms_within) / n0
+    return VarianceComponents(k, n0, cv_of_log_var(ms_within), cv_of_log_var(var_between),
+                              ms_within, ms_between)
+
+
+# ---- power and planning --------------------------------------------------
+
+@functools.lru_cache(maxsize=256)
+def median_variance_factor(n):
+    """n * Var(median of n iid standard normals): how much noisier a unit's median is than
+    its mean (1 for n <= 2, 1.346 for 3, towards pi/2).  From the order-statistic
+    densities, integrated on a fine grid; past 1001 it is within 0.1% of pi/2, and the
+    value at 1000 or 1001 (same parity) is returned."""
+    import scipy.special as sps
+    from scipy.integrate import cumulative_trapezoid, trapezoid
+    if n <= 2:
+        return 1.0
+    n = min(n, 1000 + n % 2)
+    # The median's sd is about 1.25 / sqrt(n), the gap between the middle two order
+    # statistics about 2.5 / n: the grid spans 12 sds and resolves the gap.
+    span = min(12.0, 15 / math.sqrt(n))
+    x = np.linspace(-span, span, 48_001)
+    phi = np.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+    with np.errstate(divide="ignore"):
+        lcdf, lsf = sps.log_ndtr(x), sps.log_ndtr(-x)
+    m = n // 2
+    if n % 2:
+        c = sps.gammaln(n + 1) - 2 * sps.gammaln(m + 1)
+        f = np.exp(c + m * lcdf + m * lsf) * phi
+        return float(n * trapezoid(x * x * f, x))
+    # Even n: the median is the mean of X(m) and X(m+1).  E[X(m)^2] = E[X(m+1)^2] by
+    # symmetry; the cross moment integrates x over X(m) < y inside the density of y.  The
+    # constant is split between the two factors, each of which alone would overflow.
+    c_m = sps.gammaln(n + 1) - sps.gammaln(m) - sps.gammaln(n - m + 1)
+    second = trapezoid(x * x * np.exp(c_m + (m - 1) * lcdf + (n - m) * lsf) * phi, x)
+    half = (sps.gammaln(n + 1) - 2 * sps.gammaln(m)) / 2
+    inner = cumulative_trapezoid(x * np.exp(half + (m - 1) * lcdf) * phi, x, initial=0)
+    cross = trapezoid(x * phi * np.exp(half + (m - 1) * lsf) * inner, x)
+    return float(n * (2 * second + 2 * cross) / 4)
+
+
+def unit_log_var(cv_between, cv_within, reps):
+    """Variance of one unit's value (log of the median of `reps` samples) in this model:
+    log(sample) = unit level + noise, both normal; unit levels vary with cv_between and
+    samples about their unit's level with cv_within."""
+    return log_var(cv_between) + median_variance_factor(reps) * log_var(cv_within) / reps
+
+
+def _design(cv_between, cv_within, reps, units, paired):
+    """Standard error of the mean log ratio, and the t test's degrees of freedom."""
+    # Each side's boots are distinct boots, so a pair's log ratio carries the between-unit
+    # variance of both; pairing cancels only drift, which the model leaves out.  The
+    # standard error is then the same paired or not, and pairing costs degrees of freedom.
+    se = math.sqrt(2 * unit_log_var(cv_between, cv_within, reps) / units)
+    return se, (units - 1 if paired else 2 * (units - 1))
+
+
+def detection_power(change, cv_between, cv_within, reps, units, alpha=ALPHA, paired=True):
+    """Probability that the boot-level t test (two-sided, at alpha) finds a relative change
+    `change` (0.05 = 5%) with `units` boots per side of `reps` samples each.
+
+    Exact for normal logs: the noncentral t distribution, with the noise of a unit's median
+    from median_variance_factor.  0 with fewer than MIN_PAIRS units, where nothing is
+    claimed.
+    """
+    if units < MIN_PAIRS:
+        return 0.0
+    se, df = _design(cv_between, cv_within, reps, units, paired)
+    return _t_power(df, abs(math.log1p(change)) / se, alpha)
+
+
+def _t_power(df, nc, alpha):
+    """P(|T| > t crit) for T noncentral t with df and noncentrality nc >= 0."""
+    import scipy.special as sps
+    t = float(sps.stdtrit(df, 1 - alpha / 2))
+    # nctdtr gives NaN far in its tails: the lower rejection region is taken as the upper
+    # one of -nc, and past nc = 30 (with df >= 2 the critical t is below 4.31) power is 1.
+    nc = min(nc, 30.0)
+    return float((1 - sps.nctdtr(df, nc, t)) + (1 - sps.nctdtr(df, -nc, t)))
+
+
+def minimum_detectable_effect(cv_between, cv_within, reps, units, alpha=ALPHA, power=POWER,
+                              paired=True):
+    """The smallest relative increase that the design finds with probability `power`.
+
+    The inverse of detection_power (noncentral t, exact for normal logs, not the normal
+    approximation, which at 5 pairs understates the MDE by a quarter).  Returned as
+    exp(d) - 1 for the smallest log change d: a decrease to exp(-d) is found as often.
+    inf with fewer than MIN_PAIRS units.
+    """
+    from scipy.optimize import brentq
+    if units < MIN_PAIRS:
+        return math.inf
+    se, df = _design(cv_between, cv_within, reps, units, paired)
+    nc = brentq(lambda nc: _t_power(df, nc, alpha) - power, 0.0, 30.0, xtol=1e-10)
+    return math.expm1(nc * se)
+
+
+@dataclass
+class RunPlan:
+    reps: int               # samples per boot
+    units: int              # boots per side (pairs); 0 when the target is out of reach
+    mde: float              # what this design detects at the power asked
+    cost_per_side: float    # units * (cost_boot + reps * cost_rep)
+    reason: str = ""
+
+
+def plan_next_run(cv_between, cv_within, target_change, cost_boot, cost_rep, alpha=ALPHA,
+                  power=POWER, paired=True, max_units=500, max_reps=1000):
+    """How many reps per boot and how many boots per side find `target_change` at `power`.
+
+    Kalibera & Jones' rule for two levels: the cost of a fixed precision is least at
+    reps = sqrt((cost_boot / cost_rep) * (var_within / var_between)), the within variance
+    being that of a unit's median.  So a cheap boot or a large boot-to-boot variance means
+    few reps and more boots.  Reps are at least 2, so that the next run can still measure
+    the within-boot CV, and at most max_reps.  Then the fewest boots, at least MIN_PAIRS,
+    whose power reaches `power` (detection_power).  When MIN_PAIRS boots are more than
+    enough, the reps come down to the fewest that still reach the target.  units = 0 with
+    a reason when max_units boots are not enough.
+    """
+    import scipy.special as sps
+    vb, vw = log_var(cv_between), log_var(cv_within)
+
+    def reaches(reps, units):
+        return detection_power(target_change, cv_between, cv_within, reps, units, alpha,
+                               paired) >= power
+    reps = max_reps
+    if vb > 0:
+        for _ in range(4):      # the median's factor depends on reps; it settles at once
+            best = math.sqrt(cost_boot / cost_rep * median_variance_factor(reps) * vw / vb)
+            reps = int(min(max_reps, max(2, math.ceil(best))))
+    # The normal approximation's boot count is a lower bound for the t test's.
+    z = sps.ndtri(1 - alpha / 2) + sps.ndtri(power)
+    need = 2 * unit_log_var(cv_between, cv_within, reps) * (z / math.log1p(target_change)) ** 2
+    units = max(MIN_PAIRS, math.ceil(need))
+    while units <= max_units and not reaches(reps, units):
+        units += 1
+    if units > max_units:
+        return RunPlan(reps, 0, math.nan, 0.0,
+                       f"more than {max_units} boots per side at this noise")
+    if units == MIN_PAIRS:
+        lo, hi = 1, reps        # reaches(hi) holds: find the fewest reps that do
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if reaches(mid, units) else (mid, hi)
+        reps = max(2, hi)
+    mde = minimum_detectable_effect(cv_between, cv_within, reps, units, alpha, power, paired)
+    return RunPlan(reps, units, mde, units * (cost_boot + reps * cost_rep))

@@ -70,19 +70,13 @@ def test_mwu_exact_matches_enumeration(seed):
     assert r.p == pytest.approx(p, abs=1e-12)
 
 
-def test_mwu_normal_approximation_with_ties():
-    # x = 1,2,2,3,4,5; y = 2,6,7,8,9,10.  The 2s tie three ways (ranks 2-4,
-    # average 3).  R1 = 1+3+3+5+6+7 = 25, U1 = 25 - 21 = 4, mu = 18.
-    # var = 36/12 * (13 - (27-3)/(12*11)) = 3 * (13 - 24/132) = 38.454545...
-    # z = (|4-18| - 0.5) / sqrt(var) = 13.5 / 6.20117 = 2.17701
-    # p = erfc(z / sqrt 2) = 0.029480...
+def test_mwu_ties_are_a_permutation_test_not_the_normal_approximation():
+    # x = 1,2,2,3,4,5; y = 2,6,7,8,9,10: U1 = 4.  The normal approximation with its tie
+    # correction said p = 0.02948; all 924 splits of the pooled sample give 0.025974.
     r = stats.mann_whitney_u([1, 2, 2, 3, 4, 5], [2, 6, 7, 8, 9, 10])
-    assert r.method == "normal"
+    assert r.method == "exact-permutation"
     assert r.u == 4
-    var = 3 * (13 - 24 / 132)
-    z = 13.5 / math.sqrt(var)
-    assert r.p == pytest.approx(math.erfc(z / math.sqrt(2)), rel=1e-12)
-    assert r.p == pytest.approx(0.02948, abs=1e-5)
+    assert r.p == pytest.approx(24 / 924, rel=1e-12)
 
 
 def test_mwu_all_equal_is_not_significant():
@@ -106,6 +100,21 @@ def test_bootstrap_ci_contains_ratio_and_is_deterministic():
     assert lo <= ratio <= hi
     assert 1.0 < lo and hi < 1.2
     assert stats.bootstrap_ratio_ci(base, new, seed=7) == (lo, hi)
+    assert stats.bootstrap_ratio_ci(base, new, seed=8) != (lo, hi)
+    assert all(math.isnan(x) for x in stats.bootstrap_ratio_ci([1.0], new))
+
+
+def test_bootstrap_ci_covers_the_ratio_at_about_its_level():
+    # The percentile interval of a ratio of medians, 10 log-normal samples a side at CV 5%.
+    rnd = random.Random(4)
+    trials, cover = 300, 0
+    for seed in range(trials):
+        base = [rnd.lognormvariate(0, 0.05) for _ in range(10)]
+        new = [1.05 * rnd.lognormvariate(0, 0.05) for _ in range(10)]
+        lo, hi = stats.bootstrap_ratio_ci(base, new, seed=seed)
+        cover += lo <= 1.05 <= hi
+    # Percentile intervals of medians of 10 run a little short; not by more than this.
+    assert 0.88 <= cover / trials <= 0.99
 
 
 def test_paired_ratio_sees_through_drift_that_hides_the_effect_unpaired():
@@ -137,4 +146,21 @@ def test_paired_ratio_ci_brackets_noisy_pairs_and_skips_bad_ones():
 def test_compare_samples_direction():
     c = stats.compare_samples([10, 11, 12, 10.5, 11.5], [20, 21, 22, 20.5, 21.5])
     assert c.ratio == pytest.approx(21 / 11)
-    assert c.u.p < 0.05
+    assert c.delta == pytest.approx(10 / 11)
+    assert c.diff == pytest.approx(10) and c.direction == 1
+    assert c.u.p < 0.05 and c.p == c.u.p
+    assert c.ci[0] <= c.ratio <= c.ci[1] and c.diff_ci[0] <= c.diff <= c.diff_ci[1]
+    stats.apply_holm([c])
+    assert c.p_holm == c.p and c.significant
+
+
+def test_compare_samples_is_reproducible_per_seed():
+    base = [10, 10, 11, 11, 12, 12, 10, 11]
+    new = [11, 12, 12, 13, 12, 11, 13, 12]
+    a = stats.compare_samples(base, new, seed=stats.stable_seed("k/throughput"))
+    b = stats.compare_samples(base, new, seed=stats.stable_seed("k/throughput"))
+    assert a == b and a.u.method in ("exact-permutation", "permutation")
+
+
+def test_noise_warning_text():
+    assert stats.noise_warning(3, "9 cells").startswith("CV over 5% in 3 of 9 cells:")
