@@ -218,7 +218,10 @@ def test_ctrl_c_keeps_samples_and_resume_finishes(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "ipclab", "run", "seed-skip-wakeups", "--reps",
                           "2", "-o", "r.json", "--no-report", "--order-seed", "1"],
                          cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True,
+                         # A runner started in the background ignores SIGINT, and its
+                         # children would inherit that: this test needs the default.
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     path = tmp_path / "r.json"
     # Wait until the run is stuck in the hanging workload with samples saved.
     deadline = time.monotonic() + 60
