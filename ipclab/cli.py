@@ -142,7 +142,8 @@ def cmd_show(args):
 def cmd_compare(args):
     base = results.load(args.base)
     new = results.load(args.new)
-    outcome = compare.compare_results(base, new, common=args.common)
+    outcome = compare.compare_results(base, new, common=args.common,
+                                      min_change=args.min_change / 100)
     if args.json:
         json.dump(compare.outcome_record(outcome), sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -171,6 +172,23 @@ def cmd_env(args):
     else:
         envinfo.render(env, sys.stdout)
     return 0
+
+
+def percent(s):
+    try:
+        v = float(s.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a percentage: {s!r}") from None
+    if not 0 <= v < 100:
+        raise argparse.ArgumentTypeError(f"must be 0 to 100: {s}")
+    return v
+
+
+def add_min_change(p):
+    p.add_argument("--min-change", type=percent, default=compare.MIN_CHANGE * 100,
+                   metavar="PCT", help="smallest change worth a verdict, in percent"
+                   f" (default {compare.MIN_CHANGE * 100:g}); smaller differences read"
+                   " 'within ±PCT%%'")
 
 
 def build_parser():
@@ -222,6 +240,7 @@ def build_parser():
     s.add_argument("--common", action="store_true",
                    help="compare the cells both files have, ignore the rest")
     s.add_argument("--json", action="store_true", help="the comparison as JSON, one entry per row")
+    add_min_change(s)
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("report", help="Markdown report with PNG plots")
@@ -355,7 +374,10 @@ def add_lab_parsers(sub):
     a.add_argument("new", metavar="NEW")
     a.add_argument("--suite", required=True)
     a.add_argument("--boots", type=positive_int,
-                   help="boots of each variant (2; 1 with --deterministic)")
+                   help=f"boots of each variant, run A B A B ... ({ab.TIMED_PAIRS}; 1 with"
+                        " --deterministic); the boot is the unit of the comparison, and fewer"
+                        " than 3 pairs claim nothing")
+    add_min_change(a)
     _add_clock_options(a)
     a.add_argument("--timeout", type=positive_float, default=1800, help="per boot, s (1800)")
     a.add_argument("-o", "--output-dir", type=Path,
@@ -444,7 +466,7 @@ def cmd_ab(args):
                            warmups=args.warmups, profile=args.profile)
         return ab.run_ab(args.base, args.new, job, boots=args.boots, tree=args.tree,
                          thp=args.thp, timeout=args.timeout, clock=clock, cpus=args.cpus,
-                         outdir=args.output_dir)
+                         outdir=args.output_dir, min_change=args.min_change / 100)
 
 
 # ---- entry ---------------------------------------------------------------------------

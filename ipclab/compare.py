@@ -17,8 +17,62 @@ from dataclasses import dataclass, field
 from ipclab import Error, deterministic, metrics, results, stats, views
 
 
+# A change smaller than this is no change worth a verdict (`compare --min-change`).
+MIN_CHANGE = 0.02
+
+
+@dataclass
+class BootComparison:
+    """One cell and metric with the boot as the unit: one value per boot (the median of its
+    samples), boots paired A B A B, a paired t test on the log ratios. The same fields as
+    stats.Comparison, so that rows render alike."""
+    base: stats.Summary     # of the per-boot medians
+    new: stats.Summary
+    test: stats.LogRatioTest
+    parts: stats.VarianceComponents     # of the base side: boot-to-boot and within-boot CV
+    reps: int
+
+    @property
+    def ratio(self):
+        return self.test.effect
+
+    @property
+    def delta(self):
+        return self.test.delta
+
+    @property
+    def ci(self):
+        return self.test.ci
+
+    @property
+    def diff(self):
+        return self.new.median - self.base.median
+
+    @property
+    def direction(self):
+        return (self.diff > 0) - (self.diff < 0)
+
+    @property
+    def p(self):
+        return self.test.p
+
+    @property
+    def p_holm(self):
+        return self.test.p_holm
+
+    @p_holm.setter
+    def p_holm(self, v):
+        self.test.p_holm = v
+
+    @property
+    def significant(self):
+        return self.test.significant
+
+
 @dataclass
 class Row:
+    """One cell and metric. Only primary rows (one per cell) are in the significance family
+    and get a verdict; secondary rows show their change and interval, nothing more."""
     key: str
     suite: str
     workload: str
@@ -26,18 +80,10 @@ class Row:
     label: str
     unit: str
     better: str
-    cmp: stats.Comparison
-
-    @property
-    def verdict(self):
-        if not self.cmp.significant:
-            return ""
-        up = self.cmp.ratio > 1
-        if self.better == "higher":
-            return "better" if up else "worse"
-        if self.better == "lower":
-            return "worse" if up else "better"
-        return "changed"
+    cmp: object             # stats.Comparison, or BootComparison
+    primary: bool = True
+    verdict: str = ""       # better | worse | changed | within ±T | inconclusive
+    mde: float = math.nan   # the smallest change this design detects (power 0.8)
 
 
 @dataclass
@@ -66,6 +112,8 @@ class Outcome:
     judged: list = field(default_factory=list)      # JudgedRow, deterministic clock only
     floor_source: dict = None
     views: list = field(default_factory=list)       # ViewChange, one per seed view shown
+    min_change: float = MIN_CHANGE
+    unit: str = "sample"    # what the tests treat as independent: "sample" or "boot"
 
 
 @dataclass
@@ -83,7 +131,7 @@ class ViewChange:
     suite: str
     view: object                # suites.View, as shown for this clock
     rows: list                  # [(label, [EntryChange or None per column])]
-    geomean: float = None       # geometric mean of the ratios, for grid views
+    geomean: object = None      # stats.LogRatioTest of the ratios, for grid views
     seed_geomean: float = None
 
     @property
@@ -147,12 +195,27 @@ def not_comparable(b, n, out):
     return False
 
 
-def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=None):
-    out = Outcome(base=base, new=new)
+def boots_of(cell):
+    """{boot number: [samples]} of a cell pooled by the lab across boots, or {}."""
+    by = {}
+    for smp in results.measured(cell):
+        if isinstance(smp.get("lab_boot"), int):
+            by.setdefault(smp["lab_boot"], []).append(smp)
+    return by
+
+
+def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=None,
+                    min_change=MIN_CHANGE):
+    out = Outcome(base=base, new=new, min_change=min_change)
     out.clock = check_clocks(base, new, names)
     pairs = match_cells(base, new, common, names)
     if out.clock != deterministic.REAL:
         return _judge_deterministic(out, pairs, floor_file or deterministic.FLOOR_FILE)
+    # Samples of one boot share that boot's luck: the boot is then the unit, not the sample.
+    if pairs and all(len(boots_of(b)) >= 2 and len(boots_of(n)) >= 2 for b, n in pairs
+                     if results.measured(b) and results.measured(n)) and \
+            any(boots_of(b) for b, _ in pairs):
+        out.unit = "boot"
     for b, n in pairs:
         if not_comparable(b, n, out):
             continue
@@ -160,20 +223,84 @@ def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=N
         if not paths or not results.measured(n):
             out.skipped.append((b["key"], "no measured samples"))
             continue
-        for path in paths:
-            xb = metrics.metric_values(b, path)
-            xn = metrics.metric_values(n, path)
-            if not xb or not xn:
+        for i, path in enumerate(paths):
+            c = _boot_comparison(b, n, path) if out.unit == "boot" else _sample_comparison(
+                b, n, path)
+            if c is None:
                 continue
             unit, better = metrics.metric_info(b, path)
-            c = stats.compare_samples(xb, xn, seed=stats.stable_seed(b["key"] + path))
             label = metrics.metric_label(b, path).split(".", 1)[-1]
             out.rows.append(Row(b["key"], b.get("suite", ""), b.get("workload", ""), path,
-                                label, unit, better, c))
-    stats.apply_holm([r.cmp for r in out.rows])
+                                label, unit, better, c, primary=i == 0))
+    stats.apply_holm([r.cmp for r in out.rows if r.primary])
+    for r in out.rows:
+        r.mde = _mde(r.cmp)
+        r.verdict = verdict(r, min_change) if r.primary else ""
     out.warnings = quality_warnings(out.rows)
+    if out.unit == "sample" and out.rows:
+        out.warnings.append("unpaired: the two files are separate runs, so whatever drifted"
+                            " between them (load, thermal state, a reboot) is part of every"
+                            " difference; measure both sides in one run or one `ab`")
     out.views = view_changes(out)
     return out
+
+
+def _sample_comparison(b, n, path):
+    xb, xn = metrics.metric_values(b, path), metrics.metric_values(n, path)
+    if not xb or not xn:
+        return None
+    return stats.compare_samples(xb, xn, seed=stats.stable_seed(b["key"] + path))
+
+
+def _boot_comparison(b, n, path):
+    bb, nb = boots_of(b), boots_of(n)
+    vb = {k: metrics.metric_values({"samples": v}, path) for k, v in sorted(bb.items())}
+    vn = {k: metrics.metric_values({"samples": v}, path) for k, v in sorted(nb.items())}
+    if not any(vb.values()) or not any(vn.values()):
+        return None
+    # Boots were run A B A B: the i-th boot of each side make a pair.
+    k = min(len(vb), len(vn))
+    lb = stats.per_unit_values(list(vb.values())[:k])
+    ln = stats.per_unit_values(list(vn.values())[:k])
+    test = stats.paired_log_ratio(lb, ln)
+    meds_b = [stats.median(v) for v in vb.values() if v]
+    meds_n = [stats.median(v) for v in vn.values() if v]
+    reps = min(len(v) for v in list(vb.values()) + list(vn.values()) if v)
+    return BootComparison(stats.summarize(meds_b), stats.summarize(meds_n), test,
+                          stats.variance_components(list(vb.values())), reps)
+
+
+def _mde(c):
+    """The smallest relative change this comparison could have found (power 0.8)."""
+    if isinstance(c, BootComparison):
+        p = c.parts
+        if not (math.isfinite(p.cv_between) and math.isfinite(p.cv_within)):
+            return math.nan
+        return stats.minimum_detectable_effect(p.cv_between, p.cv_within, c.reps, c.test.n)
+    cvs = [x for x in (c.base.cv, c.new.cv) if math.isfinite(x)]
+    if not cvs or min(c.base.n, c.new.n) < 3:
+        return math.nan
+    return stats.minimum_detectable_effect(max(cvs), 0.0, 1, min(c.base.n, c.new.n),
+                                           paired=False)
+
+
+def verdict(row, min_change):
+    """A primary row's verdict: a change beyond the threshold, a difference within it, or
+    inconclusive (the design could not tell; row.mde says what it could have seen)."""
+    c, within = row.cmp, f"within ±{min_change * 100:g}%"
+    if c.significant:
+        big = not math.isfinite(c.ratio) or abs(c.delta) >= min_change
+        if not big:
+            return within
+        if row.better not in ("higher", "lower") or not c.direction:
+            return "changed"
+        up = c.direction > 0
+        return ("better" if up else "worse") if row.better == "higher" else \
+            ("worse" if up else "better")
+    lo, hi = c.ci
+    if math.isfinite(lo) and math.isfinite(hi) and lo - 1 > -min_change and hi - 1 < min_change:
+        return within
+    return "inconclusive"
 
 
 def _judge_deterministic(out, pairs, floor_file):
@@ -273,7 +400,8 @@ def view_changes(outcome):
             continue
         vc = ViewChange(sv.part.name, view, rows)
         if view.kind == "grid" and len(ratios) > 1:
-            vc.geomean = stats.geomean(ratios) - 1
+            # One test of the sweep's mean log ratio, with its interval.
+            vc.geomean = stats.sweep_log_ratio_ci(ratios)
             if len(seed_ratios) == len(ratios):
                 vc.seed_geomean = stats.geomean(seed_ratios) - 1
         out.append(vc)
@@ -293,9 +421,12 @@ def outcome_record(outcome):
                             "spread_new": j.spread_new,
                             "floor": j.floor if math.isfinite(j.floor) else None,
                             "threshold": j.threshold, "verdict": j.verdict})
+    rec["unit"], rec["min_change"] = outcome.unit, outcome.min_change
     for r in outcome.rows:
         c = r.cmp
-        rec["rows"].append({"key": r.key, "path": r.path, "unit": r.unit, "base": c.base.median,
-                            "new": c.new.median, "n": [c.base.n, c.new.n], "delta": c.delta,
-                            "ci": list(c.ci), "p_holm": c.p_holm, "verdict": r.verdict})
+        rec["rows"].append({"key": r.key, "path": r.path, "unit": r.unit, "primary": r.primary,
+                            "base": c.base.median, "new": c.new.median,
+                            "n": [c.base.n, c.new.n], "delta": c.delta, "diff": c.diff,
+                            "ci": list(c.ci), "p_holm": c.p_holm, "mde": r.mde,
+                            "verdict": r.verdict})
     return json.loads(json.dumps(rec).replace("NaN", "null"))

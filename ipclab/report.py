@@ -296,9 +296,14 @@ def _views_text(outcome, out):
                   % (vc.suite, view.title, "; [seed's published change]" if vc.has_seed else ""))
         out.write(fmt.table([view.row_header] + view.columns, trows) + "\n")
         if vc.geomean is not None:
+            g = vc.geomean
             seed_gm = (f" [seed {fmt.pct(vc.seed_geomean)}]" if vc.seed_geomean is not None
                        else "")
-            out.write(f"  geometric mean of ratios: {fmt.pct(vc.geomean)}{seed_gm}\n")
+            if g.can_claim:
+                gm = f"{fmt.pct(g.delta)}, 95% CI [{fmt.pct(g.ci[0] - 1)}, {fmt.pct(g.ci[1] - 1)}]"
+            else:
+                gm = f"- ({g.reason})"
+            out.write(f"  geometric mean of ratios: {gm}{seed_gm}\n")
         out.write("\n")
 
 
@@ -317,34 +322,86 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
         if caveat:
             out.write(f"note: {side}: {caveat}\n")
     _views_text(outcome, out)
-    header = ["cell", "metric", "base", "new", "delta", "95% CI", "p (Holm)", "", "n"]
+    t = f"±{outcome.min_change * 100:g}%"
+    boot = outcome.unit == "boot"
+    header = ["cell", "metric", "base", "new", "delta", "95% CI", "p (Holm)", "verdict", "MDE",
+              "boots" if boot else "n"]
     rows = []
     for r in outcome.rows:
         c = r.cmp
         rows.append([r.key, (f"{r.label} {r.unit}").strip(), fmt.num(c.base.median),
-                     fmt.num(c.new.median), fmt.pct(c.delta), ci_text(c), p_text(c.p_holm),
-                     (mark(r) + " " + r.verdict).strip(), f"{int(c.base.n)}/{int(c.new.n)}"])
-    out.write("All cells (median of n; delta = new/base - 1; * = significant after Holm,"
-              " alpha %.2f)\n" % stats.ALPHA)
-    out.write(fmt.table(header, rows, ["<", "<", ">", ">", ">", ">", ">", "<", ">"]) + "\n\n")
+                     fmt.num(c.new.median), _delta_text(c), ci_text(c),
+                     p_text(c.p_holm) if r.primary else "-",
+                     (mark(r) + " " + r.verdict).strip() if r.primary else "(secondary)",
+                     fmt.pct(r.mde, False) if r.primary and math.isfinite(r.mde) else "-",
+                     f"{int(c.base.n)}/{int(c.new.n)}"])
+    if boot:
+        out.write("The boot is the unit: one value per boot (the median of its samples), boots"
+                  " paired A B A B, a paired t test on the log ratios; delta = exp(mean log"
+                  " ratio) - 1.\n")
+    out.write(f"All cells (median of {'per-boot medians' if boot else 'n samples'}; * ="
+              f" significant after Holm over the primary metric of each cell, alpha"
+              f" {stats.ALPHA:.2f}; a verdict needs a change beyond {t}; MDE = the smallest"
+              f" change this design finds 80% of the time)\n")
+    out.write(fmt.table(header, rows, ["<", "<", ">", ">", ">", ">", ">", "<", ">", ">"])
+              + "\n\n")
     for key, why in outcome.skipped:
         out.write(f"not compared: {key}: {why}\n")
-    sig = [r for r in outcome.rows if r.cmp.significant]
-    if not outcome.rows:
+    prim = [r for r in outcome.rows if r.primary]
+    if not prim:
         out.write("nothing to compare\n")
-    elif not sig:
-        out.write("No significant change: none of %d comparisons in %d cells differs"
-                  " (Mann-Whitney U, Holm, alpha %.2f).\n"
-                  % (len(outcome.rows), len({r.key for r in outcome.rows}), stats.ALPHA))
     else:
-        better = sum(1 for r in sig if r.verdict == "better")
-        worse = sum(1 for r in sig if r.verdict == "worse")
-        out.write("Significant: %d of %d comparisons (%d better, %d worse) in %d of %d cells"
-                  " (Mann-Whitney U, Holm, alpha %.2f).\n"
-                  % (len(sig), len(outcome.rows), better, worse, len({r.key for r in sig}),
-                     len({r.key for r in outcome.rows}), stats.ALPHA))
+        count = {}
+        for r in prim:
+            count[r.verdict] = count.get(r.verdict, 0) + 1
+        test = "paired t on per-boot log ratios" if boot else "Mann-Whitney U"
+        said = ", ".join(f"{count[v]} {v}" for v in ("better", "worse", "changed",
+                                                    f"within {t}", "inconclusive") if v in count)
+        changed = sum(count.get(v, 0) for v in ("better", "worse", "changed"))
+        lead = "Changed" if changed else f"No significant change beyond {t}"
+        out.write(f"{lead}: {len(prim)} cells ({test}, Holm, alpha {stats.ALPHA:.2f}): {said}.\n")
+        mdes = sorted(r.mde for r in prim if r.verdict == "inconclusive" and math.isfinite(r.mde))
+        if count.get("inconclusive"):
+            what = (f"the smallest change these runs could find is {fmt.pct(stats.median(mdes), False)}"
+                    f" (median over those cells; from {fmt.pct(mdes[0], False)})" if mdes else
+                    "too few repetitions to say what change they could find")
+            out.write(f"Inconclusive is not 'no change': {what}.\n")
+        if boot:
+            _render_boot_plan(prim, outcome.min_change, out)
     for w in outcome.warnings:
         out.write(f"warning: {w}\n")
+
+
+def _delta_text(c):
+    if math.isfinite(c.ratio):
+        return fmt.pct(c.delta)
+    # A base median of 0: a difference, not a ratio.
+    return f"{c.diff:+.4g}" if math.isfinite(c.diff) else "-"
+
+
+def _render_boot_plan(rows, min_change, out):
+    """Boot-to-boot and within-boot noise, and the design the next run needs (Kalibera &
+    Jones): more boots when boots differ, more repetitions when samples do."""
+    lines = []
+    for r in rows:
+        p = r.cmp.parts
+        if not (math.isfinite(p.cv_between) and math.isfinite(p.cv_within)):
+            continue
+        plan = stats.plan_next_run(p.cv_between, p.cv_within, min_change, 60.0, 1.0)
+        nxt = (f"{plan.reps} reps x {plan.units} boots per side" if plan.units else
+               plan.reason or "out of reach")
+        lines.append([r.key, fmt.pct(p.cv_between, False), fmt.pct(p.cv_within, False),
+                      str(r.cmp.reps), str(r.cmp.test.n), nxt])
+    if not lines:
+        return
+    out.write(f"\nNoise by boot, and what a run needs to find ±{min_change * 100:g}% (power 0.8;"
+              " a boot costed as 60 repetitions):\n")
+    out.write(fmt.table(["cell", "boot-to-boot CV", "within-boot CV", "reps", "pairs",
+                         "next run"], lines, ["<", ">", ">", ">", ">", "<"]) + "\n")
+    for r in rows:
+        if not r.cmp.test.can_claim:
+            out.write(f"no significance claimed: {r.cmp.test.reason}\n")
+            break
 
 
 def _render_deterministic(outcome, out):

@@ -198,17 +198,21 @@ def vm_suite(variant: str, job: vm.SuiteJob, out: Path | None = None, *,
 # --------------------------------------------------------------------------- ab
 
 
+TIMED_PAIRS = 5
+
+
 def run_ab(base: str, new: str, job: vm.SuiteJob, *, boots: int | None = None,
            tree: str | None = None, thp: str | None = None, timeout: float = 1800,
            clock: vm.Clock = vm.TIMED, cpus: int | None = None,
-           outdir: Path | None = None) -> int:
+           outdir: Path | None = None, min_change: float = compare.MIN_CHANGE) -> int:
     """`ab BASE NEW --suite SUITE`: boot both variants `boots` times each, pool each side's
     boots, print the comparison (and, with a profile, where the instructions went).
     1 when a boot failed."""
     t0 = time.monotonic()
-    # Under icount a boot repeats to the instruction, so one boot per side is the method;
-    # timed boots vary by tens of percent, so they need several.
-    boots = boots or (1 if clock.deterministic else 2)
+    # Under icount a boot repeats to the instruction, so one boot per side is the method.
+    # Timed boots vary by tens of percent: the boot is the unit of the comparison, and a
+    # paired test needs at least 3 pairs to claim anything (5 give it some power).
+    boots = boots or (1 if clock.deterministic else TIMED_PAIRS)
     names = {"A": base, "B": new}
     metas = {side: kernel.build(name, tree=tree, quiet=True) for side, name in names.items()}
     accel = vm.accel_for(kernel.image_path(metas["A"]), clock)
@@ -263,7 +267,7 @@ def run_ab(base: str, new: str, job: vm.SuiteJob, *, boots: int | None = None,
         # What the clock means for the numbers, render_compare says (timing_caveat).
         heading = (f"ipclab ab {base} -> {new}: suite {job.suite}, {boots} boots each, "
                    f"accel={accel}, {clock.mode} clock")
-        outcome = compare.compare_results(merged["A"], merged["B"])
+        outcome = compare.compare_results(merged["A"], merged["B"], min_change=min_change)
         sys.stdout.flush()
         report.render_compare(outcome, sys.stdout, heading=heading)
         proc.write_json_atomic(outdir / "compare.json", compare.outcome_record(outcome))
