@@ -378,6 +378,8 @@ def add_lab_parsers(sub):
                         " --deterministic); the boot is the unit of the comparison, and fewer"
                         " than 3 pairs claim nothing")
     add_min_change(a)
+    a.add_argument("--json", action="store_true",
+                   help="print the comparison as JSON (as `compare --json`), not as tables")
     _add_clock_options(a)
     a.add_argument("--timeout", type=positive_float, default=1800, help="per boot, s (1800)")
     a.add_argument("-o", "--output-dir", type=Path,
@@ -466,7 +468,8 @@ def cmd_ab(args):
                            warmups=args.warmups, profile=args.profile)
         return ab.run_ab(args.base, args.new, job, boots=args.boots, tree=args.tree,
                          thp=args.thp, timeout=args.timeout, clock=clock, cpus=args.cpus,
-                         outdir=args.output_dir, min_change=args.min_change / 100)
+                         outdir=args.output_dir, min_change=args.min_change / 100,
+                         as_json=args.json)
 
 
 # ---- entry ---------------------------------------------------------------------------

@@ -11,6 +11,7 @@ merge_boots() pools an A/B side's boots.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import time
@@ -204,7 +205,8 @@ TIMED_PAIRS = 5
 def run_ab(base: str, new: str, job: vm.SuiteJob, *, boots: int | None = None,
            tree: str | None = None, thp: str | None = None, timeout: float = 1800,
            clock: vm.Clock = vm.TIMED, cpus: int | None = None,
-           outdir: Path | None = None, min_change: float = compare.MIN_CHANGE) -> int:
+           outdir: Path | None = None, min_change: float = compare.MIN_CHANGE,
+           as_json: bool = False) -> int:
     """`ab BASE NEW --suite SUITE`: boot both variants `boots` times each, pool each side's
     boots, print the comparison (and, with a profile, where the instructions went).
     1 when a boot failed."""
@@ -268,10 +270,15 @@ def run_ab(base: str, new: str, job: vm.SuiteJob, *, boots: int | None = None,
         heading = (f"ipclab ab {base} -> {new}: suite {job.suite}, {boots} boots each, "
                    f"accel={accel}, {clock.mode} clock")
         outcome = compare.compare_results(merged["A"], merged["B"], min_change=min_change)
+        record = compare.outcome_record(outcome)
+        proc.write_json_atomic(outdir / "compare.json", record)
         sys.stdout.flush()
-        report.render_compare(outcome, sys.stdout, heading=heading)
-        proc.write_json_atomic(outdir / "compare.json", compare.outcome_record(outcome))
-        if job.profile_by:
+        if as_json:
+            json.dump(record, sys.stdout, indent=1)
+            sys.stdout.write("\n")
+        else:
+            report.render_compare(outcome, sys.stdout, heading=heading)
+        if job.profile_by and not as_json:
             profiles = [profile.load(profile_path(first_out[side])) for side in names]
             if all(profiles):
                 report.render_profile_diff(profiles[0], profiles[1], sys.stdout,
