@@ -30,7 +30,7 @@ def _meta(items):
 
 
 def _report_dir(res_id, given=None):
-    return given or os.path.join("reports", res_id)
+    return given or Path("reports", res_id)
 
 
 def _finish(res, path, args):
@@ -56,8 +56,9 @@ def _run_status(res):
     failed = [c for c in res["cells"] if c["status"] == "failed"]
     if not failed:
         return 0
-    sys.stderr.write("ipclab: %d of %d cells failed; first: %s: %s\n"
-                     % (len(failed), len(res["cells"]), failed[0]["key"], failed[0]["error"]))
+    first = failed[0]
+    sys.stderr.write(f"ipclab: {len(failed)} of {len(res['cells'])} cells failed; first:"
+                     f" {first['key']}: {first['error']}\n")
     usage = all(c["error"].startswith("usage error") for c in failed)
     return 2 if usage else 1
 
@@ -90,9 +91,9 @@ def cmd_run(args):
     if args.dry_run:
         eng = args.engine or engine.default_engine_path()
         est = sum(c.est_s for c in cells) * (reps + warmups)
-        print("# %s, %s mode: %d cells x (%d warmup + %d reps) = %d invocations, about %ds"
-              % (suite.name, mode, len(cells), warmups, reps, len(cells) * (reps + warmups),
-                 est))
+        runs = len(cells) * (reps + warmups)
+        print(f"# {suite.name}, {mode} mode: {len(cells)} cells x ({warmups} warmup + {reps} reps)"
+              f" = {runs} invocations, about {int(est)}s")
         for c in cells:
             print(" ".join(engine.argv_for(eng, c)))
         return 0
@@ -103,8 +104,8 @@ def cmd_run(args):
     if not args.quiet:
         for w in envinfo.warnings(res["host"]):
             sys.stderr.write(f"warning: {w}\n")
-        sys.stderr.write("ipclab: %s (%s): %d cells x %d reps (+%d warmup), results in %s\n"
-                         % (suite.name, mode, len(cells), reps, warmups, path))
+        sys.stderr.write(f"ipclab: {suite.name} ({mode}): {len(cells)} cells x {reps} reps"
+                         f" (+{warmups} warmup), results in {path}\n")
     rc = runner.execute(res, cells, eng, path, quiet=args.quiet)
     if rc:
         return rc
@@ -121,8 +122,8 @@ def cmd_suites(args):
         cells = s.cells(mode)
         print(f"{name}: {s.summary}")
         est = sum(c.est_s for c in cells) * (s.reps[mode] + s.warmups)
-        print("  %s mode: %d cells, %d reps + %d warmup, planned about %s of measurement"
-              % (mode, len(cells), s.reps[mode], s.warmups, progress.fmt_duration(est)))
+        print(f"  {mode} mode: {len(cells)} cells, {s.reps[mode]} reps + {s.warmups} warmup,"
+              f" planned about {progress.fmt_duration(est)} of measurement")
         if name != "seeds":
             for c in cells:
                 print(f"    {c.key:32} {c.workload} {' '.join(c.args)}")

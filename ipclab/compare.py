@@ -149,22 +149,21 @@ def match_cells(base, new, common=False, names=("BASE", "NEW")):
         parts = []
         for label, keys in ((names[0], only_b), (names[1], only_n)):
             if keys:
-                parts.append("%d only in %s (%s%s)" % (len(keys), label, ", ".join(keys[:3]),
-                                                       ", ..." if len(keys) > 3 else ""))
-        raise Error("cells do not match: %s; compare runs of the same suite and mode,"
-                        " or pass --common to compare the shared cells only"
-                        % "; ".join(parts))
+                more = ", ..." if len(keys) > 3 else ""
+                parts.append(f"{len(keys)} only in {label} ({', '.join(keys[:3])}{more})")
+        raise Error(f"cells do not match: {'; '.join(parts)}; compare runs of the same suite"
+                    " and mode, or pass --common to compare the shared cells only")
     pairs = []
     for k, b in bk.items():
         if k not in nk:
             continue
         n = nk[k]
         if list(b.get("args", [])) != list(n.get("args", [])) and not common:
-            raise Error("cell %s was run with different engine arguments: %s vs %s"
-                            % (k, " ".join(b.get("args", [])), " ".join(n.get("args", []))))
+            args_b, args_n = " ".join(b.get("args", [])), " ".join(n.get("args", []))
+            raise Error(f"cell {k} was run with different engine arguments: {args_b} vs {args_n}")
         pairs.append((b, n))
     if not pairs:
-        raise Error("no cells in common between %s and %s" % names)
+        raise Error(f"no cells in common between {names[0]} and {names[1]}")
     return pairs
 
 
@@ -172,9 +171,9 @@ def check_clocks(base, new, names=("BASE", "NEW")):
     """The clock both files were measured with; Error if they differ."""
     cb, cn = deterministic.clock_of(base), deterministic.clock_of(new)
     if cb != cn:
-        raise Error("%s was measured with clock %r and %s with %r: a time from one is not"
-                        " a time from the other, so they are not compared; measure both"
-                        " sides in the same mode" % (names[0], cb, names[1], cn))
+        raise Error(f"{names[0]} was measured with clock {cb!r} and {names[1]} with {cn!r}: a"
+                    " time from one is not a time from the other, so they are not compared;"
+                    " measure both sides in the same mode")
     return cb
 
 
@@ -340,14 +339,14 @@ def quality_warnings(rows):
     few = sorted({r.key for r in rows if min(r.cmp.base.n, r.cmp.new.n) < stats.MIN_REPS})
     if few:
         n = min(min(r.cmp.base.n, r.cmp.new.n) for r in rows)
-        w.append("only %d repetitions in %d cell(s) (fewer than %d): the test has little power;"
-                 " run with --reps 10 or more" % (n, len(few), stats.MIN_REPS))
+        w.append(f"only {n} repetitions in {len(few)} cell(s) (fewer than {stats.MIN_REPS}): the"
+                 " test has little power; run with --reps 10 or more")
     noisy = [(max(r.cmp.base.cv, r.cmp.new.cv), r) for r in rows
              if max(r.cmp.base.cv, r.cmp.new.cv) > stats.MAX_CV]
     if noisy:
         worst, r = max(noisy, key=lambda t: t[0])
-        w.append(stats.noise_warning(len(noisy), "%d rows (worst %.1f%% in %s %s)"
-                                     % (len(rows), worst * 100, r.key, r.label)))
+        what = f"{len(rows)} rows (worst {worst * 100:.1f}% in {r.key} {r.label})"
+        w.append(stats.noise_warning(len(noisy), what))
     return w
 
 

@@ -20,13 +20,13 @@ guest instructions. This module owns that reading:
 
 import json
 import math
-import os
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from ipclab import metrics, stats
 
 REAL = "real"
-FLOOR_FILE = os.path.join(os.path.dirname(__file__), "reference", "icount-floor.json")
+FLOOR_FILE = Path(__file__).parent / "reference" / "icount-floor.json"
 
 # A change must exceed this many times the noise (the larger of the A/A floor and the
 # spreads): the floor is the largest A/A difference seen over a few boot pairs, and a
@@ -46,7 +46,7 @@ OPERATIONS = {
 }
 # Guest instructions per operation: the task clock of all the workload's processes over its
 # operations. (metric path, what one operation is)
-OP_COST = {wl: ("counters.task_clock_ns / %s%s" % (ops, " * %d" % size if size != 1 else ""), op)
+OP_COST = {wl: (f"counters.task_clock_ns / {ops}" + (f" * {size}" if size != 1 else ""), op)
            for wl, (ops, size, op) in OPERATIONS.items()}
 OP_PATHS = {path for path, _ in OP_COST.values()}
 # Workloads that already time each operation themselves: their ns are instructions.

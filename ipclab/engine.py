@@ -29,8 +29,8 @@ def find_engine(path=None):
     """The engine's path; Error (one line, exit 2) if it is missing."""
     path = path or default_engine_path()
     if not os.path.exists(path):
-        raise Error("engine not found: %s (build it with `make engine`, or pass --engine"
-                        " PATH / set IPCBENCH)" % path)
+        raise Error(f"engine not found: {path} (build it with `make engine`, or pass --engine"
+                    " PATH / set IPCBENCH)")
     if not os.access(path, os.X_OK) or os.path.isdir(path):
         raise Error(f"engine is not executable: {path}")
     return path

@@ -5,6 +5,7 @@ import os
 import platform
 import shutil
 import subprocess
+from pathlib import Path
 
 from ipclab import deterministic
 
@@ -67,9 +68,9 @@ def mem_total_gib():
 
 def collect():
     governors = set()
-    base = "/sys/devices/system/cpu"
-    for name in sorted(os.listdir(base)) if os.path.isdir(base) else []:
-        g = _read(os.path.join(base, name, "cpufreq", "scaling_governor"))
+    base = Path("/sys/devices/system/cpu")
+    for cpu in sorted(base.iterdir()) if base.is_dir() else []:
+        g = _read(cpu / "cpufreq" / "scaling_governor")
         if g:
             governors.add(g)
     load = None
@@ -87,7 +88,7 @@ def collect():
         "thp": _bracketed(_read("/sys/kernel/mm/transparent_hugepage/enabled")),
         "pipe_max_size": _read("/proc/sys/fs/pipe-max-size"),
         "perf_event_paranoid": _read("/proc/sys/kernel/perf_event_paranoid"),
-        "dev_mqueue": os.path.isdir("/dev/mqueue"),
+        "dev_mqueue": Path("/dev/mqueue").is_dir(),
         "mq_msg_max": _read("/proc/sys/fs/mqueue/msg_max"),
         "virtualization": virtualization(),
         "container": container(),
@@ -104,8 +105,8 @@ def warnings(env):
     w = []
     gov = env.get("governor")
     if gov and gov != "performance":
-        w.append("CPU frequency governor is %s: for stable timings run"
-                 " `cpupower frequency-set -g performance` (as root)" % gov)
+        w.append(f"CPU frequency governor is {gov}: for stable timings run"
+                 " `cpupower frequency-set -g performance` (as root)")
     if env.get("thp") == "always":
         w.append("THP is 'always': khugepaged can move timings; 'madvise' is steadier"
                  " (echo madvise > /sys/kernel/mm/transparent_hugepage/enabled)")
@@ -117,25 +118,25 @@ def warnings(env):
                  " run `mkdir -p /dev/mqueue && mount -t mqueue none /dev/mqueue`")
     virt = env.get("virtualization") or "none"
     if virt != "none":
-        w.append("running in a VM (%s): timings include hypervisor noise; compare runs"
-                 " on the same VM, never across machines" % virt)
+        w.append(f"running in a VM ({virt}): timings include hypervisor noise; compare runs"
+                 " on the same VM, never across machines")
     caveat = deterministic.timing_caveat(env.get("clock") or deterministic.REAL,
                                          env.get("accel") or "native")
     if caveat:
         w.append(caveat)
     if env.get("perf_event_paranoid") not in (None, "") and \
             int(env["perf_event_paranoid"]) > 2 and os.geteuid() != 0:
-        w.append("perf_event_paranoid=%s: token-ring (and --counters perf) cannot open perf"
-                 " events and reports no CPU migrations (sysctl kernel.perf_event_paranoid=1)"
-                 % env["perf_event_paranoid"])
+        w.append(f"perf_event_paranoid={env['perf_event_paranoid']}: token-ring (and --counters"
+                 " perf) cannot open perf events and reports no CPU migrations"
+                 " (sysctl kernel.perf_event_paranoid=1)")
     if not env.get("stress_ng"):
         w.append("stress-ng is missing: the memory-pressure sweep (full mode) cannot run"
                  " (apt-get install stress-ng)")
     load = env.get("loadavg")
     nproc = env.get("nproc") or 1
     if load and load[0] > 0.5 * nproc:
-        w.append("load average %.2f on %d CPUs: other work is running and will add"
-                 " noise; measure on an idle machine" % (load[0], nproc))
+        w.append(f"load average {load[0]:.2f} on {int(nproc)} CPUs: other work is running and"
+                 " will add noise; measure on an idle machine")
     return w
 
 
@@ -156,7 +157,7 @@ def render(env, out):
     for k, v in env.items():
         if isinstance(v, list):
             v = " ".join(str(x) for x in v)
-        out.write("%-*s  %s\n" % (width, k, v))
+        out.write(f"{k:<{width}}  {v}\n")
     ws = warnings(env)
     if ws:
         out.write("\n")

@@ -19,13 +19,14 @@ def num(v):
         return f"{v:.2f}"
     if a == 0:
         return "0"
-    return "%#.3g" % v
+    return f"{v:#.3g}"
 
 
 def pct(x, signed=True, decimals=1):
     if x is None or not math.isfinite(x):
         return "-"
-    return ("%+.*f%%" if signed else "%.*f%%") % (decimals, x * 100)
+    sign = "+" if signed else ""
+    return f"{x * 100:{sign}.{decimals}f}%"
 
 
 def count(v):

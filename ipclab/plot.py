@@ -2,8 +2,8 @@
 """PNG plots for reports (matplotlib, Agg backend: no display needed)."""
 
 import math
-import os
 import re
+from pathlib import Path
 
 import matplotlib
 
@@ -21,7 +21,7 @@ def _name(res, what):
 
 
 def _save(fig, out_dir, name):
-    path = os.path.join(out_dir, name)
+    path = Path(out_dir) / name
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -105,8 +105,8 @@ def latency_percentiles(res, out_dir):
     for label, ys in series:
         ax.plot(PERCENTILES, ys, marker="o", label=label)
     ax.set_yscale("log")
-    ax.set_ylabel("write latency (%s, log)" % ("guest instructions"
-                                                if deterministic.is_deterministic(res) else "ns"))
+    unit = "guest instructions" if deterministic.is_deterministic(res) else "ns"
+    ax.set_ylabel(f"write latency ({unit}, log)")
     ax.set_xlabel("percentile")
     ax.set_title("pipe-sweep write latency percentiles (median over samples)")
     ax.legend(fontsize=7, ncol=3)
@@ -143,8 +143,8 @@ def judged_plot(outcome, out_dir):
     ax.set_yticks(y)
     ax.set_yticklabels([f"{r.key} {r.unit}" for r in rows], fontsize=7)
     ax.set_ylim(len(rows) - 0.5, -0.5)
-    ax.set_xlabel("delta %% of guest instructions per operation (%s); whiskers: %g x noise,"
-                  " coloured = a change" % (outcome.clock, deterministic.SAFETY))
+    ax.set_xlabel(f"delta % of guest instructions per operation ({outcome.clock}); whiskers:"
+                  f" {deterministic.SAFETY:g} x noise, coloured = a change")
     ax.set_title(f"{outcome.base.get('id')} -> {outcome.new.get('id')}")
     name = f"compare-{outcome.base.get('id')}-vs-{outcome.new.get('id')}.png"
     return _save(fig, out_dir, re.sub(r"[^A-Za-z0-9_.-]+", "_", name))

@@ -18,10 +18,10 @@ import bisect
 import ctypes
 import json
 import math
-import os
 import shutil
 import subprocess
 import tempfile
+from pathlib import Path
 
 from ipclab import deterministic, engine, proc
 
@@ -55,15 +55,14 @@ def profile_cell(engine_path, cell, period=PERIOD):
     if perf is None:
         return {"error": "perf not found (make lab-deps installs linux-perf)"}
     with tempfile.TemporaryDirectory(prefix="ipclab-perf-") as tmp:
-        data = os.path.join(tmp, "perf.data")
+        data = Path(tmp) / "perf.data"
         argv = [perf, "record", "-q", "-N", "-e", "cpu-clock", "-c", str(period), "-o", data,
                 "--"] + engine.argv_for(engine_path, cell)
         rec = subprocess.run(argv, capture_output=True, text=True,
                              timeout=engine.cell_timeout(cell) + 120)
         if rec.returncode != 0:
-            return {"error": "perf record exit %d: %s" % (rec.returncode,
-                                                         (rec.stderr.strip().splitlines()
-                                                          or ["no message"])[-1])}
+            why = (rec.stderr.strip().splitlines() or ["no message"])[-1]
+            return {"error": f"perf record exit {rec.returncode}: {why}"}
         rep = subprocess.run([perf, "report", "-i", data, "--stdio", "-q", "--sort", "sym",
                               "-F", "period,sym", "--percent-limit", "0"],
                              capture_output=True, text=True, timeout=300)

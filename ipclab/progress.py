@@ -51,9 +51,8 @@ class Progress:
             return
         frac = self.done / self.total
         fill = int(frac * self.width)
-        line = "[%s%s] %d/%d  ETA %s  %s" % ("#" * fill, "." * (self.width - fill),
-                                             self.done, self.total,
-                                             fmt_duration(self.eta()), label)
+        bar = "#" * fill + "." * (self.width - fill)
+        line = f"[{bar}] {self.done}/{self.total}  ETA {fmt_duration(self.eta())}  {label}"
         if self.tty:
             self.stream.write("\r\033[K" + line[:118])
             self.stream.flush()

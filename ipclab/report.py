@@ -12,6 +12,7 @@ import io
 import math
 import os
 import sys
+from pathlib import Path
 
 from ipclab import compare, deterministic, envinfo, fmt, metrics, profile, results, stats, views
 
@@ -51,12 +52,12 @@ def render_views(res, out=sys.stdout, markdown=False):
                         and not xs:
                     txt = cell["status"]
                 elif xs and det:
-                    txt = "%s ±%s" % (fmt.count(stats.median(xs)),
-                                      fmt.pct(deterministic.spread(xs), False, 3))
+                    spread = fmt.pct(deterministic.spread(xs), False, 3)
+                    txt = f"{fmt.count(stats.median(xs))} ±{spread}"
                 elif xs:
                     s = stats.summarize(xs)
-                    txt = "%s ±%s" % (fmt.num(s.median), fmt.pct(s.cv, False)
-                                      if math.isfinite(s.cv) else "-")
+                    cv = fmt.pct(s.cv, False) if math.isfinite(s.cv) else "-"
+                    txt = f"{fmt.num(s.median)} ±{cv}"
                 else:
                     txt = "-"
                 r = _ref_text(ref, view, label, col)
@@ -69,7 +70,7 @@ def render_views(res, out=sys.stdout, markdown=False):
             rows.append(line)
         if first:
             title = f"{part.name}: {ref.get('title', '') if ref else part.summary}"
-            out.write(("### %s\n\n" if markdown else "== %s ==\n") % title)
+            out.write(f"### {title}\n\n" if markdown else f"== {title} ==\n")
         has_ref = any(_ref_text(ref, view, r, c) for r, _ in view.rows for c in view.columns)
         has_local = any(_local_text(ref, view, r, c) for r, _ in view.rows for c in view.columns)
         legend = ("median ±how far it could be off (95% order-statistics interval)" if det
@@ -113,8 +114,8 @@ def render_cells(cells, out=sys.stdout, markdown=False):
             xs = metrics.metric_values(c, p)
             s = stats.summarize(xs)
             unit, _ = metrics.metric_info(c, p)
-            rows.append([c["key"], ("%s %s" % (metrics.metric_label(c, p).split(".", 1)[-1],
-                                               unit)).strip(),
+            label = metrics.metric_label(c, p).split(".", 1)[-1]
+            rows.append([c["key"], f"{label} {unit}".strip(),
                          fmt.num(s.median), fmt.num(s.iqr), fmt.pct(s.cv, False), str(s.n)])
     if markdown:
         out.write(fmt.md_table(header, rows) + "\n\n")
@@ -129,8 +130,8 @@ def quality(res):
     det = deterministic.is_deterministic(res)
     # Under icount the samples of a cell agree to parts in 10^4: a few are enough.
     if reps and min(reps) < stats.MIN_REPS and not det:
-        warns.append("only %d repetitions in some cells (fewer than %d): compare will have"
-                     " little power; use --reps 10 or more" % (min(reps), stats.MIN_REPS))
+        warns.append(f"only {min(reps)} repetitions in some cells (fewer than {stats.MIN_REPS}):"
+                     " compare will have little power; use --reps 10 or more")
     by_suite = {}
     for c in res["cells"]:
         paths = [p for p, _ in deterministic.cost_paths(c)] if det else metrics.metrics_for(c)
@@ -145,13 +146,13 @@ def quality(res):
         vals = sorted(v for v, _ in cvs)
         what = ("uncertainty of the median instructions per operation" if det
                 else "CV of the primary metric")
-        lines.append("%s: %s: median %s, max %s over %d cells"
-                     % (suite, what, fmt.pct(stats.median(vals), False, 3 if det else 1),
-                        fmt.pct(vals[-1], False, 3 if det else 1), len(vals)))
+        decimals = 3 if det else 1
+        med, top = fmt.pct(stats.median(vals), False, decimals), fmt.pct(vals[-1], False, decimals)
+        lines.append(f"{suite}: {what}: median {med}, max {top} over {len(vals)} cells")
         noisy += sum(1 for v in vals if v > (deterministic.TOO_NOISY if det else stats.MAX_CV))
     if noisy and det:
-        warns.append("spread over %g%% in %d cells: too noisy for the deterministic mode"
-                     % (deterministic.TOO_NOISY * 100, noisy))
+        warns.append(f"spread over {deterministic.TOO_NOISY * 100:g}% in {noisy} cells: too noisy"
+                     " for the deterministic mode")
     elif noisy:
         ncells = sum(len(v) for v in by_suite.values())
         warns.append(stats.noise_warning(noisy, f"{ncells} cells"))
@@ -163,23 +164,24 @@ def quality(res):
     nproc = nproc if isinstance(nproc, int) and nproc > 0 else 1
     if isinstance(load, list) and load and isinstance(load[0], (int, float)) \
             and load[0] > 0.5 * nproc:
-        warns.append("load average was %.2f on %d CPUs when the run started: other work"
-                     " competed with it" % (load[0], nproc))
+        warns.append(f"load average was {load[0]:.2f} on {nproc:d} CPUs when the run started:"
+                     " other work competed with it")
     return lines, warns
 
 
 def show(res, out=sys.stdout):
-    out.write("%s: suite %s, %s mode, created %s%s\n" % (
-        res.get("id"), res.get("suite"), res.get("mode"), res.get("created"),
-        "" if res.get("complete") else " (incomplete: continue with run --resume)"))
+    incomplete = "" if res.get("complete") else " (incomplete: continue with run --resume)"
+    out.write(f"{res.get('id')}: suite {res.get('suite')}, {res.get('mode')} mode, created"
+              f" {res.get('created')}{incomplete}\n")
     env = res.get("env", {})
     if env:
-        out.write("host: %s, %s, %s CPUs, kernel %s, accel %s\n" % (
-            env.get("hostname", "?"), env.get("cpu", "?"), env.get("nproc", "?"),
-            env.get("kernel", "?"), res.get("meta", {}).get("accel", env.get("accel", "?"))))
+        accel = res.get("meta", {}).get("accel", env.get("accel", "?"))
+        out.write(f"host: {env.get('hostname', '?')}, {env.get('cpu', '?')},"
+                  f" {env.get('nproc', '?')} CPUs, kernel {env.get('kernel', '?')},"
+                  f" accel {accel}\n")
     if deterministic.is_deterministic(res):
-        out.write("clock: %s (deterministic: guest instructions, not time)\n"
-                  % deterministic.clock_of(res))
+        out.write(f"clock: {deterministic.clock_of(res)} (deterministic: guest instructions,"
+                  " not time)\n")
     out.write("\n")
     render_views(res, out)
     lines, warns = quality(res)
@@ -197,7 +199,8 @@ def write_report(paths_and_results, out_dir):
     """
     from ipclab import plot   # matplotlib is slow to import; only reports need it
 
-    os.makedirs(out_dir, exist_ok=True)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
     md = []
     w = md.append
     first = paths_and_results[0][1]
@@ -206,13 +209,14 @@ def write_report(paths_and_results, out_dir):
         env = res.get("env", {})
         w(f"## {res.get('id')}\n")
         w(f"- file: `{path}`")
-        w("- suite: %s, %s mode, %s repetitions + %s warmup round(s), created %s"
-          % (res.get("suite"), res.get("mode"), res.get("plan", {}).get("reps", "?"),
-             res.get("plan", {}).get("warmups", "?"), res.get("created")))
+        plan = res.get("plan", {})
+        w(f"- suite: {res.get('suite')}, {res.get('mode')} mode, {plan.get('reps', '?')}"
+          f" repetitions + {plan.get('warmups', '?')} warmup round(s), created"
+          f" {res.get('created')}")
         if env:
-            w("- host: %s, %s CPUs, kernel %s, THP %s, accel %s"
-              % (env.get("cpu", "?"), env.get("nproc", "?"), env.get("kernel", "?"),
-                 env.get("thp", "?"), res.get("meta", {}).get("accel", env.get("accel", "?"))))
+            accel = res.get("meta", {}).get("accel", env.get("accel", "?"))
+            w(f"- host: {env.get('cpu', '?')}, {env.get('nproc', '?')} CPUs, kernel"
+              f" {env.get('kernel', '?')}, THP {env.get('thp', '?')}, accel {accel}")
         caveat = deterministic.caveat_of(res)
         if caveat:
             w(f"- **{caveat}**")
@@ -226,7 +230,7 @@ def write_report(paths_and_results, out_dir):
                 pass  # a hand-edited host block must not stop the report
         meta = {k: v for k, v in res.get("meta", {}).items() if k != "accel"}
         if meta:
-            w("- meta: " + ", ".join("%s=%s" % kv for kv in sorted(meta.items())))
+            w("- meta: " + ", ".join(f"{k}={v}" for k, v in sorted(meta.items())))
         w("")
         buf = io.StringIO()
         render_views(res, buf, markdown=True)
@@ -238,7 +242,7 @@ def write_report(paths_and_results, out_dir):
             w("- warning: " + x)
         w("")
         for png, caption in plot.run_plots(res, out_dir):
-            w(f"![{caption}]({os.path.basename(png)})\n")
+            w(f"![{caption}]({png.name})\n")
     for path, res in paths_and_results[1:]:
         buf = io.StringIO()
         outcome = compare.compare_results(first, res)
@@ -247,8 +251,8 @@ def write_report(paths_and_results, out_dir):
         w("```\n" + buf.getvalue().rstrip() + "\n```\n")
         png = plot.compare_plot(outcome, out_dir)
         if png:
-            w("![%s](%s)\n" % ("baseline -> new, 95% CI", os.path.basename(png)))
-    path = os.path.join(out_dir, "report.md")
+            w(f"![baseline -> new, 95% CI]({png.name})\n")
+    path = out_dir / "report.md"
     with open(path, "w") as f:
         f.write("\n".join(md).rstrip() + "\n")
     return path
@@ -281,19 +285,19 @@ def _views_text(outcome, out):
                 if e is None:
                     line.append("-")
                 elif det:
-                    line.append("%s -> %s (%s)%s" % (fmt.count(e.base), fmt.count(e.new),
-                                                    fmt.pct(e.delta, True, 2),
-                                                    "*" if e.is_change else " "))
+                    star = "*" if e.is_change else " "
+                    line.append(f"{fmt.count(e.base)} -> {fmt.count(e.new)}"
+                                f" ({fmt.pct(e.delta, True, 2)}){star}")
                 else:
-                    txt = "%s -> %s (%s)%s" % (fmt.num(e.base), fmt.num(e.new), fmt.pct(e.delta),
-                                               "*" if e.is_change else " ")
+                    star = "*" if e.is_change else " "
+                    txt = f"{fmt.num(e.base)} -> {fmt.num(e.new)} ({fmt.pct(e.delta)}){star}"
                     if e.seed_change is not None:
                         # The seed's own before -> after change, for a patch A/B.
                         txt += f" [seed {fmt.pct(e.seed_change, True)}]"
                     line.append(txt)
             trows.append(line)
-        out.write("%s: %s (baseline -> new, delta%s)\n"
-                  % (vc.suite, view.title, "; [seed's published change]" if vc.has_seed else ""))
+        seed = "; [seed's published change]" if vc.has_seed else ""
+        out.write(f"{vc.suite}: {view.title} (baseline -> new, delta{seed})\n")
         out.write(fmt.table([view.row_header] + view.columns, trows) + "\n")
         if vc.geomean is not None:
             g = vc.geomean
@@ -311,9 +315,8 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
     b, n = outcome.base, outcome.new
     if heading:
         out.write(heading + "\n\n")
-    out.write("%s: %s (%s, %s)\n%s: %s (%s, %s)\n\n" % (
-        names[0], b.get("id"), b.get("suite"), b.get("mode"),
-        names[1], n.get("id"), n.get("suite"), n.get("mode")))
+    out.write(f"{names[0]}: {b.get('id')} ({b.get('suite')}, {b.get('mode')})\n"
+              f"{names[1]}: {n.get('id')} ({n.get('suite')}, {n.get('mode')})\n\n")
     if outcome.clock != deterministic.REAL:
         _render_deterministic(outcome, out)
         return
@@ -405,11 +408,10 @@ def _render_boot_plan(rows, min_change, out):
 
 
 def _render_deterministic(outcome, out):
-    out.write("Deterministic clock (%s): guest instructions, not time. A change must exceed"
-              " %g x the noise: the A/A floor of the cell, or how far either side's median"
-              " could be off (\u00b1, its 95%% order-statistics interval), whichever is"
-              " larger.\n"
-              % (outcome.clock, deterministic.SAFETY))
+    out.write(f"Deterministic clock ({outcome.clock}): guest instructions, not time. A change"
+              f" must exceed {deterministic.SAFETY:g} x the noise: the A/A floor of the cell, or"
+              " how far either side's median could be off (\u00b1, its 95% order-statistics"
+              " interval), whichever is larger.\n")
     src = outcome.floor_source
     if src:
         out.write(f"A/A floor: {os.path.relpath(src['path'])} ({src.get('measured', '')})\n")
@@ -444,11 +446,11 @@ def _render_deterministic(outcome, out):
         count = {}
         for r in prim:
             count[r.verdict] = count.get(r.verdict, 0) + 1
-        out.write("Primary metrics: %d rows in %d cells: %s.\n"
-                  % (len(prim), len({r.key for r in prim}),
-                     ", ".join("%d %s" % (count[v], v) for v in
-                               ("better", "worse", "changed", "within noise", "too noisy",
-                                "no data") if v in count)))
+        ncells = len({r.key for r in prim})
+        said = ", ".join(f"{count[v]} {v}" for v in ("better", "worse", "changed",
+                                                    "within noise", "too noisy", "no data")
+                         if v in count)
+        out.write(f"Primary metrics: {len(prim)} rows in {ncells} cells: {said}.\n")
     for w in outcome.warnings:
         out.write(f"warning: {w}\n")
 
@@ -466,15 +468,15 @@ def render_profile_diff(base, new, out, unit="insn"):
                   " kernel function (all of user space as one row), counted by QEMU outside"
                   " the guest; the functions that moved most\n")
     else:
-        out.write("Where the %s went: perf cpu-clock samples every %d %s, per operation; the"
-                  " functions that moved most (noise: 2 standard errors from sampling)\n"
-                  % ("instructions" if unit == "insn" else "time",
-                     base.get("period", profile.PERIOD),
-                     "guest instructions" if unit == "insn" else "ns"))
+        what = "instructions" if unit == "insn" else "time"
+        period = int(base.get("period", profile.PERIOD))
+        per = "guest instructions" if unit == "insn" else "ns"
+        out.write(f"Where the {what} went: perf cpu-clock samples every {period} {per}, per"
+                  " operation; the functions that moved most (noise: 2 standard errors from"
+                  " sampling)\n")
     for key, rows, tb, tn in d:
-        out.write("%s: all functions %s -> %s (%s)\n"
-                  % (key, fmt.count(tb), fmt.count(tn), fmt.pct(tn / tb - 1 if tb else math.nan,
-                                                                 True, 2)))
+        delta = fmt.pct(tn / tb - 1 if tb else math.nan, True, 2)
+        out.write(f"{key}: all functions {fmt.count(tb)} -> {fmt.count(tn)} ({delta})\n")
         exact = base.get("event") == "insncount"
         table = [["  " + sym, fmt.count(vb), fmt.count(vn), f"{dv:+.1f}"]
                  + ([] if exact else [fmt.count(noise)]) for sym, vb, vn, dv, noise in rows]

@@ -17,7 +17,7 @@ ipclab/metrics.py's.
 """
 
 import json
-import os
+from pathlib import Path
 
 from ipclab import EXIT_FAILED, Error, proc
 
@@ -63,8 +63,9 @@ def dumps(results):
                 samples = ",\n   ".join(json.dumps(smp, separators=(",", ":"))
                                         for smp in c.get("samples", []))
                 body = f"\n   {samples}\n  " if samples else ""
-                cells.append('  %s%s"samples": [%s]}' % (text, sep, body))
-            items.append(' "cells": [\n%s\n ]' % ",\n".join(cells))
+                cells.append(f'  {text}{sep}"samples": [{body}]}}')
+            joined = ",\n".join(cells)
+            items.append(f' "cells": [\n{joined}\n ]')
         else:
             items.append(f" {json.dumps(k)}: {json.dumps(v)}")
     return "{\n" + ",\n".join(items) + "\n}\n"
@@ -85,8 +86,8 @@ def load(path):
     except IsADirectoryError:
         raise Error(f"{path}: is a directory, not a results file")
     except json.JSONDecodeError as e:
-        raise Error("%s: corrupt results file (invalid JSON at line %d column %d)"
-                        % (path, e.lineno, e.colno))
+        raise Error(f"{path}: corrupt results file (invalid JSON at line {e.lineno} column"
+                    f" {e.colno})")
     except RecursionError:
         raise Error(f"{path}: corrupt results file (JSON nested too deeply)")
     except (OSError, UnicodeDecodeError) as e:
@@ -122,7 +123,7 @@ def load(path):
     data.setdefault("meta", {})
     data.setdefault("env", {})
     data.setdefault("plan", {})
-    data.setdefault("id", os.path.splitext(os.path.basename(path))[0])
+    data.setdefault("id", Path(path).stem)
     return data
 
 

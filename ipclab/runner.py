@@ -93,8 +93,8 @@ def execute(res, cells, engine_path, out_path, quiet=False, stream=None):
         bar.close()
         results.save(res, out_path)
         n = sum(len(c["samples"]) for c in rcells)
-        stream.write("interrupted: %d samples saved in %s; continue with"
-                     " `ipclab run --resume %s`\n" % (n, out_path, out_path))
+        stream.write(f"interrupted: {n} samples saved in {out_path}; continue with"
+                     f" `ipclab run --resume {out_path}`\n")
         return 130
     bar.close()
     results.finish(res)
