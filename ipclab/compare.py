@@ -334,11 +334,17 @@ def _judge_deterministic(out, pairs, floor_file):
     return out
 
 
+def _reps(c):
+    """Repetitions behind one value: samples per side, or per boot when boots are the unit
+    (too few boots is the paired test's to say)."""
+    return c.reps if isinstance(c, BootComparison) else min(c.base.n, c.new.n)
+
+
 def quality_warnings(rows):
     w = []
-    few = sorted({r.key for r in rows if min(r.cmp.base.n, r.cmp.new.n) < stats.MIN_REPS})
+    few = sorted({r.key for r in rows if _reps(r.cmp) < stats.MIN_REPS})
     if few:
-        n = min(min(r.cmp.base.n, r.cmp.new.n) for r in rows)
+        n = min(_reps(r.cmp) for r in rows)
         w.append(f"only {n} repetitions in {len(few)} cell(s) (fewer than {stats.MIN_REPS}): the"
                  " test has little power; run with --reps 10 or more")
     noisy = [(max(r.cmp.base.cv, r.cmp.new.cv), r) for r in rows
