@@ -114,6 +114,8 @@ class Outcome:
     views: list = field(default_factory=list)       # ViewChange, one per seed view shown
     min_change: float = MIN_CHANGE
     unit: str = "sample"    # what the tests treat as independent: "sample" or "boot"
+    family: int = 0         # primary rows tested together (Holm)
+    level: float = 0.95     # the primary rows' CI coverage: 1 - alpha / family
 
 
 @dataclass
@@ -215,6 +217,7 @@ def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=N
                      if results.measured(b) and results.measured(n)) and \
             any(boots_of(b) for b, _ in pairs):
         out.unit = "boot"
+    todo = []
     for b, n in pairs:
         if not_comparable(b, n, out):
             continue
@@ -222,9 +225,16 @@ def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=N
         if not paths or not results.measured(n):
             out.skipped.append((b["key"], "no measured samples"))
             continue
+        todo.append((b, n, paths))
+    # The primaries' intervals are Bonferroni-wide, so that an interval that leaves 0 out
+    # goes with a Holm star (Holm rejects at least what Bonferroni does).
+    out.family = len(todo)
+    out.level = 1 - stats.ALPHA / max(1, out.family)
+    for b, n, paths in todo:
         for i, path in enumerate(paths):
-            c = _boot_comparison(b, n, path) if out.unit == "boot" else _sample_comparison(
-                b, n, path)
+            level = out.level if i == 0 else 0.95
+            c = _boot_comparison(b, n, path, level) if out.unit == "boot" else \
+                _sample_comparison(b, n, path, level)
             if c is None:
                 continue
             unit, better = metrics.metric_info(b, path)
@@ -244,14 +254,14 @@ def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=N
     return out
 
 
-def _sample_comparison(b, n, path):
+def _sample_comparison(b, n, path, level):
     xb, xn = metrics.metric_values(b, path), metrics.metric_values(n, path)
     if not xb or not xn:
         return None
-    return stats.compare_samples(xb, xn, seed=stats.stable_seed(b["key"] + path))
+    return stats.compare_samples(xb, xn, seed=stats.stable_seed(b["key"] + path), level=level)
 
 
-def _boot_comparison(b, n, path):
+def _boot_comparison(b, n, path, level):
     bb, nb = boots_of(b), boots_of(n)
     vb = {k: metrics.metric_values({"samples": v}, path) for k, v in sorted(bb.items())}
     vn = {k: metrics.metric_values({"samples": v}, path) for k, v in sorted(nb.items())}
@@ -261,7 +271,7 @@ def _boot_comparison(b, n, path):
     k = min(len(vb), len(vn))
     lb = stats.per_unit_values(list(vb.values())[:k])
     ln = stats.per_unit_values(list(vn.values())[:k])
-    test = stats.paired_log_ratio(lb, ln)
+    test = stats.paired_log_ratio(lb, ln, level=level)
     meds_b = [stats.median(v) for v in vb.values() if v]
     meds_n = [stats.median(v) for v in vn.values() if v]
     reps = min(len(v) for v in list(vb.values()) + list(vn.values()) if v)
@@ -427,6 +437,7 @@ def outcome_record(outcome):
                             "floor": j.floor if math.isfinite(j.floor) else None,
                             "threshold": j.threshold, "verdict": j.verdict})
     rec["unit"], rec["min_change"] = outcome.unit, outcome.min_change
+    rec["ci_level_primary"] = outcome.level
     for r in outcome.rows:
         c = r.cmp
         rec["rows"].append({"key": r.key, "path": r.path, "unit": r.unit, "primary": r.primary,

@@ -327,7 +327,7 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
     _views_text(outcome, out)
     t = f"±{outcome.min_change * 100:g}%"
     boot = outcome.unit == "boot"
-    header = ["cell", "metric", "base", "new", "delta", "95% CI", "p (Holm)", "verdict", "MDE",
+    header = ["cell", "metric", "base", "new", "delta", "CI", "p (Holm)", "verdict", "MDE",
               "boots" if boot else "n"]
     rows = []
     for r in outcome.rows:
@@ -344,8 +344,10 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
                   " ratio) - 1.\n")
     out.write(f"All cells (median of {'per-boot medians' if boot else 'n samples'}; * ="
               f" significant after Holm over the primary metric of each cell, alpha"
-              f" {stats.ALPHA:.2f}; a verdict needs a change beyond {t}; MDE = the smallest"
-              f" change this design finds 80% of the time)\n")
+              f" {stats.ALPHA:.2f}; CI: {outcome.level * 100:.4g}% for the"
+              f" {outcome.family} primaries (Bonferroni, so it agrees with the stars), 95% for"
+              f" the rest; a verdict needs a change beyond {t}; MDE = the smallest change"
+              f" this design finds 80% of the time)\n")
     out.write(fmt.table(header, rows, ["<", "<", ">", ">", ">", ">", ">", "<", ">", ">"])
               + "\n\n")
     for key, why in outcome.skipped:

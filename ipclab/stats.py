@@ -306,15 +306,16 @@ class Comparison:
         return math.isfinite(self.p_holm) and self.p_holm < ALPHA
 
 
-def compare_samples(base, new, seed=0):
+def compare_samples(base, new, seed=0, level=0.95):
     """Compare two independent samples (see Comparison for the contract).  `seed` seeds
     the bootstrap and, with ties, the permutation test: pass stable_seed(cell key + metric)
-    so that each row draws its own numbers and draws them again identically."""
+    so that each row draws its own numbers and draws them again identically.  `level` is
+    the CIs' coverage (wider for a member of a family, to agree with its adjusted p)."""
     sb, sn = summarize(base), summarize(new)
     both = sb.n and sn.n
     diff = sn.median - sb.median if both else math.nan
     ratio = sn.median / sb.median if both and sb.median else math.nan
-    ci, diff_ci = bootstrap_ci(base, new, seed=seed)
+    ci, diff_ci = bootstrap_ci(base, new, level=level, seed=seed)
     if not math.isfinite(ratio):
         ci = (math.nan, math.nan)
     return Comparison(sb, sn, ratio, ci, mann_whitney_u(new, base, seed=seed),
