@@ -356,12 +356,8 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
     if not prim:
         out.write("nothing to compare\n")
     else:
-        count = {}
-        for r in prim:
-            count[r.verdict] = count.get(r.verdict, 0) + 1
         test = "paired t on per-boot log ratios" if boot else "Mann-Whitney U"
-        said = ", ".join(f"{count[v]} {v}" for v in ("better", "worse", "changed",
-                                                    f"within {t}", "inconclusive") if v in count)
+        count, said = _tally(prim, ("better", "worse", "changed", f"within {t}", "inconclusive"))
         changed = sum(count.get(v, 0) for v in ("better", "worse", "changed"))
         lead = "Changed" if changed else f"No significant change beyond {t}"
         out.write(f"{lead}: {len(prim)} cells ({test}, Holm, alpha {stats.ALPHA:.2f}): {said}.\n")
@@ -375,6 +371,14 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
             _render_boot_plan(prim, outcome.min_change, out)
     for w in outcome.warnings:
         out.write(f"warning: {w}\n")
+
+
+def _tally(rows, order):
+    """({verdict: rows}, "2 better, 1 worse, ...") in the order given."""
+    count = {}
+    for r in rows:
+        count[r.verdict] = count.get(r.verdict, 0) + 1
+    return count, ", ".join(f"{count[v]} {v}" for v in order if v in count)
 
 
 def _delta_text(c):
@@ -445,13 +449,9 @@ def _render_deterministic(outcome, out):
     if not prim:
         out.write("nothing to compare\n")
     else:
-        count = {}
-        for r in prim:
-            count[r.verdict] = count.get(r.verdict, 0) + 1
         ncells = len({r.key for r in prim})
-        said = ", ".join(f"{count[v]} {v}" for v in ("better", "worse", "changed",
-                                                    "within noise", "too noisy", "no data")
-                         if v in count)
+        _, said = _tally(prim, ("better", "worse", "changed", "within noise", "too noisy",
+                                "no data"))
         out.write(f"Primary metrics: {len(prim)} rows in {ncells} cells: {said}.\n")
     for w in outcome.warnings:
         out.write(f"warning: {w}\n")
