@@ -213,9 +213,10 @@ def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=N
     if out.clock != deterministic.REAL:
         return _judge_deterministic(out, pairs, floor_file or deterministic.FLOOR_FILE)
     # Samples of one boot share that boot's luck: the boot is then the unit, not the sample.
-    if pairs and all(len(boots_of(b)) >= 2 and len(boots_of(n)) >= 2 for b, n in pairs
-                     if results.measured(b) and results.measured(n)) and \
-            any(boots_of(b) for b, _ in pairs):
+    boots = {b["key"]: (boots_of(b), boots_of(n)) for b, n in pairs}
+    if pairs and all(len(bb) >= 2 and len(nb) >= 2 for (bb, nb), (b, n) in
+                     zip(boots.values(), pairs) if results.measured(b) and results.measured(n)) \
+            and any(bb for bb, _ in boots.values()):
         out.unit = "boot"
     todo = []
     for b, n in pairs:
@@ -233,7 +234,7 @@ def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=N
     for b, n, paths in todo:
         for i, path in enumerate(paths):
             level = out.level if i == 0 else 0.95
-            c = _boot_comparison(b, n, path, level) if out.unit == "boot" else \
+            c = _boot_comparison(*boots[b["key"]], path, level) if out.unit == "boot" else \
                 _sample_comparison(b, n, path, level)
             if c is None:
                 continue
@@ -261,8 +262,8 @@ def _sample_comparison(b, n, path, level):
     return stats.compare_samples(xb, xn, seed=stats.stable_seed(b["key"] + path), level=level)
 
 
-def _boot_comparison(b, n, path, level):
-    bb, nb = boots_of(b), boots_of(n)
+def _boot_comparison(bb, nb, path, level):
+    """bb, nb: {boot: [samples]} of one cell on each side (boots_of)."""
     vb = {k: metrics.metric_values({"samples": v}, path) for k, v in sorted(bb.items())}
     vn = {k: metrics.metric_values({"samples": v}, path) for k, v in sorted(nb.items())}
     if not any(vb.values()) or not any(vn.values()):
@@ -366,22 +367,22 @@ def quality_warnings(rows):
     return w
 
 
-def _entry(outcome, key, path, scale, pub):
-    """One view entry's change, or None when either side has no values for it."""
+def _entry(outcome, index, key, path, scale, pub):
+    """One view entry's change, or None when either side has no values for it. index: the
+    outcome's rows by (key, path), and each side's cells by key (view_changes builds it)."""
+    rows, base_cells, new_cells = index
+    r = rows.get((key, path))
     if outcome.clock != deterministic.REAL:
-        jr = next((r for r in outcome.judged if (r.key, r.path) == (key, path)), None)
-        if jr is None:
+        if r is None:
             return None
-        j = jr.j
+        j = r.j
         return EntryChange(j.base.median, j.new.median, j.delta, j.is_change)
-    r = next((r for r in outcome.rows if (r.key, r.path) == (key, path)), None)
     if r is not None:
         c, sig = r.cmp, r.cmp.significant
     else:
         # A view may name a path compare does not test (a derived one): its change is
         # shown, untested.
-        b = {c["key"]: c for c in outcome.base["cells"]}.get(key)
-        n = {c["key"]: c for c in outcome.new["cells"]}.get(key)
+        b, n = base_cells.get(key), new_cells.get(key)
         xb = metrics.metric_values(b, path) if b else []
         xn = metrics.metric_values(n, path) if n else []
         if not xb or not xn:
@@ -396,6 +397,10 @@ def view_changes(outcome):
     """[ViewChange] for the seed views of the base file: each entry's change, and for a
     sweep the geometric mean of its ratios (other views mix metrics, where one mean of
     ratios would mean nothing)."""
+    rows = outcome.judged if outcome.clock != deterministic.REAL else outcome.rows
+    index = ({(r.key, r.path): r for r in rows},
+             {c["key"]: c for c in outcome.base["cells"]},
+             {c["key"]: c for c in outcome.new["cells"]})
     out = []
     for sv in views.shown(outcome.base):
         view = sv.view
@@ -404,7 +409,7 @@ def view_changes(outcome):
             line = []
             for col, (key, path) in zip(view.columns, entries):
                 pub = views.published(sv.ref, view, label, col)
-                e = _entry(outcome, key, path, view.scale, pub)
+                e = _entry(outcome, index, key, path, view.scale, pub)
                 line.append(e)
                 if e is not None:
                     ratios.append(e.delta + 1)
