@@ -33,87 +33,136 @@ def _report_dir(res_id, given=None):
     return given or Path("reports", res_id)
 
 
-def _finish(res, path, args):
-    """After a run: seed-shaped tables on stdout, report written, paths printed."""
+def _finish(sides, args):
+    """After a run: seed-shaped tables (one side) or the comparison of the two sides on
+    stdout, the report written, paths printed."""
     out = sys.stdout
     out.write("\n")
-    report.show(res, out)
+    if len(sides) == 1:
+        report.show(sides[0].res, out)
+        loaded, report_id = [(sides[0].path, sides[0].res)], sides[0].res["id"]
+    else:
+        names = tuple(s.name for s in sides)
+        loaded, report_id = [(s.path, s.res) for s in sides], sides[0].res["pair"]["id"]
+        try:
+            report.render_compare(compare.compare_results(sides[0].res, sides[1].res,
+                                                          names=names), out, names=names)
+        except Error as e:     # e.g. a side whose every cell failed
+            out.write(f"no comparison: {e}\n")
     if not args.no_report:
         try:
-            md = report.write_report([(path, res)], _report_dir(res["id"], args.report_dir))
+            md = report.write_report(loaded, _report_dir(report_id, args.report_dir))
             out.write(f"\nreport:  {md}\n")
         except Exception as e:  # a plot failing must not lose the run's summary
             out.write(f"\nwarning: report not written: {e}\n")
-    out.write(f"results: {path}\n")
+    for s in sides:
+        out.write(f"results: {s.path}\n")
 
 
-def _run_status(res):
+def _run_status(sides):
     """Exit status of a finished run: 0, or 1 (2 for usage errors) when a cell failed.
 
     The results and the report are written either way; the status tells a
     script that some cells have no numbers.
     """
-    failed = [c for c in res["cells"] if c["status"] == "failed"]
+    failed = [(s, c) for s in sides for c in s.res["cells"] if c["status"] == "failed"]
     if not failed:
         return 0
-    first = failed[0]
-    sys.stderr.write(f"ipclab: {len(failed)} of {len(res['cells'])} cells failed; first:"
-                     f" {first['key']}: {first['error']}\n")
-    usage = all(c["error"].startswith("usage error") for c in failed)
+    side, first = failed[0]
+    where = f"{side.name}: " if len(sides) > 1 else ""
+    total = sum(len(s.res["cells"]) for s in sides)
+    sys.stderr.write(f"ipclab: {len(failed)} of {total} cells failed; first:"
+                     f" {where}{first['key']}: {first['error']}\n")
+    usage = all(c["error"].startswith("usage error") for _, c in failed)
     return 2 if usage else 1
 
 
-def cmd_run(args):
-    extra = args.engine_args or []
-    if args.resume:
-        res = results.load(args.resume)
-        path = args.output or args.resume
-        cells = runner.resumable(res, args.resume)
-        if args.dry_run:
-            eng = args.engine or engine.default_engine_path()
-            for c in cells:
-                print(" ".join(engine.argv_for(eng, c)))
-            return 0
-        eng = engine.find_engine(args.engine)
-        if args.meta:
-            results.tag(res, **_meta(args.meta))
-        rc = runner.execute(res, cells, eng, path, quiet=args.quiet)
-        if rc:
-            return rc
-        _finish(res, path, args)
-        return _run_status(res)
+def _print_commands(sides):
+    for s in sides:
+        for c in s.cells:
+            prefix = f"{s.name}: " if len(sides) > 1 else ""
+            print(prefix + " ".join(engine.argv_for(s.engine, c)))
 
-    if args.engine:
+
+def _resume(args):
+    res = results.load(args.resume)
+    if res.get("pair"):
+        for opt, given in (("--output", args.output), ("--engine", args.engine)):
+            if given:
+                raise Error(f"{opt} does not apply to resuming a run with two sides: each"
+                            " side keeps its file and engine")
+        sides = runner.resume_sides(res, args.resume)
+    else:
+        eng = engine.find_engine(args.engine) if not args.dry_run else \
+            (args.engine or engine.default_engine_path())
+        sides = [runner.Side(res, runner.resumable(res, args.resume), eng,
+                             args.output or args.resume)]
+    if args.dry_run:
+        _print_commands(sides)
+        return 0
+    if args.meta:
+        for s in sides:
+            results.tag(s.res, **_meta(args.meta))
+    rc = runner.execute(sides, quiet=args.quiet)
+    if rc:
+        return rc
+    _finish(sides, args)
+    return _run_status(sides)
+
+
+def cmd_run(args):
+    if args.resume:
+        return _resume(args)
+    specs = runner.check_sides(args.side) if args.side else []
+    if specs and args.engine:
+        raise Error("--engine and --side: give each side's engine in its --side")
+    if specs and args.profile:
+        raise Error("--profile profiles one engine; run it without --side")
+    first_engine = specs[0].engine if specs else args.engine
+    if first_engine:
         # The cells come from what this engine says it offers (engine.catalog).
-        os.environ["IPCBENCH"] = args.engine
-    suite, mode, cells, reps, warmups = runner.plan(args.target or "seeds", extra, args.full,
+        os.environ["IPCBENCH"] = first_engine
+    suite, mode, cells, reps, warmups = runner.plan(args.target or "seeds",
+                                                    args.engine_args or [], args.full,
                                                     args.reps, args.warmups)
     if args.dry_run:
-        eng = args.engine or engine.default_engine_path()
-        est = sum(c.est_s for c in cells) * (reps + warmups)
-        runs = len(cells) * (reps + warmups)
+        est = sum(c.est_s for c in cells) * (reps + warmups) * max(1, len(specs))
+        runs = len(cells) * (reps + warmups) * max(1, len(specs))
+        sides = f" on each of {len(specs)} sides" if specs else ""
         print(f"# {suite.name}, {mode} mode: {len(cells)} cells x ({warmups} warmup + {reps} reps)"
-              f" = {runs} invocations, about {int(est)}s")
-        for c in cells:
-            print(" ".join(engine.argv_for(eng, c)))
+              f"{sides} = {runs} invocations, about {int(est)}s")
+        default = engine.default_engine_path()
+        _print_commands([runner.Side(None, runner.side_cells(cells, s), s.engine or default,
+                                     "", s.name) for s in specs] or
+                        [runner.Side(None, cells, args.engine or default, "")])
         return 0
-    eng = engine.find_engine(args.engine)
-    res = runner.start(suite, mode, cells, reps, warmups, args.order_seed, _meta(args.meta))
-    path = args.output or runner.default_path(res["id"])
-    results.save(res, path)
+    meta = _meta(args.meta)
+    if specs:
+        engines = [engine.find_engine(s.engine or None) for s in specs]
+        sides = runner.start_sides(suite, mode, cells, reps, warmups, specs, engines,
+                                   args.output, args.order_seed, meta)
+    else:
+        res = runner.start(suite, mode, cells, reps, warmups, args.order_seed, meta)
+        sides = [runner.Side(res, cells, engine.find_engine(args.engine),
+                             args.output or runner.default_path(res["id"]))]
+    for s in sides:
+        results.save(s.res, s.path)
     if not args.quiet:
-        for w in envinfo.warnings(res["host"]):
+        for w in envinfo.warnings(sides[0].res["host"]):
             sys.stderr.write(f"warning: {w}\n")
+        where = " and ".join(s.path for s in sides)
+        how = (f" on each side ({', '.join(str(s) for s in specs)}), A and B alternating"
+               if specs else "")
         sys.stderr.write(f"ipclab: {suite.name} ({mode}): {len(cells)} cells x {reps} reps"
-                         f" (+{warmups} warmup), results in {path}\n")
-    rc = runner.execute(res, cells, eng, path, quiet=args.quiet)
+                         f" (+{warmups} warmup){how}, results in {where}\n")
+    rc = runner.execute(sides, quiet=args.quiet)
     if rc:
         return rc
     if args.profile:
-        profile.profile_cells(eng, cells, args.profile, by=args.profile_by,
+        profile.profile_cells(sides[0].engine, cells, args.profile, by=args.profile_by,
                               stream=None if args.quiet else sys.stderr)
-    _finish(res, path, args)
-    return _run_status(res)
+    _finish(sides, args)
+    return _run_status(sides)
 
 
 def cmd_suites(args):
@@ -143,13 +192,15 @@ def cmd_show(args):
 def cmd_compare(args):
     base = results.load(args.base)
     new = results.load(args.new)
+    names = (base["pair"]["side"], new["pair"]["side"]) \
+        if results.sides_of_one_run(base, new) else ("baseline", "new")
     outcome = compare.compare_results(base, new, common=args.common,
                                       min_change=args.min_change / 100)
     if args.json:
         json.dump(compare.outcome_record(outcome), sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
-    report.render_compare(outcome, sys.stdout)
+    report.render_compare(outcome, sys.stdout, names=names)
     return 0
 
 
@@ -208,13 +259,20 @@ def build_parser():
     r.add_argument("--reps", type=int, help="measured repetitions per cell (default 10)")
     r.add_argument("--warmups", type=int, help="warmup rounds, recorded but excluded (default 1)")
     r.add_argument("-o", "--output", metavar="FILE", help="results file"
-                   " (default results/<id>.json)")
+                   " (default results/<id>.json; with --side, each side's FILE.NAME.json)")
     r.add_argument("--resume", metavar="FILE", help="continue an interrupted run")
     r.add_argument("--meta", action="append", metavar="KEY=VALUE",
                    help="store KEY=VALUE in the results' meta (repeatable)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--engine", metavar="PATH", help="ipcbench binary (default bench/ipcbench;"
                    " env IPCBENCH overrides)")
+    r.add_argument("--side", action="append", type=side_spec, metavar="NAME=[ENGINE] [ARGS]",
+                   help="one side of a host A/B in one run (give two): an engine, and/or"
+                   " engine arguments added to every cell, e.g. --side old=/tmp/ipcbench"
+                   " --side new=bench/ipcbench, or --side 1copy='--copies 1' --side"
+                   " 2copies='--copies 2'. Each cell runs on both sides back to back, the"
+                   " first side alternating by round; each side gets its file"
+                   " (-o STEM: STEM.NAME.json), and the comparison pairs them by round")
     r.add_argument("--dry-run", action="store_true", help="print the engine commands only")
     r.add_argument("--order-seed", type=int, help="seed of the randomized order")
     r.add_argument("--report-dir", metavar="DIR", help="report directory"
@@ -260,6 +318,13 @@ def build_parser():
 
 # ---- kernel lab: kernel, vm, ab -------------------------------------------------------
 # The parsers and thin handlers of the lab's commands; what they do is ipclab/lab's.
+
+
+def side_spec(s):
+    try:
+        return runner.parse_side(s)
+    except Error as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def positive_int(s):

@@ -22,15 +22,17 @@ MIN_CHANGE = 0.02
 
 
 @dataclass
-class BootComparison:
-    """One cell and metric with the boot as the unit: one value per boot (the median of its
-    samples), boots paired A B A B, a paired t test on the log ratios. The same fields as
-    stats.Comparison, so that rows render alike."""
-    base: stats.Summary     # of the per-boot medians
+class PairedComparison:
+    """One cell and metric with a unit that the two sides ran in pairs: a boot (`ab` boots
+    A B A B) or a round (`run --side`, where A and B alternate in one run).  One value per
+    unit (the median of its samples), units paired, a paired t test on the log ratios.  The
+    same fields as stats.Comparison, so that rows render alike."""
+    unit: str               # "boot" or "round"
+    base: stats.Summary     # of the per-unit medians
     new: stats.Summary
     test: stats.LogRatioTest
-    parts: stats.VarianceComponents     # of the base side: boot-to-boot and within-boot CV
-    reps: int
+    parts: object           # stats.VarianceComponents of the base side (boots only)
+    reps: int               # the fewest samples behind one unit's value
 
     @property
     def ratio(self):
@@ -80,7 +82,7 @@ class Row:
     label: str
     unit: str
     better: str
-    cmp: object             # stats.Comparison, or BootComparison
+    cmp: object             # stats.Comparison, or PairedComparison
     primary: bool = True
     verdict: str = ""       # better | worse | changed | within ±T | inconclusive
     mde: float = math.nan   # the smallest change this design detects (power 0.8)
@@ -113,7 +115,7 @@ class Outcome:
     floor_source: dict = None
     views: list = field(default_factory=list)       # ViewChange, one per seed view shown
     min_change: float = MIN_CHANGE
-    unit: str = "sample"    # what the tests treat as independent: "sample" or "boot"
+    unit: str = "sample"    # what the tests treat as independent: sample, boot or round
     family: int = 0         # primary rows tested together (Holm)
     level: float = 0.95     # the primary rows' CI coverage: 1 - alpha / family
 
@@ -135,6 +137,7 @@ class ViewChange:
     rows: list                  # [(label, [EntryChange or None per column])]
     geomean: object = None      # stats.LogRatioTest of the ratios, for grid views
     seed_geomean: float = None
+    geomean_over: str = "point"     # its t test's values: the sweep's points, or its units
 
     @property
     def has_seed(self):
@@ -160,7 +163,9 @@ def match_cells(base, new, common=False, names=("BASE", "NEW")):
         if k not in nk:
             continue
         n = nk[k]
-        if list(b.get("args", [])) != list(n.get("args", [])) and not common:
+        # The sides of one run differ by their --side arguments on purpose.
+        if list(b.get("args", [])) != list(n.get("args", [])) and not common and \
+                not results.sides_of_one_run(base, new):
             args_b, args_n = " ".join(b.get("args", [])), " ".join(n.get("args", []))
             raise Error(f"cell {k} was run with different engine arguments: {args_b} vs {args_n}")
         pairs.append((b, n))
@@ -196,12 +201,13 @@ def not_comparable(b, n, out):
     return False
 
 
-def boots_of(cell):
-    """{boot number: [samples]} of a cell pooled by the lab across boots, or {}."""
+def units_of(cell, field):
+    """{unit number: [samples]} of a cell whose samples carry `field` ("lab_boot": the boot
+    the lab pooled them from; "round": the round of a run with two sides), or {}."""
     by = {}
     for smp in results.measured(cell):
-        if isinstance(smp.get("lab_boot"), int):
-            by.setdefault(smp["lab_boot"], []).append(smp)
+        if isinstance(smp.get(field), int):
+            by.setdefault(smp[field], []).append(smp)
     return by
 
 
@@ -212,12 +218,10 @@ def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=N
     pairs = match_cells(base, new, common, names)
     if out.clock != deterministic.REAL:
         return _judge_deterministic(out, pairs, floor_file or deterministic.FLOOR_FILE)
-    # Samples of one boot share that boot's luck: the boot is then the unit, not the sample.
-    boots = {b["key"]: (boots_of(b), boots_of(n)) for b, n in pairs}
-    if pairs and all(len(bb) >= 2 and len(nb) >= 2 for (bb, nb), (b, n) in
-                     zip(boots.values(), pairs) if results.measured(b) and results.measured(n)) \
-            and any(bb for bb, _ in boots.values()):
-        out.unit = "boot"
+    out.unit = _unit(base, new, pairs)
+    field = {"boot": "lab_boot", "round": "round"}.get(out.unit)
+    units = {b["key"]: (units_of(b, field), units_of(n, field)) for b, n in pairs} \
+        if field else {}
     todo = []
     for b, n in pairs:
         if not_comparable(b, n, out):
@@ -234,7 +238,7 @@ def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=N
     for b, n, paths in todo:
         for i, path in enumerate(paths):
             level = out.level if i == 0 else 0.95
-            c = _boot_comparison(*boots[b["key"]], path, level) if out.unit == "boot" else \
+            c = _paired_comparison(out.unit, *units[b["key"]], path, level) if field else \
                 _sample_comparison(b, n, path, level)
             if c is None:
                 continue
@@ -250,9 +254,23 @@ def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=N
     if out.unit == "sample" and out.rows:
         out.warnings.append("unpaired: the two files are separate runs, so whatever drifted"
                             " between them (load, thermal state, a reboot) is part of every"
-                            " difference; measure both sides in one run or one `ab`")
+                            " difference; measure both sides in one run (`run --side`) or one `ab`")
     out.views = view_changes(out)
     return out
+
+
+def _unit(base, new, pairs):
+    """What the tests treat as independent.  A round, when the two files are the sides of
+    one run: A and B ran alternately, so a round's pair shares whatever the machine was
+    doing then.  A boot, when each side has two boots or more for every cell: samples of
+    one boot share that boot's luck.  Otherwise the sample."""
+    if results.sides_of_one_run(base, new):
+        return "round"
+    measured = [(b, n) for b, n in pairs if results.measured(b) and results.measured(n)]
+    boots = [(units_of(b, "lab_boot"), units_of(n, "lab_boot")) for b, n in measured]
+    if boots and all(len(bb) >= 2 and len(nb) >= 2 for bb, nb in boots):
+        return "boot"
+    return "sample"
 
 
 def _sample_comparison(b, n, path, level):
@@ -262,27 +280,31 @@ def _sample_comparison(b, n, path, level):
     return stats.compare_samples(xb, xn, seed=stats.stable_seed(b["key"] + path), level=level)
 
 
-def _boot_comparison(bb, nb, path, level):
-    """bb, nb: {boot: [samples]} of one cell on each side (boots_of)."""
-    vb = {k: metrics.metric_values({"samples": v}, path) for k, v in sorted(bb.items())}
-    vn = {k: metrics.metric_values({"samples": v}, path) for k, v in sorted(nb.items())}
+def _paired_comparison(unit, bu, nu, path, level):
+    """bu, nu: {unit number: [samples]} of one cell on each side (units_of); unit i of one
+    side pairs with unit i of the other: boot i of each side ran one after the other, and
+    so did round i."""
+    vb = {k: metrics.metric_values({"samples": v}, path) for k, v in sorted(bu.items())}
+    vn = {k: metrics.metric_values({"samples": v}, path) for k, v in sorted(nu.items())}
     if not any(vb.values()) or not any(vn.values()):
         return None
-    # Boots were run A B A B: the i-th boot of each side make a pair.
-    k = min(len(vb), len(vn))
-    lb = stats.per_unit_values(list(vb.values())[:k])
-    ln = stats.per_unit_values(list(vn.values())[:k])
-    test = stats.paired_log_ratio(lb, ln, level=level)
+    common = [k for k in vb if k in vn]
+    test = stats.paired_log_ratio(stats.per_unit_values([vb[k] for k in common]),
+                                  stats.per_unit_values([vn[k] for k in common]), level=level)
     meds_b = [stats.median(v) for v in vb.values() if v]
     meds_n = [stats.median(v) for v in vn.values() if v]
     reps = min(len(v) for v in list(vb.values()) + list(vn.values()) if v)
-    return BootComparison(stats.summarize(meds_b), stats.summarize(meds_n), test,
-                          stats.variance_components(list(vb.values())), reps)
+    parts = stats.variance_components(list(vb.values())) if unit == "boot" else None
+    return PairedComparison(unit, stats.summarize(meds_b), stats.summarize(meds_n), test,
+                            parts, reps)
 
 
 def _mde(c):
     """The smallest relative change this comparison could have found (power 0.8)."""
-    if isinstance(c, BootComparison):
+    if isinstance(c, PairedComparison):
+        if c.parts is None:
+            # Rounds side by side: the noise left is that of the ratios themselves.
+            return stats.paired_mde(c.test.sd_log, c.test.n)
         p = c.parts
         if not (math.isfinite(p.cv_between) and math.isfinite(p.cv_within)):
             return math.nan
@@ -346,9 +368,11 @@ def _judge_deterministic(out, pairs, floor_file):
 
 
 def _reps(c):
-    """Repetitions behind one value: samples per side, or per boot when boots are the unit
-    (too few boots is the paired test's to say)."""
-    return c.reps if isinstance(c, BootComparison) else min(c.base.n, c.new.n)
+    """Repetitions behind one value: samples per side, per boot when boots are the unit (too
+    few boots is the paired test's to say), or the pairs of rounds."""
+    if isinstance(c, PairedComparison):
+        return c.reps if c.unit == "boot" else c.test.n
+    return min(c.base.n, c.new.n)
 
 
 def quality_warnings(rows):
@@ -421,11 +445,45 @@ def view_changes(outcome):
         vc = ViewChange(sv.part.name, view, rows)
         if view.kind == "grid" and len(ratios) > 1:
             # One test of the sweep's mean log ratio, with its interval.
-            vc.geomean = stats.sweep_log_ratio_ci(ratios)
+            vc.geomean = _sweep_by_unit(outcome, index, [e for _, es in view.rows for e in es])
+            if vc.geomean is None:
+                vc.geomean = stats.sweep_log_ratio_ci(ratios)
+            else:
+                vc.geomean_over = outcome.unit
             if len(seed_ratios) == len(ratios):
                 vc.seed_geomean = stats.geomean(seed_ratios) - 1
         out.append(vc)
     return out
+
+
+def _sweep_by_unit(outcome, index, entries):
+    """The sweep's mean log ratio tested over the units (rounds or boots) rather than over
+    its points: the points of one round or boot share its luck, so a t interval over them
+    is too narrow.  Per unit, the mean over the points of log new - log base; then the
+    paired t test.  None when the comparison has no units, or a point lacks a value in
+    every unit."""
+    field = {"boot": "lab_boot", "round": "round"}.get(outcome.unit)
+    if field is None:
+        return None
+    _, base_cells, new_cells = index
+    sides = []
+    for cells in (base_cells, new_cells):
+        per_point = []
+        for key, path in entries:
+            cell = cells.get(key)
+            if cell is None:
+                return None
+            units = units_of(cell, field)
+            per_point.append(stats.per_unit_values(
+                {k: metrics.metric_values({"samples": v}, path) for k, v in units.items()}))
+        sides.append(per_point)
+    common = set.intersection(*(set(u) for side in sides for u in side))
+    if not common:
+        return None
+    order = sorted(common)
+    base_units, new_units = ([stats.mean([u[k] for u in side]) for k in order]
+                             for side in sides)
+    return stats.paired_log_ratio(base_units, new_units)
 
 
 def outcome_record(outcome):
@@ -450,4 +508,6 @@ def outcome_record(outcome):
                             "n": [c.base.n, c.new.n], "delta": c.delta, "diff": c.diff,
                             "ci": list(c.ci), "p_holm": c.p_holm, "mde": r.mde,
                             "verdict": r.verdict})
+        if isinstance(c, PairedComparison):
+            rec["rows"][-1].update(pairs=c.test.n, sd_log_ratio=c.test.sd_log)
     return json.loads(json.dumps(rec).replace("NaN", "null"))

@@ -303,8 +303,11 @@ def _views_text(outcome, out):
             g = vc.geomean
             seed_gm = (f" [seed {fmt.pct(vc.seed_geomean)}]" if vc.seed_geomean is not None
                        else "")
+            over = {"round": "t over rounds", "boot": "t over boots"}.get(
+                vc.geomean_over, "t over the points")
             if g.can_claim:
-                gm = f"{fmt.pct(g.delta)}, 95% CI [{fmt.pct(g.ci[0] - 1)}, {fmt.pct(g.ci[1] - 1)}]"
+                gm = (f"{fmt.pct(g.delta)}, 95% CI [{fmt.pct(g.ci[0] - 1)},"
+                      f" {fmt.pct(g.ci[1] - 1)}] ({over})")
             else:
                 gm = f"- ({g.reason})"
             out.write(f"  geometric mean of ratios: {gm}{seed_gm}\n")
@@ -326,9 +329,9 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
             out.write(f"note: {side}: {caveat}\n")
     _views_text(outcome, out)
     t = f"±{outcome.min_change * 100:g}%"
-    boot = outcome.unit == "boot"
+    unit = outcome.unit
     header = ["cell", "metric", "base", "new", "delta", "CI", "p (Holm)", "verdict", "MDE",
-              "boots" if boot else "n"]
+              {"boot": "boots", "round": "rounds"}.get(unit, "n")]
     rows = []
     for r in outcome.rows:
         c = r.cmp
@@ -338,11 +341,17 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
                      (mark(r) + " " + r.verdict).strip() if r.primary else "(secondary)",
                      fmt.pct(r.mde, False) if r.primary and math.isfinite(r.mde) else "-",
                      f"{int(c.base.n)}/{int(c.new.n)}"])
-    if boot:
+    if unit == "boot":
         out.write("The boot is the unit: one value per boot (the median of its samples), boots"
                   " paired A B A B, a paired t test on the log ratios; delta = exp(mean log"
                   " ratio) - 1.\n")
-    out.write(f"All cells (median of {'per-boot medians' if boot else 'n samples'}; * ="
+    elif unit == "round":
+        out.write(f"Paired by round: {names[0]} and {names[1]} ran in one run, each cell on"
+                  " both sides back to back, the first side alternating by round; one value"
+                  " per round and side, a paired t test on the per-round log ratios; delta ="
+                  " exp(mean log ratio) - 1.\n")
+    meds = {"boot": "per-boot medians", "round": "per-round values"}.get(unit, "n samples")
+    out.write(f"All cells (median of {meds}; * ="
               f" significant after Holm over the primary metric of each cell, alpha"
               f" {stats.ALPHA:.2f}; CI: {outcome.level * 100:.4g}% for the"
               f" {outcome.family} primaries (Bonferroni, so it agrees with the stars), 95% for"
@@ -356,7 +365,8 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
     if not prim:
         out.write("nothing to compare\n")
     else:
-        test = "paired t on per-boot log ratios" if boot else "Mann-Whitney U"
+        test = {"boot": "paired t on per-boot log ratios",
+                "round": "paired t on per-round log ratios"}.get(unit, "Mann-Whitney U")
         count, said = _tally(prim, ("better", "worse", "changed", f"within {t}", "inconclusive"))
         changed = sum(count.get(v, 0) for v in ("better", "worse", "changed"))
         lead = "Changed" if changed else f"No significant change beyond {t}"
@@ -367,8 +377,10 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
                     f" (median over those cells; from {fmt.pct(mdes[0], False)})" if mdes else
                     "too few repetitions to say what change they could find")
             out.write(f"Inconclusive is not 'no change': {what}.\n")
-        if boot:
+        if unit == "boot":
             _render_boot_plan(prim, outcome.min_change, out)
+        elif unit == "round":
+            _render_pairing_gain(prim, names, out)
     for w in outcome.warnings:
         out.write(f"warning: {w}\n")
 
@@ -386,6 +398,27 @@ def _delta_text(c):
         return fmt.pct(c.delta)
     # A base median of 0: a difference, not a ratio.
     return f"{c.diff:+.4g}" if math.isfinite(c.diff) else "-"
+
+
+def _render_pairing_gain(rows, names, out):
+    """How much noise pairing by round took out: each side's CV across rounds against the
+    CV of the paired ratios, which is what the test sees."""
+    lines = []
+    for r in rows:
+        c = r.cmp
+        if math.isfinite(c.test.sd_log):
+            lines.append([r.key, fmt.pct(c.base.cv, False), fmt.pct(c.new.cv, False),
+                          fmt.pct(stats.cv_of_log_var(c.test.sd_log ** 2), False),
+                          str(c.test.n)])
+    if lines:
+        out.write("\nNoise across rounds on each side, and of the paired ratios (what pairing"
+                  " leaves):\n")
+        out.write(fmt.table(["cell", f"{names[0]} CV", f"{names[1]} CV", "ratio CV", "pairs"],
+                            lines, ["<", ">", ">", ">", ">"]) + "\n")
+    for r in rows:
+        if not r.cmp.test.can_claim:
+            out.write(f"no significance claimed: {r.cmp.test.reason}\n")
+            break
 
 
 def _render_boot_plan(rows, min_change, out):

@@ -4,6 +4,9 @@
 {"schema": "ipclab-results/1", "id", "suite", "mode", "created", "updated",
  "meta": {..., "accel"}, "host": {the machine that ran it}, "env": {from the first sample},
  "plan": {"reps", "warmups", "order_seed"},
+ "pair": {"id", "side", "sides": [{"name", "engine", "engine_sha256", "args"}], "files"},
+         only in the two files of one run with two sides (`run --side`); each of their
+         samples then carries its "round",
  "cells": [{"key", "suite", "workload", "args", "samples": [...],
             "status": "ok|failed|skipped|pending", "error"}],
  "complete": bool}
@@ -24,7 +27,8 @@ from ipclab import EXIT_FAILED, Error, proc
 SCHEMA = "ipclab-results/1"
 
 
-def new(run_id, suite, mode, cells, reps, warmups, order_seed, meta=None, host=None):
+def new(run_id, suite, mode, cells, reps, warmups, order_seed, meta=None, host=None,
+        pair=None):
     res = {
         "schema": SCHEMA,
         "id": run_id,
@@ -42,7 +46,16 @@ def new(run_id, suite, mode, cells, reps, warmups, order_seed, meta=None, host=N
     }
     if host is not None:
         res["host"] = host
+    if pair is not None:
+        res["pair"] = pair
     return res
+
+
+def sides_of_one_run(a, b):
+    """True when a and b are the two sides of one run (`run --side`): their rounds pair."""
+    pa, pb = a.get("pair"), b.get("pair")
+    return isinstance(pa, dict) and isinstance(pb, dict) and bool(pa.get("id")) and \
+        pa.get("id") == pb.get("id") and pa.get("side") != pb.get("side")
 
 
 def dumps(results):
@@ -100,7 +113,7 @@ def load(path):
             isinstance(c, dict) and isinstance(c.get("key"), str)
             and isinstance(c.get("samples"), list) for c in cells):
         raise Error(f"{path}: corrupt results file (bad \"cells\" list)")
-    for k in ("meta", "env", "plan", "host"):
+    for k in ("meta", "env", "plan", "host", "pair"):
         if k in data and not isinstance(data[k], dict):
             raise Error(f"{path}: corrupt results file ({k!r} is not an object)")
     for k in ("id", "suite", "mode"):
@@ -142,6 +155,8 @@ def _sample_problem(smp):
                 return f"metric {name!r} has a bad unit or better"
         elif not isinstance(m, (int, float, type(None))):
             return f"metric {name!r} is neither a number nor an object"
+    if "round" in smp and (not isinstance(smp["round"], int) or isinstance(smp["round"], bool)):
+        return "a sample's round is not an integer"
     for name, lat in smp.get("latency", {}).items():
         if not isinstance(lat, dict):
             return f"latency {name!r} is not an object"
@@ -156,12 +171,16 @@ def measured(cell):
 # ---- what a run adds -----------------------------------------------------------------------
 
 
-def add_samples(res, i, samples, warmup=False):
-    """Cell i's engine samples from one invocation; the first sample's env becomes the run's."""
+def add_samples(res, i, samples, warmup=False, round_=None):
+    """Cell i's engine samples from one invocation; the first sample's env becomes the run's.
+    round_: the schedule's round, kept in each sample when the run has two sides, whose
+    comparison pairs them by it."""
     cell = res["cells"][i]
     for s in samples:
         if warmup:
             s["warmup"] = True
+        if round_ is not None:
+            s["round"] = round_
         cell["samples"].append(s)
     cell["status"], cell["error"] = "ok", ""
     if not res["env"] and samples and samples[0].get("env"):

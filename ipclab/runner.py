@@ -1,12 +1,92 @@
 # SPDX-License-Identifier: MIT
 """Run a suite: the run plan (which cells, how often, in what order), the engine called for
-each sample, and the results file saved after every sample."""
+each sample, and the results file saved after every sample.
 
+A run can have two sides (`run --side A=... --side B=...`): two engines, two builds of one,
+or two sets of engine arguments.  Both run in one schedule, each slot on A and B back to
+back, and each side keeps its own results file; the two files name each other, and their
+samples carry the round that pairs them (compare.py)."""
+
+import dataclasses
+import hashlib
 import random
+import re
+import shlex
 import sys
 from pathlib import Path
 
 from ipclab import Error, engine, envinfo, progress, proc, results, schedule, suites
+
+
+@dataclasses.dataclass
+class Side:
+    """What one side of a run needs: its results, its cells (res["cells"][i] belongs to
+    cells[i]), its engine and its file.  A run without sides has one, named ""."""
+    res: dict
+    cells: list
+    engine: str
+    path: str
+    name: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class SideSpec:
+    name: str
+    engine: str         # "" for the default engine
+    args: tuple         # engine arguments after every cell's own
+
+    def __str__(self):
+        return f"{self.name}={shlex.join(([self.engine] if self.engine else []) + list(self.args))}"
+
+
+_SIDE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+-]*\Z")
+
+
+def parse_side(text):
+    """`NAME=[ENGINE] [ARGS...]`: the engine's path unless the first word is an option, then
+    the engine arguments this side adds to every cell (the last of a repeated option wins
+    in the engine)."""
+    name, eq, spec = text.partition("=")
+    if not eq or not _SIDE_NAME.match(name):
+        raise Error(f"--side wants NAME=[ENGINE] [ENGINE ARGS], NAME of letters, digits, _ + -;"
+                    f" got {text!r}")
+    try:
+        words = shlex.split(spec)
+    except ValueError as e:
+        raise Error(f"--side {name}: {e}") from None
+    eng = words.pop(0) if words and not words[0].startswith("-") else ""
+    return SideSpec(name, eng, tuple(words))
+
+
+def check_sides(specs):
+    if len(specs) != 2:
+        raise Error(f"a run has two sides, A and B; got {len(specs)} --side")
+    if specs[0].name == specs[1].name:
+        raise Error(f"both sides are named {specs[0].name!r}")
+    if specs[0].engine == specs[1].engine and specs[0].args == specs[1].args:
+        sys.stderr.write(f"note: sides {specs[0].name} and {specs[1].name} run the same thing:"
+                         " an A/A, which measures the noise\n")
+    return specs
+
+
+def engine_sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def side_cells(cells, spec):
+    return [dataclasses.replace(c, args=list(c.args) + list(spec.args)) for c in cells]
+
+
+def side_paths(out, run_id, specs):
+    """Each side's results file: STEM.NAME.json, from -o STEM[.json] or the run's id."""
+    stem = Path(out) if out else Path("results") / run_id
+    if stem.suffix == ".json":
+        stem = stem.with_suffix("")
+    return [str(stem.parent / f"{stem.name}.{s.name}.json") for s in specs]
 
 
 def plan(name, extra_args=(), full=False, reps=None, warmups=None):
@@ -27,6 +107,51 @@ def start(suite, mode, cells, reps, warmups, order_seed=None, meta=None):
     order_seed = random.randrange(2 ** 31) if order_seed is None else order_seed
     return results.new(default_id(suite.name, mode), suite.name, mode, cells, reps, warmups,
                        order_seed, meta, host=envinfo.collect())
+
+
+def start_sides(suite, mode, cells, reps, warmups, specs, engines, out=None, order_seed=None,
+                meta=None):
+    """The Sides of a new run with two sides, in one plan; engines: each side's checked
+    engine path."""
+    order_seed = random.randrange(2 ** 31) if order_seed is None else order_seed
+    run_id = default_id(suite.name, mode)
+    paths = side_paths(out, run_id, specs)
+    if paths[0] == paths[1]:
+        raise Error(f"both sides would write {paths[0]}")
+    pair = {"id": run_id,
+            "sides": [{"name": s.name, "engine": e, "engine_sha256": engine_sha256(e),
+                       "args": list(s.args)} for s, e in zip(specs, engines)],
+            "files": [Path(p).name for p in paths]}
+    host = envinfo.collect()
+    sides = []
+    for spec, eng, path in zip(specs, engines, paths):
+        sc = side_cells(cells, spec)
+        res = results.new(f"{run_id}.{spec.name}", suite.name, mode, sc, reps, warmups,
+                          order_seed, meta, host=host, pair=dict(pair, side=spec.name))
+        sides.append(Side(res, sc, eng, path, spec.name))
+    return sides
+
+
+def resume_sides(res, path):
+    """The Sides to resume from one side's file, its partner found beside it; Error when
+    the partner is missing, is another run's, or an engine changed since."""
+    pair = res["pair"]
+    files = pair.get("files")
+    if not (isinstance(files, list) and len(files) == 2 and isinstance(pair.get("sides"), list)
+            and len(pair["sides"]) == 2):
+        raise Error(f"{path}: cannot resume: its \"pair\" does not name two sides")
+    sides = []
+    for name, info in zip(files, pair["sides"]):
+        p = Path(path).parent / name
+        r = res if p.resolve() == Path(path).resolve() else results.load(str(p))
+        if r.get("pair", {}).get("id") != pair.get("id"):
+            raise Error(f"{p}: is not the other side of {path} (another run)")
+        eng = engine.find_engine(info.get("engine"))
+        if engine_sha256(eng) != info.get("engine_sha256"):
+            raise Error(f"{eng} is not the engine side {info.get('name')} started with (it was"
+                        " rebuilt or replaced): resuming would mix two builds; start a new run")
+        sides.append(Side(r, resumable(r, str(p)), eng, str(p), info.get("name", "")))
+    return sides
 
 
 def resumable(res, path):
@@ -57,48 +182,59 @@ def cells_from_results(res):
             for c in res["cells"]]
 
 
-def execute(res, cells, engine_path, out_path, quiet=False, stream=None):
-    """Run what the plan still needs; returns 0, or 130 when interrupted.
+def execute(sides, quiet=False, stream=None):
+    """Run what the plan still needs on every side; returns 0, or 130 when interrupted.
 
-    res["cells"][i] belongs to cells[i].  The file is saved after every
+    The sides share one plan (reps, warmups, order_seed).  Each file is saved after every
     sample, so Ctrl-C loses at most the sample in flight.
     """
     stream = stream or sys.stderr
-    plan = res["plan"]
-    rcells = res["cells"]
-    slots = schedule.build(len(cells), plan["reps"], plan["warmups"], plan["order_seed"])
-    done_w = [sum(1 for s in c["samples"] if s.get("warmup")) for c in rcells]
-    done_r = [len(results.measured(c)) for c in rcells]
-    todo = [s for s in schedule.remaining(slots, done_w, done_r)
-            if rcells[s.cell]["status"] != "skipped"]
-    results.retry_failed(res)
-    bar = progress.Progress(len(todo), sum(cells[s.cell].est_s for s in todo), stream,
-                            enabled=not quiet)
+    plan = sides[0].res["plan"]
+    slots = schedule.build(len(sides[0].cells), plan["reps"], plan["warmups"],
+                           plan["order_seed"])
+    todo_of = []
+    for side in sides:
+        rcells = side.res["cells"]
+        done_w = [sum(1 for s in c["samples"] if s.get("warmup")) for c in rcells]
+        done_r = [len(results.measured(c)) for c in rcells]
+        todo_of.append({s for s in schedule.remaining(slots, done_w, done_r)
+                        if rcells[s.cell]["status"] != "skipped"})
+        results.retry_failed(side.res)
+    todo = [(slot, sides[k]) for slot in slots
+            for k in schedule.side_order(slot.round, len(sides)) if slot in todo_of[k]]
+    rounds = len(sides) > 1
+    bar = progress.Progress(len(todo), sum(side.cells[s.cell].est_s for s, side in todo),
+                            stream, enabled=not quiet)
     try:
-        for slot in todo:
-            cell, rc = cells[slot.cell], rcells[slot.cell]
+        for slot, side in todo:
+            cell, rc = side.cells[slot.cell], side.res["cells"][slot.cell]
+            what = f"{side.name}: {cell.key}" if rounds else cell.key
             if rc["status"] in ("failed", "skipped"):
-                bar.step(cell.key + " (" + rc["status"] + ")", cell.est_s)
+                bar.step(f"{what} ({rc['status']})", cell.est_s)
                 continue
-            out = engine.run_cell(engine_path, cell)
+            out = engine.run_cell(side.engine, cell)
             if out.status == "ok":
-                results.add_samples(res, slot.cell, out.samples, slot.warmup)
+                results.add_samples(side.res, slot.cell, out.samples, slot.warmup,
+                                    slot.round if rounds else None)
             else:
-                results.cell_failed(res, slot.cell, out.status, out.error)
+                results.cell_failed(side.res, slot.cell, out.status, out.error)
                 if not quiet:
-                    stream.write(f"\n{cell.key}: {out.status}: {out.error}\n")
-            results.save(res, out_path)
-            bar.step(cell.key, cell.est_s)
+                    stream.write(f"\n{what}: {out.status}: {out.error}\n")
+            results.save(side.res, side.path)
+            bar.step(what, cell.est_s)
     except KeyboardInterrupt:
         bar.close()
-        results.save(res, out_path)
-        n = sum(len(c["samples"]) for c in rcells)
-        stream.write(f"interrupted: {n} samples saved in {out_path}; continue with"
-                     f" `ipclab run --resume {out_path}`\n")
+        for side in sides:
+            results.save(side.res, side.path)
+        n = sum(len(c["samples"]) for side in sides for c in side.res["cells"])
+        files = " and ".join(side.path for side in sides)
+        stream.write(f"interrupted: {n} samples saved in {files}; continue with"
+                     f" `ipclab run --resume {sides[0].path}`\n")
         return 130
     bar.close()
-    results.finish(res)
-    results.save(res, out_path)
+    for side in sides:
+        results.finish(side.res)
+        results.save(side.res, side.path)
     return 0
 
 

@@ -3,9 +3,12 @@
 
 Every round runs each cell once, in an order shuffled per round from the
 plan's order_seed, so slow drifts of the machine (a build starting, thermal
-state) spread over all cells instead of landing on one.  The schedule is a
-pure function of (cells, reps, warmups, order_seed): --resume rebuilds it and
-skips what the results file already holds.
+state) spread over all cells instead of landing on one.  A run with two sides
+runs each slot on both, back to back, the side that goes first alternating
+from round to round (AB, BA, AB, ...), so that a drift and the advantage of
+going second both cancel in the pairs.  The schedule is a pure function of
+(cells, reps, warmups, order_seed): --resume rebuilds it and skips what the
+results file already holds.
 """
 
 import random
@@ -26,6 +29,12 @@ def build(ncells, reps, warmups, order_seed):
         random.Random(f"{int(order_seed)}:{int(rnd)}").shuffle(order)
         slots += [Slot(rnd, i, rnd < warmups) for i in order]
     return slots
+
+
+def side_order(round_, sides):
+    """The order in which a slot of round round_ runs on each of `sides` sides."""
+    order = list(range(sides))
+    return order if round_ % 2 == 0 else order[::-1]
 
 
 def remaining(slots, done_warmups, done_reps):

@@ -593,10 +593,28 @@ def minimum_detectable_effect(cv_between, cv_within, reps, units, alpha=ALPHA, p
     exp(d) - 1 for the smallest log change d: a decrease to exp(-d) is found as often.
     inf with fewer than MIN_PAIRS units.
     """
-    from scipy.optimize import brentq
     if units < MIN_PAIRS:
         return math.inf
-    se, df = _design(cv_between, cv_within, reps, units, paired)
+    return _mde(*_design(cv_between, cv_within, reps, units, paired), alpha, power)
+
+
+def paired_mde(sd_log, pairs, alpha=ALPHA, power=POWER):
+    """The smallest relative change a paired t test on `pairs` log ratios finds with
+    probability `power`, given the sd of those log ratios (LogRatioTest.sd_log).
+
+    For pairs run side by side (A and B alternating in one run): their drift cancels in
+    the ratio, so the noise that counts is the ratios' own, not each side's.  inf with
+    fewer than MIN_PAIRS pairs, NaN when the sd is not known.
+    """
+    if pairs < MIN_PAIRS:
+        return math.inf
+    if not (math.isfinite(sd_log) and sd_log >= 0):
+        return math.nan
+    return _mde(sd_log / math.sqrt(pairs), pairs - 1, alpha, power)
+
+
+def _mde(se, df, alpha, power):
+    from scipy.optimize import brentq
     nc = brentq(lambda nc: _t_power(df, nc, alpha) - power, 0.0, 30.0, xtol=1e-10)
     return math.expm1(nc * se)
 
