@@ -119,7 +119,8 @@ def start_sides(suite, mode, cells, reps, warmups, specs, engines, out=None, ord
     if paths[0] == paths[1]:
         raise Error(f"both sides would write {paths[0]}")
     pair = {"id": run_id,
-            "sides": [{"name": s.name, "engine": e, "engine_sha256": engine_sha256(e),
+            "sides": [{"name": s.name, "engine": str(Path(e).resolve()),
+                       "engine_sha256": engine_sha256(e),
                        "args": list(s.args)} for s, e in zip(specs, engines)],
             "files": [Path(p).name for p in paths]}
     host = envinfo.collect()
