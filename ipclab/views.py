@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Seed views of a results file: which tables it is shown in, the values in each entry, and
-the one lookup of a seed's published figures and of the peer programs' local figures.
+the one lookup of a seed's published figures, of where they were published, and of the peer
+programs' figures from an earlier run.
 
 A view is a table the seed itself printed (writers x readers, the ladder, ...), defined with
 its suite in ipclab/suites.py. show, report, plot and compare all take their tables from
@@ -70,8 +71,25 @@ def published(ref, view, row, col):
     return v.get("value") if isinstance(v, dict) else v
 
 
+def citation(ref):
+    """Where a seed's figures were published, as one line a reader can follow: who, what,
+    which list, when, the commit or the URL, where in it, and what the copy lacks."""
+    src = ref.get("source") or {}
+    what = src.get("subject") or src.get("title")
+    parts = [src.get("author"), f'"{what}"' if what else None,
+             f"{src['list']} list" if src.get("list") else None, src.get("date"),
+             f"Linux commit {src['commit']}" if src.get("commit") else None, src.get("url")]
+    text = ", ".join(p for p in parts if p)
+    if src.get("where"):
+        text += f" ({src['where']})"
+    if src.get("note"):
+        text += f"; {src['note']}"
+    return text
+
+
 def local(ref, view, row, col):
-    """The peer programs' figure measured on a project machine for one entry, or None."""
+    """The peer programs' figure from the project's earlier run (ref["local"] says which
+    machine and day) for one entry, or None."""
     k = view.ref_cells.get((row, col))
     if not ref or not k:
         return None
