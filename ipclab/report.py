@@ -87,11 +87,12 @@ def render_views(res, out=sys.stdout, markdown=False):
         else:
             out.write(fmt.table([view.row_header] + view.columns, rows) + "\n\n")
         if last and ref:
-            out.write(f"Seed figures: {views.citation(ref)}. Machine: {ref.get('machine', '')}.\n")
+            out.write(f"Seed figures: {views.citation(ref)}. Machine: {ref.get('machine', '')}"
+                      ".\n")
             loc = ref.get("local")
             if loc:
-                out.write(f"Peer figures, from an earlier run and not measured here: {loc['source']};"
-                          f" {loc.get('machine', '')}, {loc.get('date', '')}.\n")
+                out.write("Peer figures, from an earlier run and not measured here:"
+                          f" {loc['source']}; {loc.get('machine', '')}, {loc.get('date', '')}.\n")
             out.write("\n")
         if last:
             for key in sorted(cells):

@@ -142,8 +142,7 @@ def record(res):
                                      [], det))
         for path in paths:
             unit, _ = metrics.metric_info(c, path)
-            rows.append(_summary_row(c.get("suite"), None, None, None, c["key"],
-                                     metrics.metric_label(c, path), unit, c,
-                                     metrics.metric_values(c, path), det))
+            rows.append(_summary_row(c.get("suite"), None, None, None, c["key"], path, unit,
+                                     c, metrics.metric_values(c, path), det))
     return {"id": res.get("id"), "suite": res.get("suite"), "mode": res.get("mode"),
             "clock": deterministic.clock_of(res), "rows": rows}
