@@ -82,7 +82,7 @@ export CT_TMPDIR=$work
 
 read -r -a stress_args <<< "${CT_STRESS_ARGS:-}"
 
-# Under QEMU TCG everything runs about 25x slower (DESIGN.md): stretch the
+# Under QEMU TCG everything runs about 25x slower (docs/lab.md): stretch the
 # tests' own watchdogs and our per-test timeout by the same factor, unless told.
 if [ -z "${CT_WATCHDOG_SCALE:-}" ] && [ "${IPCBENCH_ACCEL:-}" = tcg ]; then
 	export CT_WATCHDOG_SCALE=25

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from ipclab import EXIT_INTERRUPTED, EXIT_USAGE, Error, __version__, compare, engine, envinfo
-from ipclab import proc, profile, progress, report, results, runner, suites
+from ipclab import fmt, proc, profile, progress, report, results, runner, suites, views
 from ipclab.lab import ab, kernel, vm
 
 
@@ -183,8 +183,20 @@ def cmd_suites(args):
     return 0
 
 
+def _export(rec, args):
+    """A record as --json asks (all of it) or as --csv does (its rows)."""
+    if args.json:
+        json.dump(rec, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(fmt.csv_table(rec["rows"]))
+    return 0
+
+
 def cmd_show(args):
     res = results.load(args.file)
+    if args.json or args.csv:
+        return _export(views.record(res), args)
     report.show(res, sys.stdout)
     return 0
 
@@ -196,10 +208,8 @@ def cmd_compare(args):
         if results.sides_of_one_run(base, new) else ("baseline", "new")
     outcome = compare.compare_results(base, new, common=args.common,
                                       min_change=args.min_change / 100)
-    if args.json:
-        json.dump(compare.outcome_record(outcome), sys.stdout, indent=1)
-        sys.stdout.write("\n")
-        return 0
+    if args.json or args.csv:
+        return _export(compare.outcome_record(outcome), args)
     report.render_compare(outcome, sys.stdout, names=names)
     return 0
 
@@ -241,6 +251,12 @@ def add_min_change(p):
                    metavar="PCT", help="smallest change worth a verdict, in percent"
                    f" (default {compare.MIN_CHANGE * 100:g}); smaller differences read"
                    " 'within ±PCT%%'")
+
+
+def add_exports(p, json_help, csv_help):
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--json", action="store_true", help=json_help)
+    g.add_argument("--csv", action="store_true", help=csv_help)
 
 
 def build_parser():
@@ -291,6 +307,8 @@ def build_parser():
 
     s = sub.add_parser("show", help="print a results file as seed-shaped tables")
     s.add_argument("file", metavar="FILE")
+    add_exports(s, "the tables' numbers as JSON", "the tables' numbers as CSV, one row per"
+                " table entry (and per cell and metric outside the tables)")
     s.set_defaults(func=cmd_show)
 
     s = sub.add_parser("compare", help="baseline -> new with delta, CI and significance")
@@ -298,7 +316,9 @@ def build_parser():
     s.add_argument("new", metavar="NEW")
     s.add_argument("--common", action="store_true",
                    help="compare the cells both files have, ignore the rest")
-    s.add_argument("--json", action="store_true", help="the comparison as JSON, one entry per row")
+    add_exports(s, "the comparison as JSON, one entry per row",
+                "the comparison's rows as CSV, one per cell and metric: the fields of --json,"
+                " n and ci split in two (ci bounds the ratio new/base)")
     add_min_change(s)
     s.set_defaults(func=cmd_compare)
 

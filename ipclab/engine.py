@@ -92,7 +92,7 @@ class Outcome:
     argv: list = field(default_factory=list)
 
 
-# Under QEMU TCG everything runs about 25x slower (DESIGN.md), and variants
+# Under QEMU TCG everything runs about 25x slower (docs/lab.md), and variants
 # that put a thundering herd back are slower still: stretch the watchdogs so
 # that emulation does not read as a hang.  IPCLAB_TIMEOUT_FACTOR overrides.
 ACCEL_TIMEOUT_FACTOR = {"native": 1.0, "kvm": 2.0, "tcg": 40.0}

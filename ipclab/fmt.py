@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Number and table formatting shared by show, compare and report."""
 
+import csv
+import io
 import math
 
 
@@ -59,3 +61,34 @@ def md_table(header, rows):
            "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
     return "\n".join(out)
+
+
+# A pair in a record's row becomes two columns; any other list is joined as the tables
+# print it ("1119 -> 1354").
+CSV_PAIRS = {"n": ("n_base", "n_new"), "ci": ("ci_low", "ci_high")}
+
+
+def csv_table(rows):
+    """Rows of a record (views.record, compare.outcome_record) as CSV: a header, then one
+    line per row, numbers unrounded, an empty field where a row has no value."""
+    flat = []
+    for r in rows:
+        f = {}
+        for k, v in r.items():
+            if isinstance(v, (list, tuple)) and k in CSV_PAIRS and len(v) == 2:
+                f.update(zip(CSV_PAIRS[k], v))
+            elif isinstance(v, (list, tuple)):
+                f[k] = " -> ".join(str(x) for x in v)
+            elif isinstance(v, bool):
+                f[k] = "true" if v else "false"
+            elif isinstance(v, float) and not math.isfinite(v):
+                f[k] = None
+            else:
+                f[k] = v
+        flat.append(f)
+    columns = list(dict.fromkeys(k for f in flat for k in f))
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, columns, lineterminator="\n")
+    w.writeheader()
+    w.writerows(flat)
+    return buf.getvalue()

@@ -78,7 +78,7 @@ def render_views(res, out=sys.stdout, markdown=False):
         if has_ref:
             legend += f"; (seed: {' -> '.join(ref.get('columns', []))})"
         if has_local:
-            legend += "; [peer on this machine, DESIGN.md]"
+            legend += "; [peer programs, an earlier run: see Peer figures]"
         unit = (" in " + view.unit) if view.unit and view.unit not in view.title else ""
         out.write(f"{view.title}{unit} ({legend})\n")
         if markdown:
@@ -87,9 +87,12 @@ def render_views(res, out=sys.stdout, markdown=False):
         else:
             out.write(fmt.table([view.row_header] + view.columns, rows) + "\n\n")
         if last and ref:
-            out.write(f"Seed figures: {ref['source']}, {ref.get('machine', '')}.\n")
-            if ref.get("local"):
-                out.write(f"Peer figures: {ref['local']['source']}.\n")
+            out.write(f"Seed figures: {views.citation(ref)}. Machine: {ref.get('machine', '')}"
+                      ".\n")
+            loc = ref.get("local")
+            if loc:
+                out.write("Peer figures, from an earlier run and not measured here:"
+                          f" {loc['source']}; {loc.get('machine', '')}, {loc.get('date', '')}.\n")
             out.write("\n")
         if last:
             for key in sorted(cells):

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Statistics for ipclab, as DESIGN.md promises them.
+"""Statistics for ipclab, as docs/statistics.md describes them.
 
 Per cell: median, IQR and CV of the measured (non-warmup) samples.  The effect
 of B against A is the ratio of medians with a bootstrap 95% CI.  Significance
@@ -30,7 +30,7 @@ import numpy as np
 # scipy is imported inside the functions that use it: it takes a second to import, and
 # every command of the CLI imports this module, shell completion included.
 
-# The thresholds behind the warnings DESIGN.md asks for.
+# The thresholds behind the warnings and verdicts of docs/statistics.md.
 MIN_REPS = 9
 MAX_CV = 0.05
 ALPHA = 0.05

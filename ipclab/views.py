@@ -1,15 +1,17 @@
 # SPDX-License-Identifier: MIT
 """Seed views of a results file: which tables it is shown in, the values in each entry, and
-the one lookup of a seed's published figures and of the peer programs' local figures.
+the one lookup of a seed's published figures, of where they were published, and of the peer
+programs' figures from an earlier run.
 
 A view is a table the seed itself printed (writers x readers, the ladder, ...), defined with
 its suite in ipclab/suites.py. show, report, plot and compare all take their tables from
 here, so a results file gets the same tables everywhere.
 """
 
+import math
 from dataclasses import dataclass
 
-from ipclab import deterministic, metrics, suites
+from ipclab import deterministic, metrics, stats, suites
 
 
 @dataclass
@@ -70,10 +72,77 @@ def published(ref, view, row, col):
     return v.get("value") if isinstance(v, dict) else v
 
 
+def citation(ref):
+    """Where a seed's figures were published, as one line a reader can follow: who, what,
+    which list, when, the commit or the URL, where in it, and what the copy lacks."""
+    src = ref.get("source") or {}
+    what = src.get("subject") or src.get("title")
+    parts = [src.get("author"), f'"{what}"' if what else None,
+             f"{src['list']} list" if src.get("list") else None, src.get("date"),
+             f"Linux commit {src['commit']}" if src.get("commit") else None, src.get("url")]
+    text = ", ".join(p for p in parts if p)
+    if src.get("where"):
+        text += f" ({src['where']})"
+    if src.get("note"):
+        text += f"; {src['note']}"
+    return text
+
+
 def local(ref, view, row, col):
-    """The peer programs' figure measured on a project machine for one entry, or None."""
+    """The peer programs' figure from the project's earlier run (ref["local"] says which
+    machine and day) for one entry, or None."""
     k = view.ref_cells.get((row, col))
     if not ref or not k:
         return None
     return ref.get("local", {}).get("cells", {}).get(k[len("local:"):] if k.startswith("local:")
                                                      else k)
+
+
+def _number(x):
+    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def _summary_row(suite, view, row, col, key, path, unit, cell, xs, det):
+    s = stats.summarize(xs)
+    return {"suite": suite, "view": view, "row": row, "column": col, "key": key, "path": path,
+            "unit": unit, "status": cell.get("status") if cell else None, "n": s.n,
+            "median": _number(s.median), "iqr": _number(s.iqr), "cv": _number(s.cv),
+            # Under icount: how far the median could be off, the ± the tables print.
+            "spread": _number(deterministic.spread(xs)) if det and xs else None,
+            "published": None, "published_as": None, "peer": None}
+
+
+def record(res):
+    """What `show` prints, as data: one row per entry of each seed view (the median and its
+    spread, in the view's unit, with the published and the peer figure beside it), then one
+    row per cell and metric of the cells no view shows. Unrounded; None where no number is."""
+    det = deterministic.is_deterministic(res)
+    rows = []
+    views_shown = shown(res)
+    for sv in views_shown:
+        view, ref = sv.view, sv.ref
+        vals = values(res, view)
+        for label, entries in view.rows:
+            for col, (key, path) in zip(view.columns, entries):
+                xs, cell = vals.get((label, col), ([], None))
+                row = _summary_row(sv.part.name, view.id, label, col, key, path, view.unit,
+                                   cell, xs, det)
+                pub = published(ref, view, label, col)
+                if pub is not None:
+                    row["published"], row["published_as"] = pub, ref.get("columns")
+                row["peer"] = local(ref, view, label, col)
+                rows.append(row)
+    covered_suites = {sv.part.name for sv in views_shown}
+    for c in res["cells"]:
+        if c.get("suite") in covered_suites:
+            continue
+        paths = metrics.metrics_for(c)
+        if not paths:
+            rows.append(_summary_row(c.get("suite"), None, None, None, c["key"], None, "", c,
+                                     [], det))
+        for path in paths:
+            unit, _ = metrics.metric_info(c, path)
+            rows.append(_summary_row(c.get("suite"), None, None, None, c["key"], path, unit,
+                                     c, metrics.metric_values(c, path), det))
+    return {"id": res.get("id"), "suite": res.get("suite"), "mode": res.get("mode"),
+            "clock": deterministic.clock_of(res), "rows": rows}

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * fastpipe.c: push buffers through one pipe as fast as possible, after
- * "How fast are Linux pipes anyway?" (fast-pipes-blog.txt), in GiB/s.
+ * "How fast are Linux pipes anyway?" (https://mazzo.li/posts/fast-pipes.html),
+ * in GiB/s.
  *
  * A writer process fills the pipe with write(2) or vmsplice(2); a reader
  * process drains it with read(2) or splice(2) to /dev/null.  The reader
@@ -761,7 +762,8 @@ static void fp_describe(struct strbuf *sb)
 const struct bench bench_fastpipe = {
 	.name = "fastpipe",
 	.summary = "writer -> pipe -> reader in GiB/s: write/read, vmsplice, splice, huge pages, "
-		   "busy loop (fast-pipes-blog); pinned to CPUs 0,1 unless --cpus",
+		   "busy loop (after mazzo.li/posts/fast-pipes.html); pinned to CPUs 0,1 "
+		   "unless --cpus",
 	.opts = fp_opt_table,
 	.opts_size = sizeof(struct fp_opts),
 	.defaults = &fp_defaults,

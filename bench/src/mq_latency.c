@@ -2,7 +2,8 @@
 /*
  * mq_latency.c: POSIX message queue send and receive cost in ns per message,
  * with the queue empty and with the queue full, after the measurements in
- * the rbtree node cache thread (mqueue-node-cache.txt).
+ * the thread of "ipc/mqueue: add rbtree node caching support" (Doug Ledford,
+ * 2012; Linux commit ce2d52cc1364).
  *
  * The clock is read around batches of calls, never around each call: one
  * clock_gettime() costs about 45 ns on this machine's VM, a sizeable part of
@@ -529,7 +530,7 @@ static int mq_run(const struct common_opts *c, void *wopts, struct report *r)
 const struct bench bench_mq_latency = {
 	.name = "mq-latency",
 	.summary = "POSIX mq send/receive ns per message, queue empty and full, by priority "
-		   "pattern (mqueue-node-cache)",
+		   "pattern (after Linux commit ce2d52cc1364)",
 	.opts = mq_opt_table,
 	.opts_size = sizeof(struct mq_opts),
 	.defaults = &mq_defaults,

@@ -7,7 +7,8 @@
  * first pipe; the responder reads it, checks it, and writes it back into the
  * second pipe; the initiator reads it and checks it again.  Every transfer
  * wakes a sleeper, so this is the other side of the wq_has_sleeper() patch
- * (pipe-skip-wakeup-without-sleepers.txt): the wakeup cannot be skipped and
+ * ("fs/pipe: Introduce a check to skip sleeping processes during pipe
+ * read/write", WangYuli): the wakeup cannot be skipped and
  * the new check is pure cost.
  *
  * --copies N runs N pairs at once, released together, and sums their rates.

@@ -3,9 +3,11 @@
  * pipe_sweep.c: W writers and R readers share one pipe; every write() is
  * timed into a histogram.
  *
- * The experiment of pipe-prealloc-outside-mutex.txt: 64 KiB writes into a
- * 1 MiB pipe, writers {1,2,5} x readers {1,5,10} with --sweep, optionally
- * under stress-ng --vm memory pressure, reporting MB/s and write latency.
+ * The experiment of Breno Leitao's series "fs/pipe: bulk pre-allocate pages
+ * outside pipe->mutex in anon_pipe_write" (linux-kernel, 2026-05-15): 64 KiB
+ * writes into a 1 MiB pipe, writers {1,2,5} x readers {1,5,10} with --sweep,
+ * optionally under stress-ng --vm memory pressure, reporting MB/s and write
+ * latency.
  *
  * Writers stop when the parent raises a shared stop flag at the deadline (or
  * after --count writes each).  Readers read until EOF, which comes only once
@@ -723,7 +725,7 @@ static void sweep_describe(struct strbuf *sb)
 const struct bench bench_pipe_sweep = {
 	.name = "pipe-sweep",
 	.summary = "W writers x R readers on one pipe: MB/s and per-write() latency "
-		   "(pipe-prealloc-outside-mutex; --sweep, --memory-pressure; "
+		   "(after Breno Leitao's pipe prealloc patches; --sweep, --memory-pressure; "
 		   "default 10 s, --count N = writes per writer)",
 	.opts = sweep_opt_table,
 	.opts_size = sizeof(struct sweep_opts),

@@ -4,8 +4,9 @@
  *
  * One process writes 512 bytes into a pipe and reads them back from the same
  * pipe, in a loop.  Nobody ever sleeps on the pipe, which is exactly the case
- * the wq_has_sleeper() patch (pipe-skip-wakeup-without-sleepers.txt) speeds
- * up: every wake_up on this pipe finds an empty wait queue.
+ * the wq_has_sleeper() patch ("fs/pipe: Introduce a check to skip sleeping
+ * processes during pipe read/write", WangYuli) speeds up: every wake_up on
+ * this pipe finds an empty wait queue.
  *
  * --copies N runs N such processes at once, released together, and sums
  * their rates (UnixBench's "one copy per CPU" score).

@@ -2,7 +2,8 @@
 /*
  * Memory pressure for a workload: stress-ng --vm workers that keep a large
  * anonymous mapping dirty, so the page allocator has to reclaim while the
- * workload runs (pipe-prealloc-outside-mutex.txt, "--memory-pressure").
+ * workload runs (the "--memory-pressure" runs of the pipe prealloc series, see
+ * pipe_sweep.c).
  */
 #ifndef IPCBENCH_PRESSURE_H
 #define IPCBENCH_PRESSURE_H

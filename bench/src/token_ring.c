@@ -2,7 +2,8 @@
 /*
  * token_ring.c: P processes pass one token, plus a decoy, through one pipe.
  *
- * The test case of pipe-exclusive-waits.txt (the GNU make jobserver pattern):
+ * The test case of Linux commit 0ddad21d3e ("pipe: use exclusive waits when
+ * reading or writing"; the GNU make jobserver pattern):
  * every process blocks in read(); whoever gets token i writes back i + 1,
  * and after an odd i also the decoy -1, which the next reader drops.  With
  * exclusive waits a write wakes one sleeper, so a transfer costs about one
@@ -227,7 +228,7 @@ out_unmap:
 const struct bench bench_token_ring = {
 	.name = "token-ring",
 	.summary = "P processes pass a token (and a decoy) through one pipe: context "
-		   "switches per transfer (pipe-exclusive-waits)",
+		   "switches per transfer (after Linux commit 0ddad21d3e)",
 	.opts = ring_opt_table,
 	.opts_size = sizeof(struct ring_opts),
 	.defaults = &ring_defaults,
