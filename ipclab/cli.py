@@ -72,7 +72,7 @@ def cmd_run(args):
         if args.dry_run:
             eng = args.engine or engine.default_engine_path()
             for c in cells:
-                print(" ".join(engine.argv_for(eng, c)))
+                print(" ".join(runner.argv_for(eng, c)))
             return 0
         eng = engine.find_engine(args.engine)
         if args.meta:
@@ -95,7 +95,7 @@ def cmd_run(args):
         print(f"# {suite.name}, {mode} mode: {len(cells)} cells x ({warmups} warmup + {reps} reps)"
               f" = {runs} invocations, about {int(est)}s")
         for c in cells:
-            print(" ".join(engine.argv_for(eng, c)))
+            print(" ".join(runner.argv_for(eng, c)))
         return 0
     eng = engine.find_engine(args.engine)
     res = runner.start(suite, mode, cells, reps, warmups, args.order_seed, _meta(args.meta))

@@ -66,6 +66,10 @@ def mem_total_gib():
     return None
 
 
+def thp_mode():
+    return _bracketed(_read("/sys/kernel/mm/transparent_hugepage/enabled"))
+
+
 def collect():
     governors = set()
     base = Path("/sys/devices/system/cpu")
@@ -85,7 +89,7 @@ def collect():
         "nproc": os.cpu_count(),
         "mem_gib": mem_total_gib(),
         "governor": ",".join(sorted(governors)) if governors else None,
-        "thp": _bracketed(_read("/sys/kernel/mm/transparent_hugepage/enabled")),
+        "thp": thp_mode(),
         "pipe_max_size": _read("/proc/sys/fs/pipe-max-size"),
         "perf_event_paranoid": _read("/proc/sys/kernel/perf_event_paranoid"),
         "dev_mqueue": Path("/dev/mqueue").is_dir(),

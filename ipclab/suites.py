@@ -18,7 +18,7 @@ import json
 import os
 from dataclasses import dataclass, field, replace
 
-from ipclab import ROOT, Error, engine
+from ipclab import ROOT, Error, engine, peers
 
 REFERENCE_DIR = ROOT / "ipclab" / "reference"
 
@@ -396,6 +396,15 @@ ICOUNT_CHECK = Suite(
 
 SEEDS = Suite("seeds", "all five seed suites", parts=SEED_SUITES)
 
+# ---- peers --------------------------------------------------------------------------------
+
+PEERS = Suite(
+    "peers",
+    "live peers: perf bench, stress-ng and pmqtest beside the ipcbench cells that do the same"
+    " work, interleaved round by round (ipclab/peers.py)",
+    make_cells=lambda mode: [Cell(k, w, a, est_s=e) for k, w, a, e in peers.cell_specs()],
+)
+
 SUITES = {}
 
 
@@ -407,7 +416,7 @@ def register(suite):
     return suite
 
 
-for _s in SEED_SUITES + [SEEDS, ENGINE_CHECKS, TIMING_COST, ICOUNT_CHECK]:
+for _s in SEED_SUITES + [SEEDS, PEERS, ENGINE_CHECKS, TIMING_COST, ICOUNT_CHECK]:
     register(_s)
 
 
