@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from ipclab import EXIT_INTERRUPTED, EXIT_USAGE, Error, __version__, compare, engine, envinfo
-from ipclab import proc, profile, progress, report, results, runner, suites
+from ipclab import peers, proc, profile, progress, report, results, runner, suites
 from ipclab.lab import ab, kernel, vm
 
 
@@ -134,9 +134,19 @@ def cmd_suites(args):
     return 0
 
 
+def _peers_run(path):
+    """The peers run given with --peers, checked; None without one."""
+    if not path:
+        return None
+    res = results.load(path)
+    if not any(peers.is_peer(c) for c in res["cells"]):
+        raise Error(f"{path}: not a peers run (no peer cells; `ipclab run peers` makes one)")
+    return res
+
+
 def cmd_show(args):
     res = results.load(args.file)
-    report.show(res, sys.stdout)
+    report.show(res, sys.stdout, peers=_peers_run(args.peers))
     return 0
 
 
@@ -160,7 +170,7 @@ def cmd_report(args):
             compare.match_cells(loaded[0][1], r, common=False)
     out_dir = _report_dir(loaded[0][1]["id"] if len(loaded) == 1 else
                           f"{loaded[0][1]['id']}-vs-{loaded[-1][1]['id']}", args.output)
-    md = report.write_report(loaded, out_dir)
+    md = report.write_report(loaded, out_dir, peers=_peers_run(args.peers))
     print(md)
     return 0
 
@@ -190,6 +200,11 @@ def add_min_change(p):
                    metavar="PCT", help="smallest change worth a verdict, in percent"
                    f" (default {compare.MIN_CHANGE * 100:g}); smaller differences read"
                    " 'within ±PCT%%'")
+
+
+def add_peers(p):
+    p.add_argument("--peers", metavar="FILE", help="a peers run (`ipclab run peers`): its"
+                   " peer programs' figures beside ours in the seed tables, with ours/peer")
 
 
 def build_parser():
@@ -233,6 +248,7 @@ def build_parser():
 
     s = sub.add_parser("show", help="print a results file as seed-shaped tables")
     s.add_argument("file", metavar="FILE")
+    add_peers(s)
     s.set_defaults(func=cmd_show)
 
     s = sub.add_parser("compare", help="baseline -> new with delta, CI and significance")
@@ -248,6 +264,7 @@ def build_parser():
     s.add_argument("files", nargs="+", metavar="FILE")
     s.add_argument("-o", "--output", metavar="DIR", help="report directory"
                    " (default reports/<id>)")
+    add_peers(s)
     s.set_defaults(func=cmd_report)
 
     s = sub.add_parser("env", help="machine and kernel facts, with advice")

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Seed views of a results file: which tables it is shown in, the values in each entry, and
-the one lookup of a seed's published figures and of the peer programs' local figures.
+the one lookup of a seed's published figures and of live peer figures (a peers run's peer
+programs beside the ipcbench cells that do the same work, ipclab/peers.py).
 
 A view is a table the seed itself printed (writers x readers, the ladder, ...), defined with
 its suite in ipclab/suites.py. show, report, plot and compare all take their tables from
@@ -9,7 +10,7 @@ here, so a results file gets the same tables everywhere.
 
 from dataclasses import dataclass
 
-from ipclab import deterministic, metrics, suites
+from ipclab import deterministic, metrics, peers, stats, suites
 
 
 @dataclass
@@ -70,10 +71,43 @@ def published(ref, view, row, col):
     return v.get("value") if isinstance(v, dict) else v
 
 
-def local(ref, view, row, col):
-    """The peer programs' figure measured on a project machine for one entry, or None."""
-    k = view.ref_cells.get((row, col))
-    if not ref or not k:
-        return None
-    return ref.get("local", {}).get("cells", {}).get(k[len("local:"):] if k.startswith("local:")
-                                                     else k)
+@dataclass
+class PeerRow:
+    """One figure of one pair in a peers run: the ipcbench cell's values and the peer's."""
+    pair: object        # peers.Pair
+    measure: object     # peers.Measure
+    ours: list
+    peer: list
+    ours_cell: dict
+    peer_cell: dict
+
+    @property
+    def ratio(self):
+        """ours / peer, of the medians: the agreement of the two programs."""
+        if not self.ours or not self.peer:
+            return float("nan")
+        p = stats.median(self.peer)
+        return stats.median(self.ours) / p if p else float("nan")
+
+
+def peer_rows(res):
+    """[PeerRow] of a results file's pairs (a peers run), in the pairs' order; [] when it
+    holds no peer cell."""
+    cells = {c["key"]: c for c in res.get("cells", [])}
+    out = []
+    for pair in peers.PAIRS:
+        pc, oc = cells.get(pair.key), cells.get(pair.ours[0])
+        if pc is None or oc is None:
+            continue
+        for m in pair.measures:
+            out.append(PeerRow(pair, m, metrics.metric_values(oc, m.ours),
+                               metrics.metric_values(pc, m.peer), oc, pc))
+    return out
+
+
+def live_peer(rows, part, view, row, col):
+    """The PeerRow of peer_rows() that stands beside one seed table entry, or None."""
+    for r in rows:
+        if r.measure.seed == (part.name, view.id, row, col) and r.peer:
+            return r
+    return None
