@@ -177,6 +177,8 @@ def cmd_report(args):
 
 def cmd_env(args):
     env = envinfo.collect()
+    if not args.no_wakeup:
+        env["wakeup"] = envinfo.wakeup_cost()
     if args.json:
         json.dump({"env": env, "warnings": envinfo.warnings(env)}, sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -269,6 +271,8 @@ def build_parser():
 
     s = sub.add_parser("env", help="machine and kernel facts, with advice")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--no-wakeup", action="store_true", help="do not measure the cross-CPU"
+                   " wakeup cost (pinned pipe ping-pong on one CPU and on two, about a second)")
     s.set_defaults(func=cmd_env)
 
     add_lab_parsers(sub)
