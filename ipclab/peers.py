@@ -126,7 +126,7 @@ def _misc(table, starts, stressor):
 
 
 def _stress_ng_common(t):
-    if t["bogo_ops"] <= 0 or t["real_s"] <= 0:
+    if t["bogo_ops"] <= 0 or t["real_s"] <= 0 or t["ops_per_s"] <= 0:
         raise ParseError(f"no operations counted ({t['bogo_ops']:g} in {t['real_s']:g} s)")
     return {"bogo_ops": _metric(t["bogo_ops"], "bogo ops"),
             "real_s": _metric(t["real_s"], "s"),
@@ -137,36 +137,40 @@ def read_stress_ng_pipe(text, args, files):
     """Writer and reader processes, one write of --pipe-data-size bytes per bogo op; its
     write rate is timed around the writer's loop."""
     t = stress_ng_table(text, "pipe")
+    common = _stress_ng_common(t)
     rate = _misc(t, "MB per sec pipe write rate", "pipe")
     return {"throughput": _metric(rate / MIB_PER_MB, "MB/s", "higher"),
-            "ops_per_s": _metric(t["ops_per_s"], "bogo ops/s"), **_stress_ng_common(t)}
+            "ops_per_s": _metric(t["ops_per_s"], "bogo ops/s"), **common}
 
 
 def read_stress_ng_pipeherd(text, args, files):
     """101 processes read, increment and write back one 8-byte counter on one pipe; a bogo
     op is one pass, and real time includes forking and killing the herd."""
     t = stress_ng_table(text, "pipeherd")
+    common = _stress_ng_common(t)
     out = {"transfers_per_s": _metric(t["ops_per_s"], "transfers/s", "higher"),
-           "us_per_transfer": _metric(1e6 / t["ops_per_s"] if t["ops_per_s"] else 0, "us")}
+           "us_per_transfer": _metric(1e6 / t["ops_per_s"], "us")}
     cs = [v for k, v in t["misc"].items() if k.startswith("context switches per bogo op")]
     if cs:
         out["cs_per_transfer"] = _metric(cs[0], "switches")
-    return {**out, **_stress_ng_common(t)}
+    return {**out, **common}
 
 
 def read_stress_ng_mq(text, args, files):
     """A sender and a receiver process on one POSIX queue; a bogo op is one message."""
     t = stress_ng_table(text, "mq")
+    common = _stress_ng_common(t)
     return {"ns_per_message": _metric(1e9 / t["ops_per_s"], "ns", "lower"),
-            "ops_per_s": _metric(t["ops_per_s"], "messages/s"), **_stress_ng_common(t)}
+            "ops_per_s": _metric(t["ops_per_s"], "messages/s"), **common}
 
 
 def _read_stress_ng_rate(stressor, starts):
     def read(text, args, files):
         t = stress_ng_table(text, stressor)
+        common = _stress_ng_common(t)
         mib = _misc(t, starts, stressor)
         return {"throughput": _metric(mib / 1024, "GiB/s", "higher"),
-                "ops_per_s": _metric(t["ops_per_s"], "bogo ops/s"), **_stress_ng_common(t)}
+                "ops_per_s": _metric(t["ops_per_s"], "bogo ops/s"), **common}
     read.__doc__ = f"stress-ng {stressor}: its '{starts}' metric, in GiB/s."
     return read
 

@@ -14,8 +14,8 @@ import os
 import sys
 from pathlib import Path
 
-from ipclab import compare, deterministic, envinfo, fmt, metrics, modes, profile, results, stats
-from ipclab import views
+from ipclab import compare, deterministic, envinfo, fmt, metrics, modes, peers, profile, results
+from ipclab import stats, views
 
 
 def _ref_text(ref, view, row, col):
@@ -42,7 +42,7 @@ def render_peers(res, out=sys.stdout, markdown=False):
     """A peers run's pairs: the ipcbench cell and the peer program, median ±CV each, and
     their ratio. Returns the keys of the cells shown."""
     rows = views.peer_rows(res)
-    if not rows:
+    if not any(peers.is_peer(c) for c in res["cells"]):
         return set()
     table = []
     for r in rows:
@@ -67,7 +67,8 @@ def render_peers(res, out=sys.stdout, markdown=False):
     for p in seen:
         out.write(f"{'- ' if markdown else ''}{p.name} ({p.command} ...): {p.differs}\n")
     out.write("\n")
-    keys = {r.ours_cell["key"] for r in rows} | {r.peer_cell["key"] for r in rows}
+    # Every cell of a pair, whether or not its partner got numbers.
+    keys = {k for p in peers.PAIRS for k in (p.key, p.ours[0])}
     for c in res["cells"]:
         if c["key"] in keys and c.get("status") in ("failed", "skipped"):
             out.write(f"{c['key']}: {c['status']}: {c.get('error', '')}\n")
