@@ -250,7 +250,6 @@ void report_sides(struct report *r, const char *const *roles, int per_copy,
 
 	if (!p)
 		return;
-	sb_reset(sb);
 	sb_printf(&r->tbody, "  sides (cpu start->end, migrations):");
 	for (i = 0; i < n; i++) {
 		const char *role = roles ? roles[i % per_copy] : "copy";

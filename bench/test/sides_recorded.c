@@ -2,7 +2,8 @@
 /*
  * Each side says where it ran: pinned with --cpus A,B, pipe-context's
  * initiator starts and ends on A and its responder on B, and a side pinned to
- * one CPU is never migrated.  fastpipe's writer and reader say the same.
+ * one CPU is never migrated.  fastpipe's and pipe-sweep's writer and reader say
+ * the same.
  */
 #include "engine_run.h"
 
@@ -87,7 +88,8 @@ int main(int argc, char **argv)
 		return T_PASS;
 	if (check(engine, "pipe-context", "--count=2000", pc, 0, 1) ||
 	    check(engine, "pipe-context", "--count=2000", pc, 1, 0) ||
-	    check(engine, "fastpipe", "--duration=0.1", fp, 0, 1))
+	    check(engine, "fastpipe", "--duration=0.1", fp, 0, 1) ||
+	    check(engine, "pipe-sweep", "--count=2000", fp, 1, 0))
 		return T_FAIL;
 	return T_PASS;
 }
