@@ -29,7 +29,8 @@ PREFIX = "peer:"            # a peer cell's workload: "peer:" + the pair's name
 SCHEMA = "ipclab-peer/1"
 
 # The Debian package of each program (scripts/install-deps.sh installs them).
-PACKAGES = {"perf": "linux-perf", "stress-ng": "stress-ng", "pmqtest": "rt-tests"}
+PACKAGES = {"perf": "linux-perf", "stress-ng": "stress-ng", "pmqtest": "rt-tests",
+            "taskset": "util-linux"}
 
 MIB_PER_MB = 1e6 / 2 ** 20      # stress-ng's "MB" is 2^20 bytes (its MB constant)
 
@@ -220,10 +221,15 @@ class Pair:
     measures: tuple
     differs: str            # what the two programs do differently
     est_s: float = 1.0      # seconds per sample, both sides
+    pin: str = ""           # run the program under `taskset -c PIN`
 
     @property
     def key(self):
         return "peer/" + self.name
+
+    @property
+    def argv(self):
+        return (["taskset", "-c", self.pin] if self.pin else []) + [self.tool] + list(self.args)
 
     @property
     def workload(self):
@@ -231,7 +237,7 @@ class Pair:
 
     @property
     def command(self):
-        return " ".join((self.tool,) + self.args[:3])
+        return " ".join(self.argv[:len(self.argv) - len(self.args) + 3])
 
 
 _SKIP = "seed-skip-wakeups"
@@ -245,8 +251,17 @@ PAIRS = (
                   (_SKIP, "unixbench", "pipe context (round trips/s)", "copies=1")),),
          "both ping-pong 20000 round trips between two unpinned processes over two pipes;"
          " perf passes 4 bytes and times fork and exit too, ipcbench passes 8 and times the"
-         " loop",
+         " loop; where the scheduler puts the two sides decides most of either figure",
          est_s=1.0),
+    Pair("perf-sched-pipe-cpu0", "perf", ("bench", "sched", "pipe", "-l", "20000"),
+         read_perf_pipe,
+         ("pipe-context/cpus=0,0", "pipe-context",
+          ("--copies", "1", "--cpus", "0,0", "--count", "20000")),
+         (Measure("round trips/s", "metrics.round_trips_per_s",
+                  "metrics.round_trips_per_s"),),
+         "the same with both sides on CPU 0 (taskset for perf, --cpus 0,0 for ipcbench): no"
+         " placement left to chance",
+         est_s=0.5, pin="0"),
     Pair("perf-sched-messaging", "perf",
          ("bench", "sched", "messaging", "--pipe", "-g", "1", "-l", "1000"),
          read_perf_messaging,
@@ -265,9 +280,10 @@ PAIRS = (
           ("--writers", "1", "--readers", "1", "--write-size", "512", "--pipe-size", "64K",
            "--no-latency", "--count", "200000")),
          (Measure("MB/s", "metrics.throughput", "metrics.throughput"),),
-         "both: one writer and one reader process, 512-byte writes and reads, a 64 KiB pipe,"
-         " 200000 writes; stress-ng times the writer's loop, ipcbench from the first write to"
-         " the reader's last read",
+         "both: one writer and one reader process, 512-byte writes and reads, a pipe of 16"
+         " pages, 200000 writes; but stress-ng opens its pipe with O_DIRECT (packet mode), so"
+         " each write takes a slot of its own and 16 writes fill the pipe, where ipcbench's"
+         " writes merge into pages and 128 fit",
          est_s=1.0),
     Pair("stress-ng-pipeherd", "stress-ng", ("--pipeherd", "1", "--timeout", "3", "--metrics"),
          read_stress_ng_pipeherd,
@@ -321,7 +337,9 @@ PAIRS = (
          (Measure("GiB/s", "metrics.throughput", "metrics.throughput"),),
          "stress-ng: a writer process fills one pipe, the stressor tee()s it into a second and"
          " splices the first to /dev/null, a reader process drains the second (three"
-         " processes, two pipes); ipcbench: one writer, one reader, 64 KiB write() and read()",
+         " processes, two pipes), and each op also makes tee calls that fail on purpose (bad"
+         " flags, a pipe to itself); ipcbench: one writer, one reader, 64 KiB write() and"
+         " read()",
          est_s=1.0),
     Pair("pmqtest", "pmqtest", ("-l", "5000", "-i", "100", "-d", "0", "-q", "--json={json}"),
          read_pmqtest,
@@ -347,7 +365,7 @@ def cell_specs():
         if key not in seen:
             seen.add(key)
             out.append((key, workload, list(args), p.est_s))
-        out.append((p.key, p.workload, [p.tool] + list(p.args), p.est_s))
+        out.append((p.key, p.workload, p.argv, p.est_s))
     return out
 
 
@@ -399,7 +417,7 @@ def run_cell(cell, env=None):
     if pair is None or not argv:
         return engine.Outcome("failed", error=f"unknown peer {cell.workload!r}", rc=-1,
                               argv=argv)
-    why = missing(argv[0])
+    why = missing(argv[0]) or missing(pair.tool)
     if why:
         return engine.Outcome("skipped", error=why, rc=engine.EXIT_SKIP, argv=argv)
     limit = engine.cell_timeout(cell) + engine.WATCHDOG_GRACE_S
@@ -421,7 +439,7 @@ def run_cell(cell, env=None):
         return engine.Outcome("failed", error=f"exit {done.rc}: {last[-1] if last else 'no message'}",
                               rc=done.rc, argv=argv)
     try:
-        metrics = pair.read(text, list(cell.args[1:]), files)
+        metrics = pair.read(text, list(pair.args), files)
     except ParseError as e:
         return engine.Outcome("failed", error=f"cannot read {argv[0]}'s output: {e}",
                               rc=done.rc, argv=argv)
