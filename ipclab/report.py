@@ -60,11 +60,7 @@ def render_peers(res, out=sys.stdout, markdown=False):
         out.write(fmt.md_table(head, table) + "\n\n")
     else:
         out.write(fmt.table(head, table, ["<", "<", "<", ">", ">", ">"]) + "\n\n")
-    seen = []
-    for r in rows:
-        if r.pair not in seen:
-            seen.append(r.pair)
-    for p in seen:
+    for p in dict.fromkeys(r.pair for r in rows):
         out.write(f"{'- ' if markdown else ''}{p.name} ({p.command} ...): {p.differs}\n")
     out.write("\n")
     # Every cell of a pair, whether or not its partner got numbers.
@@ -227,9 +223,8 @@ def mode_text(f):
     unit = f" {f.unit}" if f.unit else ""
     cause = f"; {f.cause}" if f.cause else ""
     return (f"{f.key}: its samples fall into two modes, {len(sp.low)} near"
-            f" {fmt.num(sp.low_median)} and {len(sp.high)} near {fmt.num(sp.high_median)}{unit},"
-            f" which its median and CV describe neither of{cause}. To measure one mode:"
-            f" {f.advice}")
+            f" {fmt.num(sp.low_median)} and {len(sp.high)} near {fmt.num(sp.high_median)}{unit};"
+            f" a median and CV describe neither{cause}. To measure one mode: {f.advice}")
 
 
 def show(res, out=sys.stdout, peers=None):

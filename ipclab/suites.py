@@ -232,8 +232,6 @@ SKIP_WAKEUPS = Suite(
              ], ref_key="index", ref_cells={
                  ("pipe throughput (index)", "copies=1"): "pipe-throughput/copies=1",
                  ("pipe throughput (index)", "copies=ncpu"): "pipe-throughput/copies=ncpu",
-                 ("pipe throughput (loops/s)", "copies=1"): "local:loops:pipe-throughput/copies=1",
-                 ("pipe context (round trips/s)", "copies=1"): "local:loops:pipe-context/copies=1",
              }),
     ],
 )

@@ -65,7 +65,7 @@ def published(ref, view, row, col):
     """The seed's published figure(s) for one entry: a number, a list (before -> after), or
     None."""
     k = view.ref_cells.get((row, col))
-    if not ref or not view.ref_key or not k or k.startswith("local:"):
+    if not ref or not view.ref_key or not k:
         return None
     v = ref.get("figures", {}).get(view.ref_key, {}).get("cells", {}).get(k)
     return v.get("value") if isinstance(v, dict) else v
