@@ -38,6 +38,11 @@ def _peer_text(row):
     return f"[peer {_median_cv(row.peer)}; ours/peer {fmt.num(row.ratio)}]"
 
 
+def _interval(ci):
+    lo, hi = ci
+    return f"[{fmt.num(lo)}, {fmt.num(hi)}]" if math.isfinite(lo) and math.isfinite(hi) else "-"
+
+
 def render_peers(res, out=sys.stdout, markdown=False):
     """A peers run's pairs: the ipcbench cell and the peer program, median ±CV each, and
     their ratio. Returns the keys of the cells shown."""
@@ -51,15 +56,16 @@ def render_peers(res, out=sys.stdout, markdown=False):
                       f"{r.ours_cell['key']}: {_median_cv(r.ours)}" if r.ours else
                       f"{r.ours_cell['key']}: {r.ours_cell.get('status', '-')}",
                       _median_cv(r.peer) if r.peer else r.peer_cell.get("status", "-"),
-                      fmt.num(r.ratio), n])
-    head = ["peer", "figure", "ipcbench (median ±CV)", "peer (median ±CV)", "ours/peer", "n"]
+                      fmt.num(r.ratio), _interval(r.ratio_ci), n])
+    head = ["peer", "figure", "ipcbench (median ±CV)", "peer (median ±CV)", "ours/peer",
+            "95% CI", "n"]
     title = ("Live peers: each peer program beside the ipcbench cell that does the same work,"
              " interleaved round by round")
     out.write(f"### {title}\n\n" if markdown else f"== {title} ==\n")
     if markdown:
         out.write(fmt.md_table(head, table) + "\n\n")
     else:
-        out.write(fmt.table(head, table, ["<", "<", "<", ">", ">", ">"]) + "\n\n")
+        out.write(fmt.table(head, table, ["<", "<", "<", ">", ">", ">", ">"]) + "\n\n")
     for p in dict.fromkeys(r.pair for r in rows):
         out.write(f"{'- ' if markdown else ''}{p.name} ({p.command} ...): {p.differs}\n")
     out.write("\n")

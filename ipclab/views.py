@@ -89,6 +89,11 @@ class PeerRow:
         p = stats.median(self.peer)
         return stats.median(self.ours) / p if p else float("nan")
 
+    @property
+    def ratio_ci(self):
+        """95% bootstrap interval of the ratio, each side resampled on its own."""
+        return stats.bootstrap_ratio_ci(self.peer, self.ours)
+
 
 def peer_rows(res):
     """[PeerRow] of a results file's pairs (a peers run), in the pairs' order; [] when it
