@@ -34,8 +34,9 @@ def _median_cv(xs):
 
 
 def _peer_text(row):
-    """A live peer beside a seed table entry: its median ±CV and ours/peer."""
-    return f"[peer {_median_cv(row.peer)}; ours/peer {fmt.num(row.ratio)}]"
+    """A live peer beside a seed table entry: ours and the peer as the peers run measured
+    them side by side (median ±CV each), and their ratio."""
+    return f"[ours {_median_cv(row.ours)} / peer {_median_cv(row.peer)} = {fmt.num(row.ratio)}]"
 
 
 def _interval(ci):
@@ -126,8 +127,8 @@ def render_views(res, out=sys.stdout, markdown=False, peers=None):
         if has_ref:
             legend += f"; (seed: {' -> '.join(ref.get('columns', []))})"
         if used:
-            legend += (f"; [live peer: median ±CV; ours/peer, both measured side by side in"
-                       f" {peers.get('id')}]")
+            legend += (f"; [live peer, from the peers run {peers.get('id')}: ours / peer,"
+                       " each median ±CV, measured side by side = ratio]")
         unit = (" in " + view.unit) if view.unit and view.unit not in view.title else ""
         out.write(f"{view.title}{unit} ({legend})\n")
         if markdown:
