@@ -21,6 +21,7 @@ MIN_GAP = math.log(1.5)  # and the clusters' nearest values 1.5x apart: a busy m
                          # stragglers come closer than that
 
 SAME, APART, MOVED = "same CPU", "different CPUs", "migrated"
+_HOW = {SAME: "on one CPU", APART: "on different CPUs", MOVED: "moving between CPUs"}
 
 
 @dataclass
@@ -136,19 +137,20 @@ def find(cell, path=None):
     cause = ""
     # A cause only when each mode is mostly one placement, and not the same one.
     if lo and hi and lo != hi and n_lo * 3 >= 2 * len(sp.low) and n_hi * 3 >= 2 * len(sp.high):
-        cause = (f"the lower values ran with the sides on {lo} in {n_lo} of {len(sp.low)}"
-                 f" samples, the higher on {hi} in {n_hi} of {len(sp.high)}")
+        cause = (f"the lower values ran with the sides {_HOW[lo]} in {n_lo} of {len(sp.low)}"
+                 f" samples, the higher {_HOW[hi]} in {n_hi} of {len(sp.high)}")
     if cell.get("workload", "").startswith("peer:"):
-        advice = ("a peer program does not say where it ran; its ipcbench partner's samples"
-                  " may")
+        advice = ("A peer program does not say where it ran; under `taskset -c N` it has one"
+                  " placement.")
     elif _pinned(cell):
-        advice = "the sides were pinned already: look for other work on those CPUs"
+        advice = "Its sides were pinned (--cpus) already: look for other work on those CPUs."
     elif any(p for p in lo_p + hi_p):
-        advice = ("choose one placement with --cpus A,B: `--cpus 0,0` puts both sides on"
-                  " one CPU, `--cpus 0,1` on two; `ipclab env` measures what crossing costs")
+        advice = ("To measure one mode, choose the placement with --cpus A,B: `--cpus 0,0`"
+                  " puts both sides on one CPU, `--cpus 0,1` on two (`ipclab env` measures what"
+                  " crossing costs).")
     else:
-        advice = ("these samples do not record where they ran; pinning with --cpus A,B"
-                  " removes the most common cause, the scheduler's choice of CPUs")
+        advice = ("Its samples do not record where they ran; pinning with --cpus A,B removes"
+                  " the most common cause, the scheduler's choice of CPUs.")
     return Finding(cell["key"], path, unit, sp, cause, advice)
 
 

@@ -231,7 +231,7 @@ def mode_text(f):
     cause = f"; {f.cause}" if f.cause else ""
     return (f"{f.key}: its samples fall into two modes, {len(sp.low)} near"
             f" {fmt.num(sp.low_median)} and {len(sp.high)} near {fmt.num(sp.high_median)}{unit};"
-            f" a median and CV describe neither{cause}. To measure one mode: {f.advice}")
+            f" a median and CV describe neither{cause}. {f.advice}")
 
 
 def show(res, out=sys.stdout, peers=None):
