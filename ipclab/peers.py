@@ -20,7 +20,7 @@ import re
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ipclab import Error, engine, envinfo, proc
@@ -372,10 +372,13 @@ def cell_specs():
     return out
 
 
+def _workload(cell):
+    """A suites.Cell's or a results cell's workload."""
+    return cell.get("workload", "") if isinstance(cell, dict) else cell.workload
+
+
 def is_peer(cell):
-    """Whether a cell (a suites.Cell or a results cell) is a peer's."""
-    w = cell.get("workload", "") if isinstance(cell, dict) else cell.workload
-    return w.startswith(PREFIX)
+    return _workload(cell).startswith(PREFIX)
 
 
 def workloads():
@@ -383,8 +386,7 @@ def workloads():
 
 
 def pair_of(cell):
-    name = (cell.get("workload", "") if isinstance(cell, dict) else cell.workload)
-    return BY_NAME.get(name[len(PREFIX):])
+    return BY_NAME.get(_workload(cell)[len(PREFIX):])
 
 
 def argv_for(cell):
