@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from ipclab import EXIT_INTERRUPTED, EXIT_USAGE, Error, __version__, compare, engine, envinfo
-from ipclab import fmt, proc, profile, progress, report, results, runner, suites, views
+from ipclab import fmt, peers, proc, profile, progress, report, results, runner, suites, views
 from ipclab.lab import ab, kernel, vm
 
 
@@ -81,7 +81,7 @@ def _print_commands(sides):
     for s in sides:
         for c in s.cells:
             prefix = f"{s.name}: " if len(sides) > 1 else ""
-            print(prefix + " ".join(engine.argv_for(s.engine, c)))
+            print(prefix + " ".join(runner.argv_for(s.engine, c)))
 
 
 def _resume(args):
@@ -193,11 +193,22 @@ def _export(rec, args):
     return 0
 
 
+def _peers_run(path):
+    """The peers run given with --peers, checked; None without one."""
+    if not path:
+        return None
+    res = results.load(path)
+    if not any(peers.is_peer(c) for c in res["cells"]):
+        raise Error(f"{path}: not a peers run (no peer cells; `ipclab run peers` makes one)")
+    return res
+
+
 def cmd_show(args):
     res = results.load(args.file)
+    peers_run = _peers_run(args.peers)
     if args.json or args.csv:
-        return _export(views.record(res), args)
-    report.show(res, sys.stdout)
+        return _export(views.record(res, peers_run), args)
+    report.show(res, sys.stdout, peers=peers_run)
     return 0
 
 
@@ -221,13 +232,15 @@ def cmd_report(args):
             compare.match_cells(loaded[0][1], r, common=False)
     out_dir = _report_dir(loaded[0][1]["id"] if len(loaded) == 1 else
                           f"{loaded[0][1]['id']}-vs-{loaded[-1][1]['id']}", args.output)
-    md = report.write_report(loaded, out_dir)
+    md = report.write_report(loaded, out_dir, peers=_peers_run(args.peers))
     print(md)
     return 0
 
 
 def cmd_env(args):
     env = envinfo.collect()
+    if not args.no_wakeup:
+        env["wakeup"] = envinfo.wakeup_cost()
     if args.json:
         json.dump({"env": env, "warnings": envinfo.warnings(env)}, sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -257,6 +270,11 @@ def add_exports(p, json_help, csv_help):
     g = p.add_mutually_exclusive_group()
     g.add_argument("--json", action="store_true", help=json_help)
     g.add_argument("--csv", action="store_true", help=csv_help)
+
+
+def add_peers(p):
+    p.add_argument("--peers", metavar="FILE", help="a peers run (`ipclab run peers`): its"
+                   " peer programs' figures beside ours in the seed tables, with ours/peer")
 
 
 def build_parser():
@@ -309,6 +327,7 @@ def build_parser():
     s.add_argument("file", metavar="FILE")
     add_exports(s, "the tables' numbers as JSON", "the tables' numbers as CSV, one row per"
                 " table entry (and per cell and metric outside the tables)")
+    add_peers(s)
     s.set_defaults(func=cmd_show)
 
     s = sub.add_parser("compare", help="baseline -> new with delta, CI and significance")
@@ -326,10 +345,13 @@ def build_parser():
     s.add_argument("files", nargs="+", metavar="FILE")
     s.add_argument("-o", "--output", metavar="DIR", help="report directory"
                    " (default reports/<id>)")
+    add_peers(s)
     s.set_defaults(func=cmd_report)
 
     s = sub.add_parser("env", help="machine and kernel facts, with advice")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--no-wakeup", action="store_true", help="do not measure the cross-CPU"
+                   " wakeup cost (pinned pipe ping-pong on one CPU and on two, a few seconds)")
     s.set_defaults(func=cmd_env)
 
     add_lab_parsers(sub)

@@ -4,10 +4,12 @@
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
-from ipclab import deterministic
+from ipclab import Error, deterministic, engine
 
 
 def _read(path):
@@ -66,6 +68,10 @@ def mem_total_gib():
     return None
 
 
+def thp_mode():
+    return _bracketed(_read("/sys/kernel/mm/transparent_hugepage/enabled"))
+
+
 def collect():
     governors = set()
     base = Path("/sys/devices/system/cpu")
@@ -85,7 +91,7 @@ def collect():
         "nproc": os.cpu_count(),
         "mem_gib": mem_total_gib(),
         "governor": ",".join(sorted(governors)) if governors else None,
-        "thp": _bracketed(_read("/sys/kernel/mm/transparent_hugepage/enabled")),
+        "thp": thp_mode(),
         "pipe_max_size": _read("/proc/sys/fs/pipe-max-size"),
         "perf_event_paranoid": _read("/proc/sys/kernel/perf_event_paranoid"),
         "dev_mqueue": Path("/dev/mqueue").is_dir(),
@@ -140,6 +146,63 @@ def warnings(env):
     return w
 
 
+# Short on purpose: on the project's VM under load a cross-CPU round trip took 220-400 us,
+# so the six runs took about 4 s.
+WAKEUP_ROUND_TRIPS = 2000
+WAKEUP_RUNS = 3
+
+
+def wakeup_cost(engine_path=None):
+    """What waking the other CPU costs: pinned pipe-context round trips with both sides on
+    one CPU and on two, WAKEUP_RUNS runs of each, alternating; the median microseconds per
+    round trip of each. {"error": why} when it cannot be measured."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = list(range(os.cpu_count() or 1))
+    if len(cpus) < 2:
+        return {"error": "one CPU: there is no other CPU to wake"}
+    try:
+        path = engine.find_engine(engine_path)
+    except Error as e:
+        return {"error": str(e)}
+    a, b = cpus[0], cpus[1]
+    us = {"same": [], "cross": []}
+    for _ in range(WAKEUP_RUNS):
+        for name, pin in (("same", f"{a},{a}"), ("cross", f"{a},{b}")):
+            cell = SimpleNamespace(workload="pipe-context", timeout=30,
+                                   args=["--copies", "1", "--cpus", pin,
+                                         "--count", str(WAKEUP_ROUND_TRIPS)])
+            out = engine.run_cell(path, cell)
+            rate = None
+            if out.status == "ok":
+                m = out.samples[0].get("metrics", {}).get("round_trips_per_s", {})
+                rate = m.get("value") if isinstance(m, dict) else None
+            if not isinstance(rate, (int, float)) or rate <= 0:
+                return {"error": f"pipe-context --cpus {pin}: {out.error or 'no rate'}"}
+            us[name].append(1e6 / rate)
+    same, cross = statistics.median(us["same"]), statistics.median(us["cross"])
+    return {"same_cpu_us": round(same, 3), "cross_cpu_us": round(cross, 3),
+            "ratio": round(cross / same, 2), "cpus": [a, b], "round_trips": WAKEUP_ROUND_TRIPS,
+            "runs": WAKEUP_RUNS}
+
+
+def wakeup_text(w):
+    """What wakeup_cost() found, in a sentence or two."""
+    if not isinstance(w, dict):
+        return ""
+    if "error" in w:
+        return f"cross-CPU wakeup cost not measured: {w['error']}"
+    a, b = w.get("cpus", ["?", "?"])
+    text = (f"pipe ping-pong, pinned: {w['same_cpu_us']:.2f} us per round trip with both sides"
+            f" on CPU {a}, {w['cross_cpu_us']:.2f} us with them on CPUs {a} and {b}"
+            f" ({w['ratio']:g}x; median of {w['runs']} runs of {w['round_trips']} each)")
+    if w["ratio"] >= 1.5:
+        text += (". Unpinned, the scheduler puts the two sides on one CPU or on two as it"
+                 " likes, so ping-pong samples can split into two modes; --cpus A,B chooses")
+    return text
+
+
 def lab_advice(env):
     """Which kernel A/B mode fits this machine (for `ipclab env`)."""
     if env.get("dev_kvm"):
@@ -155,6 +218,8 @@ def lab_advice(env):
 def render(env, out):
     width = max(len(k) for k in env)
     for k, v in env.items():
+        if k == "wakeup":
+            continue
         if isinstance(v, list):
             v = " ".join(str(x) for x in v)
         out.write(f"{k:<{width}}  {v}\n")
@@ -163,5 +228,7 @@ def render(env, out):
         out.write("\n")
         for line in ws:
             out.write(f"warning: {line}\n")
+    if env.get("wakeup"):
+        out.write(f"\nwakeup: {wakeup_text(env['wakeup'])}\n")
     out.write(f"\nadvice: {lab_advice(env)}\n")
     return ws

@@ -5,7 +5,8 @@ judged by.
 A path names one number in an engine sample: "metrics.NAME", "latency.KEY.FIELD",
 "counters.NAME", "params.NAME" or "primary" (the first metric that has a better
 direction), optionally divided by other paths and multiplied by a constant:
-"counters.cpu_migrations / params.transfers * 1e6".
+"counters.cpu_migrations / params.transfers * 1e6"; terms of that kind may be added with
+"+": "metrics.empty_send_ns + metrics.empty_recv_ns".
 """
 
 import math
@@ -58,6 +59,9 @@ def primary_metric(sample):
 
 def metric_value(sample, path):
     """One number from a sample, or None when a part of the path is missing."""
+    if "+" in path:
+        terms = [metric_value(sample, t) for t in path.split("+")]
+        return None if any(t is None for t in terms) else sum(terms)
     scale = 1.0
     if "*" in path:
         path, k = path.rsplit("*", 1)
@@ -79,7 +83,7 @@ def metric_values(cell, path):
 
 def metric_info(cell, path):
     """(unit, better) for a path, from the cell's samples."""
-    base = path.split("/")[0].split("*")[0].strip()
+    base = path.split("+")[0].split("/")[0].split("*")[0].strip()
     parts = base.split(".")
     for s in measured(cell):
         if parts[0] == "metrics":

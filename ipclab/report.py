@@ -14,7 +14,8 @@ import os
 import sys
 from pathlib import Path
 
-from ipclab import compare, deterministic, envinfo, fmt, metrics, profile, results, stats, views
+from ipclab import compare, deterministic, envinfo, fmt, metrics, modes, peers, profile, results
+from ipclab import stats, views
 
 
 def _ref_text(ref, view, row, col):
@@ -26,24 +27,72 @@ def _ref_text(ref, view, row, col):
     return fmt.num(v)
 
 
-def _local_text(ref, view, row, col):
-    v = views.local(ref, view, row, col)
-    if v is None:
-        return ""
-    return v if isinstance(v, str) else fmt.num(v)
+def _median_cv(xs):
+    s = stats.summarize(xs)
+    cv = fmt.pct(s.cv, False) if math.isfinite(s.cv) else "-"
+    return f"{fmt.num(s.median)} ±{cv}"
 
 
-def render_views(res, out=sys.stdout, markdown=False):
-    """One table per seed view: ours (median, CV) beside the published figures."""
+def _peer_text(row):
+    """A live peer beside a seed table entry: ours and the peer as the peers run measured
+    them side by side (median ±CV each), and their ratio."""
+    return f"[ours {_median_cv(row.ours)} / peer {_median_cv(row.peer)} = {fmt.num(row.ratio)}]"
+
+
+def _interval(ci):
+    lo, hi = ci
+    return f"[{fmt.num(lo)}, {fmt.num(hi)}]" if math.isfinite(lo) and math.isfinite(hi) else "-"
+
+
+def render_peers(res, out=sys.stdout, markdown=False):
+    """A peers run's pairs: the ipcbench cell and the peer program, median ±CV each, and
+    their ratio. Returns the keys of the cells shown."""
+    rows = views.peer_rows(res)
+    if not any(peers.is_peer(c) for c in res["cells"]):
+        return set()
+    table = []
+    for r in rows:
+        n = f"{len(r.ours)}/{len(r.peer)}"
+        table.append([r.pair.name, r.measure.label,
+                      f"{r.ours_cell['key']}: {_median_cv(r.ours)}" if r.ours else
+                      f"{r.ours_cell['key']}: {r.ours_cell.get('status', '-')}",
+                      _median_cv(r.peer) if r.peer else r.peer_cell.get("status", "-"),
+                      fmt.num(r.ratio), _interval(r.ratio_ci), n])
+    head = ["peer", "figure", "ipcbench (median ±CV)", "peer (median ±CV)", "ours/peer",
+            "95% CI", "n"]
+    title = ("Live peers: each peer program beside the ipcbench cell that does the same work,"
+             " interleaved round by round")
+    out.write(f"### {title}\n\n" if markdown else f"== {title} ==\n")
+    if markdown:
+        out.write(fmt.md_table(head, table) + "\n\n")
+    else:
+        out.write(fmt.table(head, table, ["<", "<", "<", ">", ">", ">", ">"]) + "\n\n")
+    for p in dict.fromkeys(r.pair for r in rows):
+        out.write(f"{'- ' if markdown else ''}{p.name} ({p.command} ...): {p.differs}\n")
+    out.write("\n")
+    # Every cell of a pair, whether or not its partner got numbers.
+    keys = {k for p in peers.PAIRS for k in (p.key, p.ours[0])}
+    for c in res["cells"]:
+        if c["key"] in keys and c.get("status") in ("failed", "skipped"):
+            out.write(f"{c['key']}: {c['status']}: {c.get('error', '')}\n")
+    return keys
+
+
+def render_views(res, out=sys.stdout, markdown=False, peers=None):
+    """One table per seed view: ours (median, CV) beside the published figures, and beside
+    the live peers of `peers` (a peers run) where one does the same work."""
     cells = {c["key"]: c for c in res["cells"]}
     det = deterministic.is_deterministic(res)
     shown = views.shown(res)
+    # Peer programs measure time: nothing to set beside guest instruction counts.
+    prows = views.peer_rows(peers) if peers and not det else []
     for i, sv in enumerate(shown):
         part, view, ref = sv.part, sv.view, sv.ref
         first = i == 0 or shown[i - 1].part is not part
         last = i == len(shown) - 1 or shown[i + 1].part is not part
         vals = views.values(res, view)
         rows = []
+        used = []
         for label, entries in view.rows:
             line = [label]
             for col, (key, _) in zip(view.columns, entries):
@@ -63,22 +112,23 @@ def render_views(res, out=sys.stdout, markdown=False):
                 r = _ref_text(ref, view, label, col)
                 if r:
                     txt += f"  ({r})"
-                loc = _local_text(ref, view, label, col)
-                if loc:
-                    txt += f"  [{loc}]"
+                live = views.live_peer(prows, part, view, label, col)
+                if live:
+                    txt += "  " + _peer_text(live)
+                    used.append(live)
                 line.append(txt)
             rows.append(line)
         if first:
             title = f"{part.name}: {ref.get('title', '') if ref else part.summary}"
             out.write(f"### {title}\n\n" if markdown else f"== {title} ==\n")
         has_ref = any(_ref_text(ref, view, r, c) for r, _ in view.rows for c in view.columns)
-        has_local = any(_local_text(ref, view, r, c) for r, _ in view.rows for c in view.columns)
         legend = ("median ±how far it could be off (95% order-statistics interval)" if det
                   else "ours: median ±CV")
         if has_ref:
             legend += f"; (seed: {' -> '.join(ref.get('columns', []))})"
-        if has_local:
-            legend += "; [peer programs, an earlier run: see Peer figures]"
+        if used:
+            legend += (f"; [live peer, from the peers run {peers.get('id')}: ours / peer,"
+                       " each median ±CV, measured side by side = ratio]")
         unit = (" in " + view.unit) if view.unit and view.unit not in view.title else ""
         out.write(f"{view.title}{unit} ({legend})\n")
         if markdown:
@@ -86,22 +136,23 @@ def render_views(res, out=sys.stdout, markdown=False):
                       + "\n\n")
         else:
             out.write(fmt.table([view.row_header] + view.columns, rows) + "\n\n")
+        for p in dict.fromkeys(u.pair for u in used):
+            out.write(f"Live peer {p.name} ({p.command} ...): {p.differs}.\n")
+        if used:
+            out.write("\n")
         if last and ref:
             out.write(f"Seed figures: {views.citation(ref)}. Machine: {ref.get('machine', '')}"
-                      ".\n")
-            loc = ref.get("local")
-            if loc:
-                out.write("Peer figures, from an earlier run and not measured here:"
-                          f" {loc['source']}; {loc.get('machine', '')}, {loc.get('date', '')}.\n")
-            out.write("\n")
+                      ".\n\n")
         if last:
             for key in sorted(cells):
                 c = cells[key]
                 if c.get("suite") == part.name and c.get("status") in ("failed", "skipped"):
                     out.write(f"{key}: {c['status']}: {c.get('error', '')}\n")
-    # Cells outside any seed view (ad-hoc workload runs): a generic table.
+    # A peers run's pairs, then cells outside any seed view (ad-hoc workload runs): a
+    # generic table.
+    paired = render_peers(res, out, markdown)
     covered = {sv.part.name for sv in shown}
-    other = [c for c in res["cells"] if c.get("suite") not in covered]
+    other = [c for c in res["cells"] if c.get("suite") not in covered and c["key"] not in paired]
     if other:
         render_cells(other, out, markdown)
 
@@ -159,6 +210,8 @@ def quality(res):
     elif noisy:
         ncells = sum(len(v) for v in by_suite.values())
         warns.append(stats.noise_warning(noisy, f"{ncells} cells"))
+    if not det:
+        warns += [mode_text(f) for f in modes.findings(res)]
     caveat = deterministic.caveat_of(res)
     if caveat:
         warns.append(caveat)
@@ -172,7 +225,17 @@ def quality(res):
     return lines, warns
 
 
-def show(res, out=sys.stdout):
+def mode_text(f):
+    """One line for a cell whose samples split into two modes (modes.Finding)."""
+    sp = f.split
+    unit = f" {f.unit}" if f.unit else ""
+    cause = f"; {f.cause}" if f.cause else ""
+    return (f"{f.key}: its samples fall into two modes, {len(sp.low)} near"
+            f" {fmt.num(sp.low_median)} and {len(sp.high)} near {fmt.num(sp.high_median)}{unit};"
+            f" a median and CV describe neither{cause}. {f.advice}")
+
+
+def show(res, out=sys.stdout, peers=None):
     incomplete = "" if res.get("complete") else " (incomplete: continue with run --resume)"
     out.write(f"{res.get('id')}: suite {res.get('suite')}, {res.get('mode')} mode, created"
               f" {res.get('created')}{incomplete}\n")
@@ -186,7 +249,7 @@ def show(res, out=sys.stdout):
         out.write(f"clock: {deterministic.clock_of(res)} (deterministic: guest instructions,"
                   " not time)\n")
     out.write("\n")
-    render_views(res, out)
+    render_views(res, out, peers=peers)
     lines, warns = quality(res)
     for l in lines:
         out.write(l + "\n")
@@ -194,11 +257,12 @@ def show(res, out=sys.stdout):
         out.write(f"warning: {w}\n")
 
 
-def write_report(paths_and_results, out_dir):
+def write_report(paths_and_results, out_dir, peers=None):
     """report.md plus PNG plots in out_dir; returns the Markdown path.
 
     One results file: its tables and plots.  Several: each one's tables,
-    then every later file compared against the first.
+    then every later file compared against the first.  peers: a peers run whose
+    peer figures stand beside ours in the seed tables.
     """
     from ipclab import plot   # matplotlib is slow to import; only reports need it
 
@@ -236,7 +300,7 @@ def write_report(paths_and_results, out_dir):
             w("- meta: " + ", ".join(f"{k}={v}" for k, v in sorted(meta.items())))
         w("")
         buf = io.StringIO()
-        render_views(res, buf, markdown=True)
+        render_views(res, buf, markdown=True, peers=peers)
         w(buf.getvalue())
         lines, warns = quality(res)
         for l in lines:

@@ -15,7 +15,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from ipclab import Error, engine, envinfo, progress, proc, results, schedule, suites
+from ipclab import Error, engine, envinfo, peers, progress, proc, results, schedule, suites
 
 
 @dataclasses.dataclass
@@ -163,7 +163,7 @@ def resumable(res, path):
             or plan["warmups"] < 0:
         raise Error(f"{path}: cannot resume: the file has no usable plan (reps, warmups,"
                     " order_seed)")
-    known = suites.workloads()
+    known = set(suites.workloads()) | peers.workloads()
     bad = [c.get("workload") for c in res["cells"] if c.get("workload") not in known]
     if bad:
         raise Error(f"{path}: cannot resume: unknown workload {bad[0]!r}")
@@ -213,7 +213,7 @@ def execute(sides, quiet=False, stream=None):
             if rc["status"] in ("failed", "skipped"):
                 bar.step(f"{what} ({rc['status']})", cell.est_s)
                 continue
-            out = engine.run_cell(side.engine, cell)
+            out = run_cell(side.engine, cell)
             if out.status == "ok":
                 results.add_samples(side.res, slot.cell, out.samples, slot.warmup,
                                     slot.round if rounds else None)
@@ -237,6 +237,16 @@ def execute(sides, quiet=False, stream=None):
         results.finish(side.res)
         results.save(side.res, side.path)
     return 0
+
+
+def run_cell(engine_path, cell):
+    """One sample of a cell: a peer program's, or the engine's."""
+    return peers.run_cell(cell) if peers.is_peer(cell) else engine.run_cell(engine_path, cell)
+
+
+def argv_for(engine_path, cell):
+    """The command line one sample of a cell runs (for --dry-run)."""
+    return peers.argv_for(cell) if peers.is_peer(cell) else engine.argv_for(engine_path, cell)
 
 
 def default_id(suite, mode):

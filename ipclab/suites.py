@@ -18,7 +18,7 @@ import json
 import os
 from dataclasses import dataclass, field, replace
 
-from ipclab import ROOT, Error, engine
+from ipclab import ROOT, Error, engine, peers
 
 REFERENCE_DIR = ROOT / "ipclab" / "reference"
 
@@ -232,8 +232,6 @@ SKIP_WAKEUPS = Suite(
              ], ref_key="index", ref_cells={
                  ("pipe throughput (index)", "copies=1"): "pipe-throughput/copies=1",
                  ("pipe throughput (index)", "copies=ncpu"): "pipe-throughput/copies=ncpu",
-                 ("pipe throughput (loops/s)", "copies=1"): "local:loops:pipe-throughput/copies=1",
-                 ("pipe context (round trips/s)", "copies=1"): "local:loops:pipe-context/copies=1",
              }),
     ],
 )
@@ -396,6 +394,15 @@ ICOUNT_CHECK = Suite(
 
 SEEDS = Suite("seeds", "all five seed suites", parts=SEED_SUITES)
 
+# ---- peers --------------------------------------------------------------------------------
+
+PEERS = Suite(
+    "peers",
+    "live peers: perf bench, stress-ng and pmqtest beside the ipcbench cells that do the same"
+    " work, interleaved round by round (ipclab/peers.py)",
+    make_cells=lambda mode: [Cell(k, w, a, est_s=e) for k, w, a, e in peers.cell_specs()],
+)
+
 SUITES = {}
 
 
@@ -407,7 +414,7 @@ def register(suite):
     return suite
 
 
-for _s in SEED_SUITES + [SEEDS, ENGINE_CHECKS, TIMING_COST, ICOUNT_CHECK]:
+for _s in SEED_SUITES + [SEEDS, PEERS, ENGINE_CHECKS, TIMING_COST, ICOUNT_CHECK]:
     register(_s)
 
 

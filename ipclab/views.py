@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Seed views of a results file: which tables it is shown in, the values in each entry, and
-the one lookup of a seed's published figures, of where they were published, and of the peer
-programs' figures from an earlier run.
+the one lookup of a seed's published figures and of where they were published, and of live
+peer figures (a peers run's peer programs beside the ipcbench cells that do the same work,
+ipclab/peers.py).
 
 A view is a table the seed itself printed (writers x readers, the ladder, ...), defined with
 its suite in ipclab/suites.py. show, report, plot and compare all take their tables from
@@ -11,7 +12,7 @@ here, so a results file gets the same tables everywhere.
 import math
 from dataclasses import dataclass
 
-from ipclab import deterministic, metrics, stats, suites
+from ipclab import deterministic, metrics, peers, stats, suites
 
 
 @dataclass
@@ -66,7 +67,7 @@ def published(ref, view, row, col):
     """The seed's published figure(s) for one entry: a number, a list (before -> after), or
     None."""
     k = view.ref_cells.get((row, col))
-    if not ref or not view.ref_key or not k or k.startswith("local:"):
+    if not ref or not view.ref_key or not k:
         return None
     v = ref.get("figures", {}).get(view.ref_key, {}).get("cells", {}).get(k)
     return v.get("value") if isinstance(v, dict) else v
@@ -88,16 +89,6 @@ def citation(ref):
     return text
 
 
-def local(ref, view, row, col):
-    """The peer programs' figure from the project's earlier run (ref["local"] says which
-    machine and day) for one entry, or None."""
-    k = view.ref_cells.get((row, col))
-    if not ref or not k:
-        return None
-    return ref.get("local", {}).get("cells", {}).get(k[len("local:"):] if k.startswith("local:")
-                                                     else k)
-
-
 def _number(x):
     return x if isinstance(x, (int, float)) and math.isfinite(x) else None
 
@@ -112,11 +103,13 @@ def _summary_row(suite, view, row, col, key, path, unit, cell, xs, det):
             "published": None, "published_as": None, "peer": None}
 
 
-def record(res):
+def record(res, peers_run=None):
     """What `show` prints, as data: one row per entry of each seed view (the median and its
-    spread, in the view's unit, with the published and the peer figure beside it), then one
-    row per cell and metric of the cells no view shows. Unrounded; None where no number is."""
+    spread, in the view's unit, with the published figure and, given a peers run, the live
+    peer's median beside it), then one row per cell and metric of the cells no view shows.
+    Unrounded; None where no number is."""
     det = deterministic.is_deterministic(res)
+    prows = peer_rows(peers_run) if peers_run else []
     rows = []
     views_shown = shown(res)
     for sv in views_shown:
@@ -130,7 +123,8 @@ def record(res):
                 pub = published(ref, view, label, col)
                 if pub is not None:
                     row["published"], row["published_as"] = pub, ref.get("columns")
-                row["peer"] = local(ref, view, label, col)
+                live = live_peer(prows, sv.part, view, label, col)
+                row["peer"] = _number(stats.median(live.peer)) if live else None
                 rows.append(row)
     covered_suites = {sv.part.name for sv in views_shown}
     for c in res["cells"]:
@@ -146,3 +140,50 @@ def record(res):
                                      c, metrics.metric_values(c, path), det))
     return {"id": res.get("id"), "suite": res.get("suite"), "mode": res.get("mode"),
             "clock": deterministic.clock_of(res), "rows": rows}
+
+
+@dataclass
+class PeerRow:
+    """One figure of one pair in a peers run: the ipcbench cell's values and the peer's."""
+    pair: object        # peers.Pair
+    measure: object     # peers.Measure
+    ours: list
+    peer: list
+    ours_cell: dict
+    peer_cell: dict
+
+    @property
+    def ratio(self):
+        """ours / peer, of the medians: the agreement of the two programs."""
+        if not self.ours or not self.peer:
+            return float("nan")
+        p = stats.median(self.peer)
+        return stats.median(self.ours) / p if p else float("nan")
+
+    @property
+    def ratio_ci(self):
+        """95% bootstrap interval of the ratio, each side resampled on its own."""
+        return stats.bootstrap_ratio_ci(self.peer, self.ours)
+
+
+def peer_rows(res):
+    """[PeerRow] of a results file's pairs (a peers run), in the pairs' order; [] when it
+    holds no peer cell."""
+    cells = {c["key"]: c for c in res.get("cells", [])}
+    out = []
+    for pair in peers.PAIRS:
+        pc, oc = cells.get(pair.key), cells.get(pair.ours[0])
+        if pc is None or oc is None:
+            continue
+        for m in pair.measures:
+            out.append(PeerRow(pair, m, metrics.metric_values(oc, m.ours),
+                               metrics.metric_values(pc, m.peer), oc, pc))
+    return out
+
+
+def live_peer(rows, part, view, row, col):
+    """The PeerRow of peer_rows() that stands beside one seed table entry, or None."""
+    for r in rows:
+        if r.measure.seed == (part.name, view.id, row, col) and r.peer:
+            return r
+    return None

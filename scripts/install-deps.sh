@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Install everything ipclab needs on a fresh Debian 12 machine.
-#   install-deps.sh host   engine + CLI: build tools, stress-ng, the Python virtualenv
+#   install-deps.sh host   engine + CLI: build tools, the Python virtualenv, and the peer programs
+#                          the peers suite runs (perf from linux-perf, stress-ng, pmqtest from
+#                          rt-tests)
 #   install-deps.sh lab    kernel lab: kernel source, build deps, QEMU (virtme-ng is in the venv)
 # Idempotent: apt runs only when a package is missing, pip only when requirements changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-host_pkgs=(gcc make stress-ng)
-lab_pkgs=(linux-source-6.12=6.12.117-1~deb12u1 flex bison bc libelf-dev libssl-dev patch linux-perf
+host_pkgs=(gcc make stress-ng linux-perf rt-tests)
+lab_pkgs=(linux-source-6.12=6.12.117-1~deb12u1 flex bison bc libelf-dev libssl-dev patch
 	  qemu-system-x86 busybox-static cpio xz-utils kmod)
 
 apt_install() {

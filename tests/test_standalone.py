@@ -87,16 +87,6 @@ def test_reference_figures_carry_source_machine_and_units(stem):
             assert src[key] in cite
 
 
-@pytest.mark.parametrize("stem", [s for s in seed_references()
-                                  if "local" in json.loads((REFERENCE / f"{s}.json").read_text())])
-def test_earlier_peer_figures_say_where_and_when(stem):
-    local = json.loads((REFERENCE / f"{stem}.json").read_text())["local"]
-    for key in ("source", "machine", "date"):
-        assert isinstance(local.get(key), str) and local[key], f"{stem}: local.{key}"
-    assert re.search(r"\d{4}-\d{2}-\d{2}", local["date"])
-    assert local.get("cells") and has_units(local), f"{stem}: local figures without units"
-
-
 def test_the_icount_floor_says_how_it_was_measured():
     data = json.loads((REFERENCE / "icount-floor.json").read_text())
     assert data.get("about")

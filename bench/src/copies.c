@@ -30,6 +30,7 @@ int gate_open(struct start_gate *g)
 	int ret;
 
 	g->go[0] = g->go[1] = g->ready[0] = g->ready[1] = -1;
+	g->place = NULL;
 	if (pipe(g->go) < 0)
 		return -errno;
 	if (pipe(g->ready) < 0) {
@@ -61,6 +62,8 @@ int gate_child_ready_wait(struct start_gate *g)
 	if (read(g->go[0], &c, 1) != 0)
 		return -EPIPE;
 	close_fd(&g->go[0]);
+	/* released: the measured work starts here, on the CPU the child is on now */
+	place_start(g->place);
 	return 0;
 }
 
@@ -139,8 +142,14 @@ struct copies_child {
 static int copies_child_main(void *arg)
 {
 	struct copies_child *ch = arg;
+	struct place *place = ch->run->places ? &ch->run->places[ch->proc] : NULL;
+	int ret;
 
-	return ch->run->proc_main(ch->run->arg, ch->proc, ch->gate);
+	/* the gate is this child's own copy: it may point at the child's own slot */
+	ch->gate->place = place;
+	ret = ch->run->proc_main(ch->run->arg, ch->proc, ch->gate);
+	place_end(place);
+	return ret;
 }
 
 int copies_run(const struct copies_run *run, struct counters *cnt, double *rate,

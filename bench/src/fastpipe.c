@@ -142,7 +142,10 @@ struct fp_shared {
 	 * so that a preempted stretch is one outlier and p50 stays usable
 	 */
 	struct hist ns_per_mib;
+	struct place side[2];		/* writer, reader */
 };
+
+static const char *const fp_roles[] = { "writer", "reader" };
 
 struct fp_ctx {
 	const struct fp_cfg *cfg;
@@ -351,6 +354,7 @@ static int fp_writer(void *arg)
 		return EXIT_FAIL;
 	}
 
+	place_start(&x->sh->side[0]);
 	for (;;) {
 		char *p = bufs[ix];
 		size_t left = chunk;
@@ -387,6 +391,7 @@ static int fp_writer(void *arg)
 		ix = (ix + 1) % nbufs;
 	}
 out_done:
+	place_end(&x->sh->side[0]);
 	/* checked at the end: with --dont-touch the pages only exist by now */
 	if (cfg->huge)
 		fp_huge_check(bufs, nbufs, &x->sh->huge_kb[0], &x->sh->huge_maps[0]);
@@ -426,6 +431,7 @@ static int fp_reader(void *arg)
 		return EXIT_FAIL;
 	}
 
+	place_start(&sh->side[1]);
 	for (;;) {
 		size_t want = cfg->buf_size;
 		ssize_t n;
@@ -483,6 +489,7 @@ static int fp_reader(void *arg)
 		if (cfg->bytes && total >= cfg->bytes)
 			break;
 	}
+	place_end(&sh->side[1]);
 	sh->bytes_total = total;
 	sh->bytes_timed = total - first;
 	sh->elapsed_ns = t - t0;
@@ -540,6 +547,7 @@ static int fp_run_one(const struct common_opts *c, const struct fp_cfg *cfg,
 	}
 	sh->huge_kb[0] = sh->huge_kb[1] = -1;
 	hist_init(&sh->ns_per_mib);
+	sh->side[0] = sh->side[1] = (struct place) { -1, -1, -1, -1 };
 	ctx.cfg = cfg;
 	ctx.sh = sh;
 	if (pipe(ctx.pfd) < 0) {
@@ -629,6 +637,7 @@ static int fp_run_one(const struct common_opts *c, const struct fp_cfg *cfg,
 		report_note(r, "verify", "%llu bytes checked, all correct",
 			    (unsigned long long)sh->bytes_verified);
 	report_counters(r, &cnt);
+	report_sides(r, fp_roles, 2, sh->side, 2);
 	report_emit(r);
 	ret = EXIT_OK;
 	goto out_close;

@@ -69,6 +69,7 @@ struct common_opts {
 
 struct report;
 struct strbuf;
+struct place;
 
 struct bench {
 	const char *name;
@@ -226,6 +227,7 @@ bool is_engine_process(void);
 struct start_gate {
 	int go[2];	/* EOF on go[0] releases every child at once */
 	int ready[2];	/* one byte per child that is set up */
+	struct place *place;	/* in a child: started when the gate releases it, or NULL */
 };
 
 int gate_open(struct start_gate *g);
@@ -278,6 +280,11 @@ struct copies_run {
 	void (*forked)(void *arg);
 	void *arg;
 	struct copy_result *res;
+	/*
+	 * Optional: one place per process (places_alloc(copies *
+	 * procs_per_copy)), filled from the gate's release to proc_main's return.
+	 */
+	struct place *places;
 };
 
 /*
@@ -287,6 +294,26 @@ struct copies_run {
  */
 int copies_run(const struct copies_run *run, struct counters *cnt, double *rate,
 	       double *ops, char *per_copy, size_t size);
+
+/* ---- where each side ran (place.c) ------------------------------------------ */
+
+/*
+ * One side's place: the CPU it was on when its measured work started and
+ * when it ended, and the scheduler's migrations of it in between.  -1 where
+ * unknown (sched_getcpu() failed, no /proc/thread-self/sched).
+ */
+struct place {
+	int cpu_start, cpu_end;
+	long long migrations;
+	long long mig_start;	/* private */
+};
+
+/* @n places in memory shared with the children forked after it; NULL if mmap fails. */
+struct place *places_alloc(int n);
+void places_free(struct place *p, int n);
+/* In the side itself, outside its timed loop; a NULL place is ignored. */
+void place_start(struct place *p);
+void place_end(struct place *p);
 
 /* ---- time --------------------------------------------------------------- */
 
@@ -312,6 +339,13 @@ void report_metric(struct report *r, const char *key, double v,
 /* A latency distribution in ns under "latency": {key: {...}}. */
 void report_latency(struct report *r, const char *key, const struct hist *h);
 void report_counters(struct report *r, const struct counters *c);
+/*
+ * "sides": [{"role", "copy", "cpu_start", "cpu_end", "migrations"}, ...], one
+ * per process, copy by copy: @roles names the @per_copy processes of a copy
+ * (NULL: each copy is one process, role "copy").  -1 (unknown) prints as null.
+ */
+void report_sides(struct report *r, const char *const *roles, int per_copy,
+		  const struct place *p, int n);
 /* Free-form facts worth keeping, e.g. "huge_pages": "verified 2 MiB". */
 void report_note(struct report *r, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -189,6 +189,7 @@ static int pc_run(const struct common_opts *c, void *wopts, struct report *r)
 		.arg = &pp,
 	};
 	struct copy_result *res;
+	struct place *places;
 	struct counters cnt;
 	double total, trips, dur;
 	char per_copy[COPY_RATE_CHARS * copies + 1];
@@ -201,6 +202,7 @@ static int pc_run(const struct common_opts *c, void *wopts, struct report *r)
 		return EXIT_FAIL;
 	}
 	run.res = res;
+	places = run.places = places_alloc(2 * copies);
 	for (i = 0; i < copies; i++) {
 		/* fds[4i..4i+1]: initiator -> responder, fds[4i+2..4i+3]: back */
 		if (pipe(&fds[pp.nr_fds]) < 0 ||
@@ -237,12 +239,14 @@ static int pc_run(const struct common_opts *c, void *wopts, struct report *r)
 	report_note(r, "latency", "ns per round trip averaged over each chunk of %d, one "
 		    "histogram entry per chunk, all copies merged", PC_CHECK_EVERY);
 	report_counters(r, &cnt);
+	report_sides(r, pc_roles, 2, places, 2 * copies);
 	report_emit(r);
 
 out_close:
 	/* still ours if copies_run() failed before every process was forked */
 	for (i = 0; i < pp.nr_fds; i++)
 		close(fds[i]);
+	places_free(places, 2 * copies);
 	copies_free(res, copies);
 	return ret;
 }

@@ -115,6 +115,7 @@ struct sweep_slot {
 	uint64_t ops;
 	uint64_t end_ns;
 	int err;		/* errno of the call that failed, 0 if none */
+	struct place place;
 	struct hist hist;
 } __attribute__((aligned(64)));
 
@@ -195,6 +196,7 @@ static int finish_slot(struct sweep_slot *s, uint64_t bytes, uint64_t ops, int r
 	s->bytes = bytes;
 	s->ops = ops;
 	s->end_ns = now_ns();
+	place_end(&s->place);
 	s->err = -ret;
 	return ret;
 }
@@ -277,6 +279,7 @@ static int worker_main(struct sweep_worker *w)
 	}
 	while (read(run->go_rd, &c, 1) < 0 && errno == EINTR)
 		;
+	place_start(&w->slot->place);
 	if (w->writer)
 		ret = writer_loop(w, buf);
 	else
@@ -462,6 +465,7 @@ static int sweep_cell_setup(struct sweep_cell_state *s)
 		struct sweep_worker *w = &s->workers[i];
 
 		hist_init(&sh->slot[i].hist);
+		sh->slot[i].place = (struct place) { -1, -1, -1, -1 };
 		w->run = &s->run;
 		w->slot = &sh->slot[i];
 		w->writer = i < s->writers;
@@ -596,6 +600,16 @@ static int sweep_cell_report(const struct sweep_cell_state *s, const struct pres
 	if (s->run.time_reads)
 		report_latency(r, "read", s->rh);
 	report_counters(r, &s->cnt);
+	{
+		static const char *const writer[] = { "writer" }, *const reader[] = { "reader" };
+		struct place pl[s->nr];
+		int i;
+
+		for (i = 0; i < s->nr; i++)
+			pl[i] = s->sh->slot[i].place;
+		report_sides(r, writer, 1, pl, s->writers);
+		report_sides(r, reader, 1, pl + s->writers, s->readers);
+	}
 	report_pressure(r, pr);
 	if (raised_from)
 		report_note(r, "pipe_max_size", "raised from %lld to %lld for this run, restored on exit",

@@ -111,6 +111,7 @@ static int pt_run(const struct common_opts *c, void *wopts, struct report *r)
 		.arg = copy,
 	};
 	struct copy_result *res;
+	struct place *places;
 	struct counters cnt;
 	double total, loops, dur;
 	char per_copy[COPY_RATE_CHARS * copies + 1];
@@ -123,6 +124,7 @@ static int pt_run(const struct common_opts *c, void *wopts, struct report *r)
 		return EXIT_FAIL;
 	}
 	run.res = res;
+	places = run.places = places_alloc(copies);
 	for (i = 0; i < copies; i++) {
 		copy[i] = (struct pt_copy) {
 			.res = &res[i],
@@ -145,9 +147,11 @@ static int pt_run(const struct common_opts *c, void *wopts, struct report *r)
 	report_note(r, "latency", "ns per write+read loop averaged over each chunk of %d, one "
 		    "histogram entry per chunk, all copies merged", PT_CHECK_EVERY);
 	report_counters(r, &cnt);
+	report_sides(r, NULL, 1, places, copies);
 	report_emit(r);
 
 out_unmap:
+	places_free(places, copies);
 	copies_free(res, copies);
 	return ret;
 }

@@ -27,7 +27,7 @@ struct report {
 	struct timespec start;
 	uint64_t start_mono;
 	/* JSON fragments (comma lists without braces) */
-	struct strbuf params, metrics, latency, counters, notes;
+	struct strbuf params, metrics, latency, counters, notes, sides;
 	/* text rendering, built alongside */
 	struct strbuf tparams, tbody;
 	bool have_counters;
@@ -54,6 +54,7 @@ static void report_clear(struct report *r)
 	sb_reset(&r->latency);
 	sb_reset(&r->counters);
 	sb_reset(&r->notes);
+	sb_reset(&r->sides);
 	sb_reset(&r->tparams);
 	sb_reset(&r->tbody);
 	r->have_counters = false;
@@ -233,6 +234,43 @@ void report_note(struct report *r, const char *k, const char *fmt, ...)
 	free(buf);
 }
 
+static void json_ll_or_null(struct strbuf *sb, long long v)
+{
+	if (v < 0)
+		sb_printf(sb, "null");
+	else
+		sb_printf(sb, "%lld", v);
+}
+
+void report_sides(struct report *r, const char *const *roles, int per_copy,
+		  const struct place *p, int n)
+{
+	struct strbuf *sb = &r->sides;
+	int i;
+
+	if (!p)
+		return;
+	sb_printf(&r->tbody, "  sides (cpu start->end, migrations):");
+	for (i = 0; i < n; i++) {
+		const char *role = roles ? roles[i % per_copy] : "copy";
+		int copy = roles ? i / per_copy : i;
+
+		sb_sep(sb);
+		sb_printf(sb, "{\"role\": ");
+		sb_json_str(sb, role);
+		sb_printf(sb, ", \"copy\": %d, \"cpu_start\": ", copy);
+		json_ll_or_null(sb, p[i].cpu_start);
+		sb_printf(sb, ", \"cpu_end\": ");
+		json_ll_or_null(sb, p[i].cpu_end);
+		sb_printf(sb, ", \"migrations\": ");
+		json_ll_or_null(sb, p[i].migrations);
+		sb_printf(sb, "}");
+		sb_printf(&r->tbody, " %s#%d %d->%d (%lld)", role, copy, p[i].cpu_start,
+			  p[i].cpu_end, p[i].migrations);
+	}
+	sb_printf(&r->tbody, "\n");
+}
+
 static void iso_time(const struct timespec *ts, char *buf, size_t len)
 {
 	struct tm tm;
@@ -260,10 +298,14 @@ void report_emit(struct report *r)
 		sb_json_str(&out, r->workload);
 		sb_printf(&out, ", \"warmup\": %s, \"sample\": %d, \"params\": {%s}, "
 			  "\"metrics\": {%s}, \"latency\": {%s}, \"counters\": {%s}, "
-			  "\"notes\": {%s}, \"env\": ",
+			  "\"notes\": {%s}, ",
 			  r->warmup ? "true" : "false", r->sample,
 			  r->params.s, r->metrics.s, r->latency.s, r->counters.s,
 			  r->notes.s);
+		/* only where the workload records its sides */
+		if (r->sides.len)
+			sb_printf(&out, "\"sides\": [%s], ", r->sides.s);
+		sb_printf(&out, "\"env\": ");
 		env_json(r->env, &out);
 		sb_printf(&out, ", \"start\": \"%s\", \"end\": \"%s\", \"elapsed_s\": %.6f}\n",
 			  t0, t1, elapsed);
