@@ -78,7 +78,10 @@ def engine_sha256(path):
 
 
 def side_cells(cells, spec):
-    return [dataclasses.replace(c, args=list(c.args) + list(spec.args)) for c in cells]
+    """A side's cells: its engine arguments after each engine cell's own.  A peer program's
+    cell is the same on both sides (its arguments are not the engine's)."""
+    return [c if peers.is_peer(c) else dataclasses.replace(c, args=list(c.args) + list(spec.args))
+            for c in cells]
 
 
 def side_paths(out, run_id, specs):

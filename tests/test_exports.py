@@ -43,8 +43,8 @@ def test_show_csv_has_every_entry_the_text_shows(capsys):
     cv = fmt.pct(number(r["cv"]), False)
     assert f"{fmt.num(number(r['median']))} ±{cv}  ({r['published']})" in text
     assert (r["published"], r["published_as"]) == ("1119 -> 1354", "baseline -> patched")
-    peer = next(r for r in entries if r["view"] == "token" and r["peer"])
-    assert f"[{fmt.num(number(peer['peer']))}]" in text
+    # Without a peers run there is no peer figure (tests/test_peers.py has one with it).
+    assert not any(r["peer"] for r in entries)
 
 
 def test_show_json_and_csv_hold_the_same_numbers(capsys):

@@ -2,6 +2,7 @@
 """Live peers (ipclab/peers.py): the parsers read the programs' real output (recorded in
 tests/fixtures/peers/), a missing program skips its cells, a failing or unreadable one fails
 them, and a peers run shows its pairs and stands beside the seed tables."""
+import csv
 import io
 import json
 import os
@@ -284,6 +285,11 @@ def test_show_peers_wants_a_peers_run(tmp_path, capsys, fake_engine):
     results.save(peers_run(), p)
     assert cli.main(["show", str(seeds), "--peers", str(p)]) == 0
     assert "/ peer " in capsys.readouterr().out
+    # and the CSV carries the live peer's median beside ours
+    assert cli.main(["show", str(seeds), "--peers", str(p), "--csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    (row,) = [r for r in rows if r["key"] == "pipe-context/copies=1" and r["peer"]]
+    assert float(row["peer"]) == pytest.approx(102000.0)
 
 
 def test_metric_paths_add():
