@@ -299,7 +299,23 @@ class _IntermixedParser(argparse.ArgumentParser):
 
 
 def _add_tree(p):
-    p.add_argument("--tree", help="kernel tree to patch and build instead of Debian's 6.12.117")
+    p.add_argument("--tree", metavar="DIR",
+                   help="kernel tree instead of Debian's 6.12.117: a git tree, whose refs the "
+                        "names then are (each commit is built in the lab's own checkout; your "
+                        "work tree and index are not touched), or a plain tree to patch")
+
+
+def _add_kernel_sources(p, patch_side="the kernel"):
+    _add_tree(p)
+    p.add_argument("--patch", action="append", default=[], metavar="FILE",
+                   help=f"a patch or an mbox to apply on top of {patch_side} (repeatable, in "
+                        "order; the same as NAME+FILE)")
+    p.add_argument("--config", metavar="FILE",
+                   help="build with this .config (then olddefconfig) instead of tinyconfig "
+                        "plus kernel/config/lab.config")
+    p.add_argument("--kernel", action="append", default=[], metavar="PATH",
+                   help="a bzImage built elsewhere, instead of a name; its config is checked "
+                        "for what the suites need")
 
 
 def _add_dry_run(p):
@@ -337,9 +353,11 @@ def add_lab_parsers(sub):
     k = sub.add_parser("kernel", help="build kernel variants (lab)")
     ksub = k.add_subparsers(dest="kernel_cmd", metavar="{build,list}")
     ksub.required = True
-    b = ksub.add_parser("build", help="build a variant (cached by source, config, patches)")
-    b.add_argument("variant", metavar="VARIANT")
-    _add_tree(b)
+    b = ksub.add_parser("build", help="build a variant (cached by source, config, patches)",
+                        description="Build VARIANT (kernel/series), or REF of --tree's git "
+                        "tree; NAME+FILE.patch adds patches on top.")
+    b.add_argument("variant", metavar="VARIANT", nargs="?")
+    _add_kernel_sources(b)
     b.add_argument("-j", "--jobs", type=positive_int, help="make -j (default: number of CPUs)")
     b.add_argument("--force", action="store_true", help="rebuild even when cached")
     _add_dry_run(b)
@@ -354,7 +372,7 @@ def add_lab_parsers(sub):
     vsub.required = True
     r = vsub.add_parser("run", help="boot VARIANT; run SUITE, or the command after --",
                         usage="%(prog)s [options] VARIANT [SUITE | -- CMD ...]")
-    r.add_argument("variant", metavar="VARIANT")
+    r.add_argument("variant", nargs="?", metavar="VARIANT")
     r.add_argument("suite", nargs="?", metavar="SUITE")
     r.add_argument("--timeout", type=positive_float, default=900,
                    help="watchdog for the whole boot, s (900)")
@@ -366,13 +384,16 @@ def add_lab_parsers(sub):
     r.add_argument("--kmemleak", action="store_true",
                    help="scan kmemleak after the command; leaks fail the run (debug variant)")
     r.add_argument("--record", type=Path, help="write the lab's JSON record of the boot here")
-    _add_tree(r)
+    _add_kernel_sources(r)
     _add_dry_run(r)
     r.set_defaults(func=cmd_vm_run, engine_args=None)
 
-    a = sub.add_parser("ab", help="kernel A/B: boot BASE and NEW alternately, compare")
-    a.add_argument("base", metavar="BASE")
-    a.add_argument("new", metavar="NEW")
+    a = sub.add_parser("ab", help="kernel A/B: boot BASE and NEW alternately, compare",
+                       description="BASE and NEW are variants (kernel/series), refs of --tree's"
+                       " git tree, NAME+FILE.patch, or --kernel images (which fill the places"
+                       " the names leave).")
+    a.add_argument("base", metavar="BASE", nargs="?")
+    a.add_argument("new", metavar="NEW", nargs="?")
     a.add_argument("--suite", required=True)
     a.add_argument("--boots", type=positive_int,
                    help=f"boots of each variant, run A B A B ... ({ab.TIMED_PAIRS}; 1 with"
@@ -385,7 +406,7 @@ def add_lab_parsers(sub):
     a.add_argument("--timeout", type=positive_float, default=1800, help="per boot, s (1800)")
     a.add_argument("-o", "--output-dir", type=Path,
                    help="where to keep per-boot and merged results")
-    _add_tree(a)
+    _add_kernel_sources(a, patch_side="NEW")
     _add_dry_run(a)
     a.set_defaults(func=cmd_ab)
 
@@ -399,12 +420,35 @@ def _clock(args):
     return vm.DETERMINISTIC if args.deterministic else vm.TIMED
 
 
+def _kernels(args, names, count):
+    """The kernels a lab command names, `count` of them: the names (variants, or refs with
+    --tree; NAME+PATCH adds patches), then the --kernel images in the places left. --patch
+    goes on the last one, --config on every one the lab builds. Bad input is an Error
+    (exit 2) before anything is built."""
+    names = [n for n in names if n]
+    if len(names) + len(args.kernel) != count:
+        want = "a VARIANT (or --kernel PATH)" if count == 1 else "BASE and NEW (names or --kernel)"
+        raise Error(f"want {want}; got {len(names)} name(s) and {len(args.kernel)} --kernel")
+    kerns = []
+    for i, name in enumerate(names):
+        last = i == count - 1
+        kerns.append(kernel.resolve(name, args.tree, patches=args.patch if last else (),
+                                    config=args.config))
+    for path in args.kernel:
+        kerns.append(kernel.prebuilt(path))
+    if args.patch and isinstance(kerns[-1], dict):
+        raise Error("--patch needs a kernel the lab builds, not a --kernel image")
+    return kerns
+
+
 def cmd_kernel_build(args):
     _no_command(args, "kernel build")
     with proc.dry_run(args.dry_run):
-        meta = kernel.build(args.variant, tree=args.tree, jobs=args.jobs, force=args.force)
+        [kern] = _kernels(args, [args.variant], 1)
+        meta = kernel.obtain(kern, jobs=args.jobs, force=args.force, quiet=False)
     if not args.dry_run:
         print(f"{meta['variant']}\t{meta['release']}\t{kernel.image_path(meta)}")
+        print(f"kernel: {report.build_text(kernel.identity(meta))}")
     return 0
 
 
@@ -433,8 +477,13 @@ def cmd_kernel_list(args):
 
 
 def cmd_vm_run(args):
-    """`vm run VARIANT SUITE` or `vm run VARIANT -- CMD` (main cut CMD off as engine_args)."""
+    """`vm run VARIANT SUITE` or `vm run VARIANT -- CMD` (main cut CMD off as engine_args);
+    with --kernel PATH, `vm run --kernel PATH SUITE`."""
     command = args.engine_args
+    if args.kernel:
+        if args.suite:
+            raise Error("--kernel names the kernel: give only a SUITE (or -- CMD) besides it")
+        args.suite, args.variant = args.variant, None
     if command is not None:
         if not command:
             raise Error("nothing after --")
@@ -450,14 +499,15 @@ def cmd_vm_run(args):
         raise Error("nothing to run: give a SUITE or -- CMD")
     clock = _clock(args)
     with proc.dry_run(args.dry_run):
-        opts = dict(tree=args.tree, thp=args.thp, timeout=args.timeout, clock=clock,
+        opts = dict(thp=args.thp, timeout=args.timeout, clock=clock,
                     cpus=args.cpus, record=args.record, kmemleak=args.kmemleak)
+        [kern] = _kernels(args, [args.variant], 1)
         if command:
-            return ab.vm_command(args.variant, command,
+            return ab.vm_command(kern, command,
                                  faults=vm.parse_faults(args.fail_page_alloc), **opts)
         job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
                            warmups=args.warmups, profile=args.profile)
-        return ab.vm_suite(args.variant, job, args.output,
+        return ab.vm_suite(kern, job, args.output,
                            faults=vm.parse_faults(args.fail_page_alloc), **opts)
 
 
@@ -467,8 +517,8 @@ def cmd_ab(args):
     with proc.dry_run(args.dry_run):
         job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
                            warmups=args.warmups, profile=args.profile)
-        return ab.run_ab(args.base, args.new, job, boots=args.boots, tree=args.tree,
-                         thp=args.thp, timeout=args.timeout, clock=clock, cpus=args.cpus,
+        base, new = _kernels(args, [args.base, args.new], 2)
+        return ab.run_ab(base, new, job, boots=args.boots, thp=args.thp, timeout=args.timeout, clock=clock, cpus=args.cpus,
                          outdir=args.output_dir, min_change=args.min_change / 100,
                          as_json=args.json)
 

@@ -50,8 +50,8 @@ def tag_boot(res: dict, boot: vm.Boot, meta: dict) -> dict:
     """Say where a guest's results were measured; a failed boot fails their cells, with the
     evidence (the kernel's lines, or the console tail when the guest died)."""
     results.tag(res, variant=meta["variant"], kernel=boot.release or meta["release"],
-                patches=patch_names(meta), accel=boot.accel, emulated=boot.accel == "tcg",
-                clock=boot.clock, lab=boot.record())
+                patches=patch_names(meta), build=kernel.identity(meta), accel=boot.accel,
+                emulated=boot.accel == "tcg", clock=boot.clock, lab=boot.record())
     if not boot.ok:
         evidence = "\n".join(boot.bad_lines[:10]) if boot.bad_lines else boot.console_tail
         results.fail_all(res, f"lab: {boot.reason}\n{evidence}".strip())
@@ -90,7 +90,7 @@ def run_suite_boot(meta: dict, accel: str, job: vm.SuiteJob, out: Path, *,
                    cpus: int | None = None) -> tuple[dict | None, vm.Boot]:
     """Boot once, run the suite job, and write its tagged results to `out` (and the profile
     next to it). Returns (results, boot); (None, boot) in a dry run."""
-    shared = vm.new_shared(meta["variant"], job.suite)
+    shared = vm.new_shared(kernel.slug(meta["variant"]), job.suite)
     insn_counts = job.insn_counts(shared)
     # `ipclab run` exits 1 when a cell failed; the cells say which, so only the kernel and
     # the guest (dead, hung, splat, no results) can fail the whole boot.
@@ -149,13 +149,13 @@ def report_boot(b: vm.Boot, record: Path | None) -> None:
 # --------------------------------------------------------------------------- vm run
 
 
-def vm_command(variant: str, command: list[str], *, tree: str | None = None,
+def vm_command(kern: kernel.Variant | dict, command: list[str], *,
                thp: str | None = None, timeout: float = 900, faults: dict | None = None,
                kmemleak: bool = False, clock: vm.Clock = vm.TIMED, cpus: int | None = None,
                record: Path | None = None) -> int:
     """`vm run VARIANT -- CMD`: the command's output on stdout; exit status the command's,
     or 1 when the boot failed otherwise."""
-    meta = kernel.build(variant, tree=tree, quiet=True)
+    meta = kernel.obtain(kern)
     accel = vm.accel_for(kernel.image_path(meta), clock)
     b = vm.boot(meta, accel, command, thp=thp or "madvise", timeout=timeout, faults=faults,
                 kmemleak=kmemleak, clock=clock, cpus=cpus)
@@ -172,21 +172,23 @@ def vm_command(variant: str, command: list[str], *, tree: str | None = None,
     return 0
 
 
-def vm_suite(variant: str, job: vm.SuiteJob, out: Path | None = None, *,
-             tree: str | None = None, thp: str | None = None, timeout: float = 900,
+def vm_suite(kern: kernel.Variant | dict, job: vm.SuiteJob, out: Path | None = None, *,
+             thp: str | None = None, timeout: float = 900,
              faults: dict | None = None, kmemleak: bool = False, clock: vm.Clock = vm.TIMED,
              cpus: int | None = None, record: Path | None = None) -> int:
     """`vm run VARIANT SUITE`: tagged results in `out` (default results/...); 1 when the boot
     or a cell failed."""
-    meta = kernel.build(variant, tree=tree, quiet=True)
+    meta = kernel.obtain(kern)
     accel = vm.accel_for(kernel.image_path(meta), clock)
-    out = Path(out or Path("results") / f"{proc.stamp()}-vm-{variant}-{job.suite}.json")
+    out = Path(out or Path("results") /
+               f"{proc.stamp()}-vm-{kernel.slug(meta['variant'])}-{job.suite}.json")
     res, b = run_suite_boot(meta, accel, job, out.resolve(), thp=thp, timeout=timeout,
                             faults=faults, kmemleak=kmemleak, clock=clock, cpus=cpus)
     if proc.is_dry_run():
         return 0
     report_boot(b, record)
     print(f"results: {out} (variant={meta['variant']} kernel={b.release} accel={accel})")
+    print(f"kernel: {report.build_text(res['meta'].get('build'))}")
     caveat = deterministic.timing_caveat(clock.engine_clock(), accel)
     if caveat:
         log(f"note: {caveat}")
@@ -202,8 +204,8 @@ def vm_suite(variant: str, job: vm.SuiteJob, out: Path | None = None, *,
 TIMED_PAIRS = 5
 
 
-def run_ab(base: str, new: str, job: vm.SuiteJob, *, boots: int | None = None,
-           tree: str | None = None, thp: str | None = None, timeout: float = 1800,
+def run_ab(base: kernel.Variant | dict, new: kernel.Variant | dict, job: vm.SuiteJob, *,
+           boots: int | None = None, thp: str | None = None, timeout: float = 1800,
            clock: vm.Clock = vm.TIMED, cpus: int | None = None,
            outdir: Path | None = None, min_change: float = compare.MIN_CHANGE,
            as_json: bool = False) -> int:
@@ -215,18 +217,19 @@ def run_ab(base: str, new: str, job: vm.SuiteJob, *, boots: int | None = None,
     # Timed boots vary by tens of percent: the boot is the unit of the comparison, and a
     # paired test needs at least 3 pairs to claim anything (5 give it some power).
     boots = boots or (1 if clock.deterministic else TIMED_PAIRS)
-    names = {"A": base, "B": new}
-    metas = {side: kernel.build(name, tree=tree, quiet=True) for side, name in names.items()}
+    metas = {side: kernel.obtain(kern) for side, kern in (("A", base), ("B", new))}
+    names = {side: meta["variant"] for side, meta in metas.items()}
     accel = vm.accel_for(kernel.image_path(metas["A"]), clock)
     if job.profile_by == "marker" and not proc.is_dry_run():
         # Before any boot: the plugin built once, and each image able to name its addresses.
         for meta in metas.values():
             vm.insn_plugin_opts(meta, Path(os.devnull))
-    outdir = Path(outdir or Path("results") / f"{proc.stamp()}-ab-{base}-{new}-{job.suite}")
+    outdir = Path(outdir or Path("results") / f"{proc.stamp()}-ab-{kernel.slug(names['A'])}-"
+                  f"{kernel.slug(names['B'])}-{job.suite}")
 
     def one_boot(i: int, side: str):
         meta = metas[side]
-        out = outdir / f"{side}-{meta['variant']}-boot{i + 1}.json"
+        out = outdir / f"{side}-{kernel.slug(meta['variant'])}-boot{i + 1}.json"
         log(f"ab: boot {i + 1}/{boots} of {side} ({meta['variant']}, {clock.mode})")
         res, b = run_suite_boot(meta, accel, job, out, thp=thp, timeout=timeout, clock=clock,
                                 cpus=cpus)
@@ -265,10 +268,12 @@ def run_ab(base: str, new: str, job: vm.SuiteJob, *, boots: int | None = None,
         merged = {}
         for side, name in names.items():
             merged[side] = results.merge_boots(per_side[side], f"{side}:{name}")
-            results.save(merged[side], outdir / f"{side}-{name}-merged.json")
+            results.save(merged[side], outdir / f"{side}-{kernel.slug(name)}-merged.json")
         # What the clock means for the numbers, render_compare says (timing_caveat).
-        heading = (f"ipclab ab {base} -> {new}: suite {job.suite}, {boots} boots each, "
-                   f"accel={accel}, {clock.mode} clock")
+        heading = "\n".join(
+            [f"ipclab ab {names['A']} -> {names['B']}: suite {job.suite}, {boots} boots each, "
+             f"accel={accel}, {clock.mode} clock"] +
+            [f"  {side}: {report.build_text(kernel.identity(metas[side]))}" for side in names])
         outcome = compare.compare_results(merged["A"], merged["B"], min_change=min_change)
         record = compare.outcome_record(outcome)
         proc.write_json_atomic(outdir / "compare.json", record)
