@@ -16,7 +16,8 @@ from pathlib import Path
 
 from ipclab import EXIT_INTERRUPTED, EXIT_USAGE, Error, __version__, compare, engine, envinfo
 from ipclab import proc, profile, progress, report, results, runner, suites
-from ipclab.lab import ab, kernel, vm
+from ipclab.lab import ab, gittree, kernel, vm
+from ipclab.lab import bisect as lab_bisect
 
 
 def _meta(items):
@@ -409,6 +410,78 @@ def add_lab_parsers(sub):
     _add_kernel_sources(a, patch_side="NEW")
     _add_dry_run(a)
     a.set_defaults(func=cmd_ab)
+
+    add_bisect_parser(sub)
+
+
+def add_bisect_parser(sub):
+    b = sub.add_parser("bisect", help="the first commit of a range that moves a metric (lab)",
+                       description="Bisect GOOD..BAD of --tree's git tree (first-parent "
+                       "history): each step builds a commit in the lab's clone and boots it "
+                       "with SUITE; a commit has moved when its METRIC is beyond the threshold "
+                       "from GOOD's, in BAD's direction. A commit that does not build or boot "
+                       "is skipped. The log in -o DIR resumes an interrupted bisect.")
+    b.add_argument("good", metavar="GOOD", nargs="?")
+    b.add_argument("bad", metavar="BAD", nargs="?")
+    b.add_argument("--tree", metavar="DIR", help="the git tree GOOD and BAD are refs of")
+    b.add_argument("--suite", help="suite (or workload) to run in each boot")
+    b.add_argument("--metric", metavar="CELL[:PATH]",
+                   help="the cell (a key, or a unique start of one) and its metric (default: "
+                        "instructions per operation, deterministic; else its primary)")
+    b.add_argument("--threshold", type=percent, metavar="PCT",
+                   help="a commit has moved when its metric is more than PCT%% from GOOD's "
+                        "(default: half of GOOD -> BAD)")
+    b.add_argument("--timed", action="store_true",
+                   help="timed boots instead of the deterministic mode (refused when its "
+                        "steps lack the power to see the threshold)")
+    b.add_argument("--boots", type=positive_int,
+                   help=f"boots per commit (1 deterministic; {ab.TIMED_PAIRS} timed)")
+    b.add_argument("--cpus", type=positive_int, help="guest CPUs")
+    b.add_argument("--config", metavar="FILE",
+                   help="build with this .config instead of tinyconfig plus lab.config")
+    _add_reps(b)
+    b.add_argument("-j", "--jobs", type=positive_int, help="make -j (default: number of CPUs)")
+    b.add_argument("--timeout", type=positive_float, default=1800, help="per boot, s (1800)")
+    b.add_argument("-o", "--output-dir", type=Path, help="the log and every boot's results")
+    b.add_argument("--resume", type=Path, metavar="DIR",
+                   help="continue the bisect whose log is in DIR")
+    _add_dry_run(b)
+    b.set_defaults(func=cmd_bisect)
+
+
+def cmd_bisect(args):
+    _no_command(args, "bisect")
+    with proc.dry_run(args.dry_run):
+        if args.resume:
+            given = [a for a in ("good", "bad", "tree", "suite", "metric") if getattr(args, a)]
+            if given:
+                raise Error(f"--resume takes what it needs from its log; drop {', '.join(given)}")
+            return lab_bisect.run(None, args.resume, resume=True, timeout=args.timeout,
+                                  jobs=args.jobs)
+        missing = [what for what, v in (("GOOD", args.good), ("BAD", args.bad),
+                                        ("--tree", args.tree), ("--suite", args.suite),
+                                        ("--metric", args.metric)) if not v]
+        if missing:
+            raise Error(f"bisect wants {', '.join(missing)}")
+        tree = Path(args.tree).resolve()
+        if not gittree.is_git_tree(tree):
+            raise Error(f"--tree {args.tree}: not a git tree")
+        lab_bisect.check_metric(args.suite, args.metric)
+        deterministic_mode = not args.timed
+        boots = args.boots or (1 if deterministic_mode else ab.TIMED_PAIRS)
+        if not deterministic_mode:
+            lab_bisect.check_timed_boots(boots)
+        config = str(kernel.user_config(args.config)) if args.config else None
+        p = lab_bisect.Params(str(tree), gittree.resolve(tree, args.good),
+                              gittree.resolve(tree, args.bad), args.suite, args.metric,
+                              args.threshold / 100 if args.threshold else None,
+                              deterministic_mode, boots, args.reps, args.warmups, args.cpus,
+                              config)
+        outdir = Path(args.output_dir or Path("results") /
+                      f"{proc.stamp()}-bisect-{p.good[:12]}-{p.bad[:12]}-{args.suite}")
+        if (outdir / lab_bisect.LOG_NAME).exists():
+            raise Error(f"{outdir} holds a bisect already: --resume {outdir}, or another -o")
+        return lab_bisect.run(p, outdir, timeout=args.timeout, jobs=args.jobs)
 
 
 def _no_command(args, what):

@@ -201,6 +201,24 @@ def vm_suite(kern: kernel.Variant | dict, job: vm.SuiteJob, out: Path | None = N
 # --------------------------------------------------------------------------- ab
 
 
+def boot_in_order(order: list[tuple], one_boot, clock: vm.Clock) -> list:
+    """one_boot(*item) for each item: one after another when timed; under icount side by
+    side, one single-threaded QEMU per host CPU (at most 2), since guest instructions do not
+    depend on what the host does."""
+    if not clock.deterministic or proc.is_dry_run():
+        return [one_boot(*item) for item in order]
+    pool = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)))
+    try:
+        done = list(pool.map(lambda item: one_boot(*item), order))
+    except BaseException:
+        # Ctrl-C: no more boots, and the running guests go now, not when they finish.
+        pool.shutdown(wait=False, cancel_futures=True)
+        proc.kill_all()
+        raise
+    pool.shutdown()
+    return done
+
+
 TIMED_PAIRS = 5
 
 
@@ -239,20 +257,7 @@ def run_ab(base: kernel.Variant | dict, new: kernel.Variant | dict, job: vm.Suit
 
     # A B A B ...: drift in the host (other jobs, thermal, caches) hits both sides alike.
     order = [(i, side) for i in range(boots) for side in names]
-    if clock.deterministic and not proc.is_dry_run():
-        # Guest instructions do not depend on what the host does, so A and B boot side by
-        # side, one single-threaded QEMU per host CPU.
-        pool = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)))
-        try:
-            done = list(pool.map(lambda ij: one_boot(*ij), order))
-        except BaseException:
-            # Ctrl-C: no more boots, and the running guests go now, not when they finish.
-            pool.shutdown(wait=False, cancel_futures=True)
-            proc.kill_all()
-            raise
-        pool.shutdown()
-    else:
-        done = [one_boot(i, side) for i, side in order]
+    done = boot_in_order(order, one_boot, clock)
     if proc.is_dry_run():
         return 0
 

@@ -118,7 +118,9 @@ def checkout(clone: Path, commit: str) -> str:
     build) are thrown away and files they created removed. Returns a note for the log."""
     if proc.would_run(["git", "-C", str(clone), "checkout", "--force", "--detach", commit]):
         return ""
-    before = git(clone, "rev-parse", "--verify", "--quiet", "HEAD", check=False)
+    # A clone made with --no-checkout has a HEAD but no index: nothing is checked out yet.
+    before = (git(clone, "rev-parse", "--verify", "--quiet", "HEAD", check=False)
+              if (clone / ".git" / "index").exists() else "")
     # The objects are the user's: a commit made there since the clone is already visible.
     git(clone, "checkout", "--quiet", "--force", "--detach", commit)
     git(clone, "clean", "--quiet", "-d", "--force")
