@@ -122,11 +122,16 @@ def checkout(clone: Path, commit: str) -> str:
     before = (git(clone, "rev-parse", "--verify", "--quiet", "HEAD", check=False)
               if (clone / ".git" / "index").exists() else "")
     # The objects are the user's: a commit made there since the clone is already visible.
+    # (A forced checkout needs nothing of the commit checked out before, which the user may
+    # have rewritten and pruned.)
     git(clone, "checkout", "--quiet", "--force", "--detach", commit)
     git(clone, "clean", "--quiet", "-d", "--force")
     if before == commit:
         return f"checked out {commit[:12]} (again)"
     if not before:
         return f"checked out {commit[:12]} (first checkout: a full build)"
-    changed = git(clone, "diff", "--name-only", before, commit, check=False).splitlines()
+    try:
+        changed = git(clone, "diff", "--name-only", before, commit).splitlines()
+    except Error:       # the commit checked out before is gone (history rewritten, pruned)
+        return f"checked out {commit[:12]}"
     return f"checked out {commit[:12]}; {len(changed)} files differ from {before[:12]}"

@@ -241,3 +241,19 @@ def _show(res):
     buf = io.StringIO()
     report.show(res, buf)
     return buf.getvalue()
+
+
+def test_the_clone_recovers_when_its_commit_was_pruned_from_the_users_repo(lab, capsys):
+    tree, _ = lab
+    work = Path(os.environ["IPCLAB_CACHE"]) / "git" / gittree.repo_key(tree)
+    clone = gittree.lab_clone(tree, work)
+    gittree.checkout(clone, git(tree, "rev-parse", "HEAD"))
+    (tree / "ipc.c").write_text("rewritten\n")
+    git(tree, "commit", "-qa", "--amend", "-m", "pipe: third, rewritten")
+    git(tree, "reflog", "expire", "--expire=now", "--all")
+    git(tree, "gc", "-q", "--prune=now")
+    new = git(tree, "rev-parse", "HEAD")
+    assert gittree.checkout(clone, new) == f"checked out {new[:12]}"
+    assert (clone / "ipc.c").read_text() == "rewritten\n"
+    assert subprocess.run(["git", "-C", str(clone), "status", "--porcelain"], capture_output=True,
+                          text=True).stdout == ""
