@@ -33,6 +33,8 @@ from ipclab import EXIT_FAILED, EXIT_USAGE, Error, deterministic, fmt, metrics, 
 from ipclab import suites
 from ipclab.progress import log
 
+from . import ab, gittree, kernel, vm
+
 OLD, NEW, SKIP = "old", "new", "skip"
 
 
@@ -410,7 +412,6 @@ class LabMeasure:
     build, or a boot that fails, is a skip, with the reason."""
 
     def __init__(self, p: Params, outdir: Path, timeout: float = 1800, jobs: int | None = None):
-        from . import ab, vm
         self.p = p
         self.outdir = outdir
         self.timeout = timeout
@@ -423,7 +424,6 @@ class LabMeasure:
         self.accel: str | None = None
 
     def __call__(self, commits: list[str]) -> list[Measurement]:
-        from . import ab, kernel, vm
         out = {c: Measurement(c) for c in commits}
         metas = {}
         for c in commits:
@@ -478,7 +478,6 @@ def run(p: Params | None, outdir: Path, *, resume: bool = False, timeout: float 
     """`ipclab bisect`: 0 when it names the first commit that moves the metric; 1 when only
     skipped commits are left to tell which (it names them), or a build or boot of GOOD or
     BAD failed."""
-    from . import gittree
     logfile = BisectLog(outdir / LOG_NAME)
     done: dict[str, Measurement] = {}
     if resume:
@@ -506,5 +505,9 @@ def run(p: Params | None, outdir: Path, *, resume: bool = False, timeout: float 
         measure([p.good, p.bad])
         log("a dry run stops here: every step builds and boots one commit the same way")
         return 0
-    outcome = Bisect(p, commits, measure, describe, logfile, out).run(done)
+    try:
+        outcome = Bisect(p, commits, measure, describe, logfile, out).run(done)
+    except KeyboardInterrupt:
+        log(f"interrupted; what was measured is kept: ipclab bisect --resume {outdir}")
+        raise
     return 0 if outcome.found else EXIT_FAILED

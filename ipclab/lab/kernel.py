@@ -633,7 +633,10 @@ def build(variant: str | Variant, tree: str | None = None, jobs: int | None = No
         if meta and not force and not quiet:
             log(f"{variant.name}: cached image {image_dir(image_key(src, variant))}/bzImage"
                 f" ({meta['release']})")
-        return meta if not force else None
+        if not meta or force:
+            return None
+        # The image is the commit's, whichever name built it first: name it as asked now.
+        return {**meta, "variant": variant.name} if variant.commit else meta
 
     meta = cached()
     if meta:
