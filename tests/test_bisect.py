@@ -203,3 +203,52 @@ def test_metric_spec_and_cell_lookup():
     with pytest.raises(Error):
         b.check_metric("seed-skip-wakeups", "mq-latency")
     b.check_metric("seed-skip-wakeups", "pipe-throughput/copies=1")
+
+
+def test_bisect_command_line_checks_before_any_build(tmp_path, capsys):
+    from ipclab.cli import main
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    cases = [
+        (["bisect", "--tree", str(plain), "a", "b", "--suite", "seed-skip-wakeups",
+          "--metric", "pipe-throughput"], "not a git tree"),
+        (["bisect", "--tree", str(plain), "a", "--suite", "seed-skip-wakeups"],
+         "bisect wants BAD, --metric"),
+        (["bisect", "--resume", str(tmp_path), "--suite", "x"], "drop suite"),
+        (["bisect", "--resume", str(tmp_path)], "not a bisect log"),
+        (["bisect", "--tree", str(plain), "a", "b", "--suite", "nosuch", "--metric", "x"],
+         "not a git tree"),
+    ]
+    for argv, want in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert want in err and "\n" not in err, (argv, err)
+
+
+def test_bisect_refuses_bad_suites_refs_and_too_few_timed_boots(tmp_path, capsys):
+    import subprocess
+    from ipclab.cli import main
+    tree = tmp_path / "linux"
+    tree.mkdir()
+    (tree / "Makefile").write_text("VERSION = 6\n")
+    env = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "-C", str(tree), "init", "-q"], check=True)
+    subprocess.run(["git", "-C", str(tree), "add", "-A"], check=True)
+    for n in (1, 2):
+        subprocess.run(["git", "-C", str(tree), *env, "commit", "-q", "--allow-empty", "-m",
+                        str(n)], check=True)
+    base = ["bisect", "--tree", str(tree), "HEAD~1", "HEAD"]
+    cases = [
+        (base + ["--suite", "nosuch", "--metric", "x"], "unknown suite or workload 'nosuch'"),
+        (base + ["--suite", "seed-skip-wakeups", "--metric", "mq"], "no cell of seed-skip-wakeups"),
+        (["bisect", "--tree", str(tree), "nosuch", "HEAD", "--suite", "seed-skip-wakeups",
+          "--metric", "pipe-throughput"], "no commit named 'nosuch'"),
+        (base + ["--suite", "seed-skip-wakeups", "--metric", "pipe-throughput", "--timed",
+                 "--boots", "2"], "at least 3 boots"),
+        (["bisect", "--tree", str(tree), "HEAD", "HEAD~1", "--suite", "seed-skip-wakeups",
+          "--metric", "pipe-throughput", "--dry-run"], "not an ancestor"),
+    ]
+    for argv, want in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert want in err and "\n" not in err, (argv, err)

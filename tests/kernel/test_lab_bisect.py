@@ -81,7 +81,7 @@ def test_bisect_names_the_skip_wakeup_commit(seeds_repo, tmp_path):
     for m in measured:
         res = json.loads(open(m["results"][0]).read())
         build = res["meta"]["build"]
-        assert build["commit"] == m["commit"] and build["release"] == "6.12.117"
+        assert build["commit"] == m["commit"] and build["release"].startswith("6.12.117")
         assert build["config_sha256"] and build["describe"]
     # The user's repository is as it was: the lab built in its own clone.
     assert git(seeds_repo, "status", "--porcelain") == ""
