@@ -89,6 +89,8 @@ def cmd_run(args):
         os.environ["IPCBENCH"] = args.engine
     suite, mode, cells, reps, warmups = runner.plan(args.target or "seeds", extra, args.full,
                                                     args.reps, args.warmups)
+    if args.cell:
+        cells = suites.select(cells, args.cell)
     if args.dry_run:
         eng = args.engine or engine.default_engine_path()
         est = sum(c.est_s for c in cells) * (reps + warmups)
@@ -211,6 +213,9 @@ def build_parser():
     r.add_argument("-o", "--output", metavar="FILE", help="results file"
                    " (default results/<id>.json)")
     r.add_argument("--resume", metavar="FILE", help="continue an interrupted run")
+    r.add_argument("--cell", action="append", default=[], metavar="KEY",
+                   help="run only this cell of the suite (a key, or the start of keys;"
+                        " repeatable)")
     r.add_argument("--meta", action="append", metavar="KEY=VALUE",
                    help="store KEY=VALUE in the results' meta (repeatable)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -27,7 +27,7 @@ from . import kernel, vm
 
 def suite_job(suite: str, clock: vm.Clock = vm.TIMED, *, full: bool = False,
               reps: int | None = None, warmups: int | None = None,
-              profile: bool = False) -> vm.SuiteJob:
+              profile: bool = False, cells: tuple[str, ...] = ()) -> vm.SuiteJob:
     """The guest's job for a suite; Error (exit 2) for an unknown suite, on the host, before
     anything is built or booted."""
     suites.check(suite)
@@ -36,7 +36,10 @@ def suite_job(suite: str, clock: vm.Clock = vm.TIMED, *, full: bool = False,
     # Under icount, QEMU counts every instruction exactly from outside the guest; the guest
     # only marks where each cell starts and ends. Timed guests sample with perf inside.
     profile_by = ("marker" if clock.deterministic else "perf") if profile else None
-    return vm.SuiteJob(suite, suites.FULL if full else suites.QUICK, reps, warmups, profile_by)
+    if cells:
+        suites.select(suites.resolve(suite).cells(suites.FULL if full else suites.QUICK), cells)
+    return vm.SuiteJob(suite, suites.FULL if full else suites.QUICK, reps, warmups, profile_by,
+                       tuple(cells))
 
 
 def patch_names(meta: dict) -> str:

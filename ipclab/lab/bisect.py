@@ -349,8 +349,12 @@ class Bisect:
         self._say(f"  {self.describe(c)}")
         self._say(f"  {self._num(vp)} -> {self._num(vc)} {self.measure.unit}: {pct(vc / vp - 1)} against"
                   f" its parent, {pct(out.deltas[c])} against GOOD")
+        spent = {k: sum(m.seconds.get(k, 0.0) for m in self.done.values())
+                 for k in ("build", "lock_wait", "boots")}
         self._say(f"{out.steps} steps between GOOD and BAD, {len(self.done)} kernels measured,"
-                  f" {seconds:.0f} s; log: {self.log.path}")
+                  f" {seconds:.0f} s (builds {spent['build']:.0f} s, of which"
+                  f" {spent['lock_wait']:.0f} s waiting for other builds; boots, summed,"
+                  f" {spent['boots']:.0f} s); log: {self.log.path}")
 
 
 # --------------------------------------------------------------------------- the metric
@@ -396,10 +400,10 @@ def check_metric(suite: str, spec: str) -> None:
     """Before anything is built: the suite exists and some cell of it could be CELL."""
     suites.check(suite)
     cell, _ = metric_spec(spec)
-    s = suites.resolve(suite)
-    keys = [c.key for mode in (suites.QUICK,) for c in s.cells(mode)]
-    if not any(k == cell or k.startswith(cell) for k in keys):
-        raise Error(f"--metric {spec}: no cell of {suite} is {cell!r} (cells: {', '.join(keys)})")
+    cells = suites.resolve(suite).cells(suites.QUICK)
+    if not any(c.key == cell or c.key.startswith(cell) for c in cells):
+        raise Error(f"--metric {spec}: no cell of {suite} is {cell!r} (cells: "
+                    f"{', '.join(c.key for c in cells)})")
 
 
 # --------------------------------------------------------------------------- the lab's measure
@@ -417,8 +421,10 @@ class LabMeasure:
         self.timeout = timeout
         self.jobs = jobs
         self.clock = vm.DETERMINISTIC if p.deterministic else vm.TIMED
-        self.job = ab.suite_job(p.suite, self.clock, reps=p.reps, warmups=p.warmups)
         self.cell, self.path = metric_spec(p.metric)
+        # Only the metric's cell runs in the guest: a step costs one cell's samples.
+        self.job = ab.suite_job(p.suite, self.clock, reps=p.reps, warmups=p.warmups,
+                                cells=(self.cell,))
         self.unit = "?"
         self.floor = math.nan
         self.accel: str | None = None
@@ -432,6 +438,7 @@ class LabMeasure:
                 v = kernel.resolve(c, self.p.tree, config=self.p.config)
                 v.name = c[:12]
                 metas[c] = kernel.build(v, jobs=self.jobs, quiet=True)
+                out[c].seconds["lock_wait"] = metas[c].get("lock_wait_s", 0.0)
             except Error as e:
                 if e.code != EXIT_FAILED:
                     raise

@@ -643,7 +643,7 @@ def build(variant: str | Variant, tree: str | None = None, jobs: int | None = No
         return meta
     jobs = jobs or os.cpu_count() or 1
     bdir = src.build_dir(variant)
-    with tree_lock():
+    with tree_lock() as waited:
         # Whoever held the lock may have built this very image meanwhile.
         meta = cached()
         if meta:
@@ -705,7 +705,8 @@ def build(variant: str | Variant, tree: str | None = None, jobs: int | None = No
         }
         proc.write_json_atomic(d / "meta.json", meta)
         log(f"{variant.name}: built {release} in {seconds:.0f} s -> {d}/bzImage")
-        return meta
+        # Not kept in meta.json: this build's wait for others, for callers that time builds.
+        return {**meta, "lock_wait_s": round(waited, 1)}
 
 
 def _config_sha256(meta: dict) -> str | None:
@@ -791,20 +792,23 @@ def identity(meta: dict) -> dict:
 
 
 @contextlib.contextmanager
-def tree_lock() -> Iterator[None]:
-    """One tree mutation or build at a time on this machine (none taken in a dry run)."""
+def tree_lock() -> Iterator[float]:
+    """One tree mutation or build at a time on this machine (none taken in a dry run).
+    Yields how long it waited for another build, in seconds."""
     if proc.is_dry_run():
-        yield
+        yield 0.0
         return
     path = cache_root() / "lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as f:
+        t0 = time.monotonic()
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             log(f"waiting for another build to release {path}")
             fcntl.flock(f, fcntl.LOCK_EX)
-        yield
+            log(f"got {path} after {time.monotonic() - t0:.0f} s")
+        yield time.monotonic() - t0
 
 
 def describe(tree: str | None = None) -> list[dict]:

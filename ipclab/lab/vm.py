@@ -388,6 +388,7 @@ class SuiteJob:
     reps: int | None = None             # None: the suite's default
     warmups: int | None = None
     profile_by: str | None = None
+    cells: tuple[str, ...] = ()        # only these cells (keys or their starts); () all
 
     # What the guest leaves in the boot's shared directory.
     RESULTS = "result.json"
@@ -405,6 +406,8 @@ class SuiteJob:
             argv += ["--reps", str(self.reps)]
         if self.warmups is not None:
             argv += ["--warmups", str(self.warmups)]
+        for c in self.cells:
+            argv += ["--cell", c]
         if self.profile_by:
             argv += ["--profile", str(shared / self.PROFILE), "--profile-by", self.profile_by]
         return argv
