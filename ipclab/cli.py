@@ -3,6 +3,7 @@
 
     ipclab run [SUITE|WORKLOAD] [--quick|--full] [--reps N] [-o FILE] [--resume FILE]
     ipclab suites | show FILE | compare BASE NEW | report FILE... [-o DIR] | env
+    ipclab kernel build|list, vm run, ab BASE NEW, bisect --tree DIR GOOD BAD: the kernel lab
 
 Bad input (missing or corrupt files, mismatched cells, unknown names, a
 missing engine) prints one line and exits 2.
@@ -479,7 +480,7 @@ def cmd_bisect(args):
         config = str(kernel.user_config(args.config)) if args.config else None
         p = lab_bisect.Params(str(tree), gittree.resolve(tree, args.good),
                               gittree.resolve(tree, args.bad), args.suite, args.metric,
-                              args.threshold / 100 if args.threshold else None,
+                              None if args.threshold is None else args.threshold / 100,
                               deterministic_mode, boots, args.reps, args.warmups, args.cpus,
                               config)
         outdir = Path(args.output_dir or Path("results") /

@@ -277,7 +277,8 @@ class Bisect:
         floor = self.measure.floor
         probe = Rule(good, self.p.deterministic, self.p.threshold or 0.0, 1, floor)
         bad_delta, noise = probe.delta(bad)
-        threshold = self.p.threshold or default_threshold(bad_delta)
+        threshold = (default_threshold(bad_delta) if self.p.threshold is None
+                     else self.p.threshold)
         if not self.p.deterministic:
             check_power(good, bad, threshold)
         if not (math.isfinite(bad_delta) and abs(bad_delta) > max(threshold, noise)):

@@ -45,7 +45,8 @@ def resolve(tree: Path, ref: str) -> str:
     out = git(tree, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}",
               check=False)
     if not out:
-        raise Error(f"--tree {tree}: no commit named {ref!r}")
+        raise Error(f"--tree {tree}: no commit named {ref!r} (with a git tree, names are its"
+                    " refs)")
     return out
 
 
