@@ -257,3 +257,21 @@ def test_the_clone_recovers_when_its_commit_was_pruned_from_the_users_repo(lab, 
     assert (clone / "ipc.c").read_text() == "rewritten\n"
     assert subprocess.run(["git", "-C", str(clone), "status", "--porcelain"], capture_output=True,
                           text=True).stdout == ""
+
+
+def test_prebuilt_config_is_read_from_ikconfig(tmp_path, monkeypatch, capsys):
+    """The IKCONFIG blob (what /proc/config.gz serves) inside the image, read with the
+    kernel's own scripts/extract-ikconfig from the lab's source tree."""
+    import gzip
+    script = kernel.extract_ikconfig_script()
+    if script is None:
+        pytest.skip("no extracted kernel source in the lab's cache")
+    monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(kernel, "extract_ikconfig_script", lambda: script)
+    img = fake_bzimage(tmp_path / "bzImage", "6.99.4")
+    blob = gzip.compress(FULL_CONFIG.replace("CONFIG_PERF_EVENTS=y\n", "").encode())
+    img.write_bytes(img.read_bytes() + b"IKCFG_ST" + blob + b"IKCFG_ED")
+    with pytest.raises(Error) as e:
+        kernel.prebuilt(str(img))
+    assert "config from IKCONFIG in the image" in str(e.value)
+    assert "CONFIG_PERF_EVENTS (perf events)" in str(e.value)
