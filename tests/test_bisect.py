@@ -152,7 +152,10 @@ def test_broken_good_or_bad_stops_the_bisect(tmp_path):
 def test_an_interrupted_bisect_resumes_from_its_log_without_measuring_again(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         run(tmp_path, SEEDS, stop_after=3)     # GOOD, BAD, step 1
-    params, done = b.BisectLog(tmp_path / b.LOG_NAME).read()
+    path = tmp_path / b.LOG_NAME
+    with open(path, "a") as f:
+        f.write('{"measured": {"commit": "torn')     # Ctrl-C in the middle of a write
+    params, done = b.BisectLog(path).read()
     assert len(done) == 3 and params.good == COMMITS[0]
     commits = COMMITS[1:len(SEEDS)]
     measure = FakeMeasure([COMMITS[0], *commits], SEEDS)

@@ -36,11 +36,11 @@ from ipclab.progress import log
 from . import ab, gittree, kernel, vm
 
 OLD, NEW, SKIP = "old", "new", "skip"
+LOG_NAME = "bisect.jsonl"
 
 
 def pct(x: float) -> str:
     return fmt.pct(x, decimals=2)
-LOG_NAME = "bisect.jsonl"
 
 
 # --------------------------------------------------------------------------- the search
@@ -110,7 +110,7 @@ class Rule:
     """When a commit has moved, against GOOD, like BAD did."""
     good: Measurement
     deterministic: bool
-    threshold: float            # relative, > 0
+    threshold: float            # relative, >= 0
     direction: int              # +1: BAD is higher than GOOD; -1: lower
     floor: float = math.nan     # the metric's A/A floor (deterministic)
 
@@ -211,7 +211,14 @@ class BisectLog:
 
     def read(self) -> tuple[Params, dict[str, Measurement]]:
         try:
-            lines = [json.loads(x) for x in self.path.read_text().splitlines() if x.strip()]
+            text = [x for x in self.path.read_text().splitlines() if x.strip()]
+            lines = [json.loads(x) for x in text[:-1]]
+            try:
+                lines.append(json.loads(text[-1]))
+            except ValueError:
+                if len(text) < 2:
+                    raise
+                # An interrupted write leaves a torn last line: that commit is measured again.
             params = Params(**lines[0]["params"])
             done = {}
             for x in lines[1:]:
@@ -499,8 +506,10 @@ def run(p: Params | None, outdir: Path, *, resume: bool = False, timeout: float 
               f" mode, {p.boots} boot(s) per commit"
               + (f"; resuming with {len(done)} commits measured" if done else "") + "\n")
     out.flush()
-    if not resume:
-        logfile.start(p)
+    # A resumed log is written afresh, without a line a Ctrl-C may have torn.
+    logfile.start(p)
+    for m in done.values():
+        logfile.add(m)
     subjects: dict[str, str] = {}
 
     def describe(c: str) -> str:
