@@ -82,7 +82,7 @@ class FakeMeasure:
                 lvl = self.level[c] * math.exp(self.rng.gauss(0, self.cv_boot))
                 boots.append([lvl * math.exp(self.rng.gauss(0, self.cv))
                               for _ in range(self.samples)])
-            out.append(b.Measurement(c, boots))
+            out.append(b.Measurement(c, boots, unit=self.unit, floor=self.floor))
         return out
 
 
@@ -114,7 +114,7 @@ def test_seeds_shaped_series_names_the_skip_wakeup_commit(tmp_path):
     assert len(measure.calls) == len(set(measure.calls))
     assert "step 1" in text and "insn/loop" in text
     assert "subject 3" in text
-    assert "-2.77% against its parent" in text
+    assert "-2.77% against its parent" in text and "(insn/loop)" in text
 
 
 def test_a_commit_that_moves_the_other_way_is_old(tmp_path):

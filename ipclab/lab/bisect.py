@@ -91,6 +91,8 @@ class Measurement:
     skip: str | None = None
     results: list[str] = dataclasses.field(default_factory=list)
     seconds: dict = dataclasses.field(default_factory=dict)
+    unit: str = ""
+    floor: float | None = None      # the metric's A/A floor, when one was measured
 
     @property
     def samples(self) -> list[float]:
@@ -246,8 +248,7 @@ class Bisect:
     """Drives the search with a rule made from GOOD and BAD.
 
     measure(commits) -> [Measurement]: measures several commits (the lab boots them side by
-    side where it can); after its first call its `unit` names the metric's unit and its
-    `floor` the metric's A/A floor (NaN if none). describe(commit) names a commit."""
+    side where it can). describe(commit) names a commit."""
 
     def __init__(self, params: Params, commits: list[str], measure,
                  describe: Callable[[str], str], logfile: BisectLog, out=sys.stdout):
@@ -274,14 +275,14 @@ class Bisect:
     def _value(self, m: Measurement) -> str:
         n = len(m.samples)
         per = f"{n} samples" if len(m.boots) == 1 else f"{len(m.boots)} boots, {n} samples"
-        return f"{self._num(m.value)} {self.measure.unit} ({per})"
+        return f"{self._num(m.value)} {m.unit} ({per})"
 
     def _num(self, v: float) -> str:
         # Instruction counts repeat to a tenth; timed figures to about three digits.
         return fmt.count(v) if self.p.deterministic else fmt.num(v)
 
     def rule(self, good: Measurement, bad: Measurement) -> Rule:
-        floor = self.measure.floor
+        floor = math.nan if good.floor is None else good.floor
         probe = Rule(good, self.p.deterministic, self.p.threshold or 0.0, 1, floor)
         bad_delta, noise = probe.delta(bad)
         threshold = (default_threshold(bad_delta) if self.p.threshold is None
@@ -347,16 +348,16 @@ class Bisect:
                       f" is one of {len(out.first)}:")
             for c in out.first:
                 self._say(f"  {self.describe(c)} ({out.verdicts.get(c, '?')})")
-            return
-        c = out.first[0]
-        i = self.commits.index(c)
-        parent = self.commits[i - 1] if i else self.p.good
-        vp, vc = self.done[parent].value, self.done[c].value
-        self._say(f"first commit that moves {self.p.metric} by more than"
-                  f" {rule.threshold * 100:.3g}%:")
-        self._say(f"  {self.describe(c)}")
-        self._say(f"  {self._num(vp)} -> {self._num(vc)} {self.measure.unit}: {pct(vc / vp - 1)} against"
-                  f" its parent, {pct(out.deltas[c])} against GOOD")
+        else:
+            c = out.first[0]
+            i = self.commits.index(c)
+            parent = self.done[self.commits[i - 1] if i else self.p.good]
+            vp, vc = parent.value, self.done[c].value
+            self._say(f"first commit that moves {self.p.metric} ({parent.unit}) by more than"
+                      f" {rule.threshold * 100:.3g}%:")
+            self._say(f"  {self.describe(c)}")
+            self._say(f"  {self._num(vp)} -> {self._num(vc)}: {pct(vc / vp - 1)} against its"
+                      f" parent, {pct(out.deltas[c])} against GOOD")
         spent = {k: sum(m.seconds.get(k, 0.0) for m in self.done.values())
                  for k in ("build", "lock_wait", "boots")}
         self._say(f"{out.steps} steps between GOOD and BAD, {len(self.done)} kernels measured,"
@@ -433,8 +434,6 @@ class LabMeasure:
         # Only the metric's cell runs in the guest: a step costs one cell's samples.
         self.job = ab.suite_job(p.suite, self.clock, reps=p.reps, warmups=p.warmups,
                                 cells=(self.cell,))
-        self.unit = "?"
-        self.floor = math.nan
         self.accel: str | None = None
 
     def __call__(self, commits: list[str]) -> list[Measurement]:
@@ -478,12 +477,11 @@ class LabMeasure:
             if cell.get("status") != "ok":
                 m.skip = f"{cell['key']} failed: {(cell.get('error') or '?').splitlines()[0]}"
                 continue
-            path_, unit = metric_path(cell, self.path, self.p.deterministic)
-            self.unit = unit
+            path_, m.unit = metric_path(cell, self.path, self.p.deterministic)
             if self.p.deterministic:
                 floors, _ = deterministic.load_floor(deterministic.clock_of(res),
                                                      res["meta"]["clock"].get("cpus"))
-                self.floor = floors.get(deterministic.floor_key(cell["key"], path_), math.nan)
+                m.floor = floors.get(deterministic.floor_key(cell["key"], path_))
             m.boots.append(metrics.metric_values(cell, path_))
         return [out[c] for c in commits]
 

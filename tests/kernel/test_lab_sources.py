@@ -41,7 +41,8 @@ def lab(tmp_path, monkeypatch):
     tree = tmp_path / "linux"
     (tree / "kernel").mkdir(parents=True)
     (tree / "fs").mkdir()
-    (tree / "Makefile").write_text("VERSION = 6\nPATCHLEVEL = 13\nSUBLEVEL = 0\nEXTRAVERSION = -rc1\n")
+    (tree / "Makefile").write_text("VERSION = 6\nPATCHLEVEL = 13\nSUBLEVEL = 0\n"
+                                   "EXTRAVERSION = -rc1\n")
     (tree / "fs" / "pipe.c").write_text("".join(f"line {i}\n" for i in range(30)))
     (tree / "ipc.c").write_text("ipc\n")
     git(tree, "init", "-q", "-b", "main")
