@@ -598,8 +598,8 @@ def cmd_ab(args):
                            warmups=args.warmups, profile=args.profile)
         base, new = _kernels(args, [args.base, args.new], 2)
         return ab.run_ab(base, new, job, boots=args.boots, thp=args.thp, timeout=args.timeout,
-                         clock=clock, cpus=args.cpus, outdir=args.output_dir, min_change=args.min_change / 100,
-                         as_json=args.json)
+                         clock=clock, cpus=args.cpus, outdir=args.output_dir,
+                         min_change=args.min_change / 100, as_json=args.json)
 
 
 # ---- entry ---------------------------------------------------------------------------
