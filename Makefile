@@ -5,6 +5,7 @@
 #   make engine         build bench/ipcbench
 #   make conformance    build and run the pipe/mqueue conformance suite (KTAP)
 #   make test-kernel    kernel tier only: build `base`, boot it, run tests inside
+#   make test-bisect    bisect tier: the seeds series as six commits, bisected to its culprit
 #   make engine-checks  the engine's acceptance figures (timing cost, CV, ladder vs peers)
 
 VENV   := .venv
@@ -12,7 +13,7 @@ PY     := $(VENV)/bin/python
 SUITE  ?= seeds
 
 .PHONY: all deps lab-deps engine conformance run test test-engine test-conformance \
-	test-python test-kernel engine-checks clean
+	test-python test-kernel test-bisect engine-checks clean
 
 all: engine
 
@@ -45,6 +46,10 @@ test-python: deps engine
 test-kernel: lab-deps engine
 	@$(MAKE) --no-print-directory -C conformance
 	$(PY) -m pytest -q tests/kernel
+
+# Too slow for `make test`: builds and boots several kernels (docs/lab.md says how long).
+test-bisect: lab-deps engine
+	IPCLAB_TEST_BISECT=1 $(PY) -m pytest -q tests/kernel/test_lab_bisect.py
 
 # The Python and kernel tiers run last, in one pytest session, so the run ends on its summary.
 test: lab-deps test-engine test-conformance

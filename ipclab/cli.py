@@ -3,6 +3,7 @@
 
     ipclab run [SUITE|WORKLOAD] [--quick|--full] [--reps N] [-o FILE] [--resume FILE]
     ipclab suites | show FILE | compare BASE NEW | report FILE... [-o DIR] | env
+    ipclab kernel build|list, vm run, ab BASE NEW, bisect --tree DIR GOOD BAD: the kernel lab
 
 Bad input (missing or corrupt files, mismatched cells, unknown names, a
 missing engine) prints one line and exits 2.
@@ -16,7 +17,8 @@ from pathlib import Path
 
 from ipclab import EXIT_INTERRUPTED, EXIT_USAGE, Error, __version__, compare, engine, envinfo
 from ipclab import fmt, peers, proc, profile, progress, report, results, runner, suites, views
-from ipclab.lab import ab, kernel, vm
+from ipclab.lab import ab, gittree, kernel, vm
+from ipclab.lab import bisect as lab_bisect
 
 
 def _meta(items):
@@ -125,6 +127,8 @@ def cmd_run(args):
     suite, mode, cells, reps, warmups = runner.plan(args.target or "seeds",
                                                     args.engine_args or [], args.full,
                                                     args.reps, args.warmups)
+    if args.cell:
+        cells = suites.select(cells, args.cell)
     if args.dry_run:
         est = sum(c.est_s for c in cells) * (reps + warmups) * max(1, len(specs))
         runs = len(cells) * (reps + warmups) * max(1, len(specs))
@@ -295,6 +299,9 @@ def build_parser():
     r.add_argument("-o", "--output", metavar="FILE", help="results file"
                    " (default results/<id>.json; with --side, each side's FILE.NAME.json)")
     r.add_argument("--resume", metavar="FILE", help="continue an interrupted run")
+    r.add_argument("--cell", action="append", default=[], metavar="KEY",
+                   help="run only this cell of the suite (a key, or the start of keys;"
+                        " repeatable)")
     r.add_argument("--meta", action="append", metavar="KEY=VALUE",
                    help="store KEY=VALUE in the results' meta (repeatable)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -406,7 +413,23 @@ class _IntermixedParser(argparse.ArgumentParser):
 
 
 def _add_tree(p):
-    p.add_argument("--tree", help="kernel tree to patch and build instead of Debian's 6.12.117")
+    p.add_argument("--tree", metavar="DIR",
+                   help="kernel tree instead of Debian's 6.12.117: a git tree, whose refs the "
+                        "names then are (each commit is built in the lab's own checkout; your "
+                        "work tree and index are not touched), or a plain tree to patch")
+
+
+def _add_kernel_sources(p, patch_side="the kernel"):
+    _add_tree(p)
+    p.add_argument("--patch", action="append", default=[], metavar="FILE",
+                   help=f"a patch or an mbox to apply on top of {patch_side} (repeatable, in "
+                        "order; the same as NAME+FILE)")
+    p.add_argument("--config", metavar="FILE",
+                   help="build with this .config (then olddefconfig) instead of tinyconfig "
+                        "plus kernel/config/lab.config")
+    p.add_argument("--kernel", action="append", default=[], metavar="PATH",
+                   help="a bzImage built elsewhere, instead of a name; its config is checked "
+                        "for what the suites need")
 
 
 def _add_dry_run(p):
@@ -444,9 +467,11 @@ def add_lab_parsers(sub):
     k = sub.add_parser("kernel", help="build kernel variants (lab)")
     ksub = k.add_subparsers(dest="kernel_cmd", metavar="{build,list}")
     ksub.required = True
-    b = ksub.add_parser("build", help="build a variant (cached by source, config, patches)")
-    b.add_argument("variant", metavar="VARIANT")
-    _add_tree(b)
+    b = ksub.add_parser("build", help="build a variant (cached by source, config, patches)",
+                        description="Build VARIANT (kernel/series), or REF of --tree's git "
+                        "tree; NAME+FILE.patch adds patches on top.")
+    b.add_argument("variant", metavar="VARIANT", nargs="?")
+    _add_kernel_sources(b)
     b.add_argument("-j", "--jobs", type=positive_int, help="make -j (default: number of CPUs)")
     b.add_argument("--force", action="store_true", help="rebuild even when cached")
     _add_dry_run(b)
@@ -461,7 +486,7 @@ def add_lab_parsers(sub):
     vsub.required = True
     r = vsub.add_parser("run", help="boot VARIANT; run SUITE, or the command after --",
                         usage="%(prog)s [options] VARIANT [SUITE | -- CMD ...]")
-    r.add_argument("variant", metavar="VARIANT")
+    r.add_argument("variant", nargs="?", metavar="VARIANT")
     r.add_argument("suite", nargs="?", metavar="SUITE")
     r.add_argument("--timeout", type=positive_float, default=900,
                    help="watchdog for the whole boot, s (900)")
@@ -473,13 +498,16 @@ def add_lab_parsers(sub):
     r.add_argument("--kmemleak", action="store_true",
                    help="scan kmemleak after the command; leaks fail the run (debug variant)")
     r.add_argument("--record", type=Path, help="write the lab's JSON record of the boot here")
-    _add_tree(r)
+    _add_kernel_sources(r)
     _add_dry_run(r)
     r.set_defaults(func=cmd_vm_run, engine_args=None)
 
-    a = sub.add_parser("ab", help="kernel A/B: boot BASE and NEW alternately, compare")
-    a.add_argument("base", metavar="BASE")
-    a.add_argument("new", metavar="NEW")
+    a = sub.add_parser("ab", help="kernel A/B: boot BASE and NEW alternately, compare",
+                       description="BASE and NEW are variants (kernel/series), refs of --tree's"
+                       " git tree, NAME+FILE.patch, or --kernel images (which fill the places"
+                       " the names leave).")
+    a.add_argument("base", metavar="BASE", nargs="?")
+    a.add_argument("new", metavar="NEW", nargs="?")
     a.add_argument("--suite", required=True)
     a.add_argument("--boots", type=positive_int,
                    help=f"boots of each variant, run A B A B ... ({ab.TIMED_PAIRS}; 1 with"
@@ -492,9 +520,81 @@ def add_lab_parsers(sub):
     a.add_argument("--timeout", type=positive_float, default=1800, help="per boot, s (1800)")
     a.add_argument("-o", "--output-dir", type=Path,
                    help="where to keep per-boot and merged results")
-    _add_tree(a)
+    _add_kernel_sources(a, patch_side="NEW")
     _add_dry_run(a)
     a.set_defaults(func=cmd_ab)
+
+    add_bisect_parser(sub)
+
+
+def add_bisect_parser(sub):
+    b = sub.add_parser("bisect", help="the first commit of a range that moves a metric (lab)",
+                       description="Bisect GOOD..BAD of --tree's git tree (first-parent "
+                       "history): each step builds a commit in the lab's clone and boots it "
+                       "with SUITE; a commit has moved when its METRIC is beyond the threshold "
+                       "from GOOD's, in BAD's direction. A commit that does not build or boot "
+                       "is skipped. The log in -o DIR resumes an interrupted bisect.")
+    b.add_argument("good", metavar="GOOD", nargs="?")
+    b.add_argument("bad", metavar="BAD", nargs="?")
+    b.add_argument("--tree", metavar="DIR", help="the git tree GOOD and BAD are refs of")
+    b.add_argument("--suite", help="suite (or workload) to run in each boot")
+    b.add_argument("--metric", metavar="CELL[:PATH]",
+                   help="the cell (a key, or a unique start of one) and its metric (default: "
+                        "instructions per operation, deterministic; else its primary)")
+    b.add_argument("--threshold", type=percent, metavar="PCT",
+                   help="a commit has moved when its metric is more than PCT%% from GOOD's "
+                        "(default: half of GOOD -> BAD)")
+    b.add_argument("--timed", action="store_true",
+                   help="timed boots instead of the deterministic mode (refused when its "
+                        "steps lack the power to see the threshold)")
+    b.add_argument("--boots", type=positive_int,
+                   help=f"boots per commit (1 deterministic; {ab.TIMED_PAIRS} timed)")
+    b.add_argument("--cpus", type=positive_int, help="guest CPUs")
+    b.add_argument("--config", metavar="FILE",
+                   help="build with this .config instead of tinyconfig plus lab.config")
+    _add_reps(b)
+    b.add_argument("-j", "--jobs", type=positive_int, help="make -j (default: number of CPUs)")
+    b.add_argument("--timeout", type=positive_float, default=1800, help="per boot, s (1800)")
+    b.add_argument("-o", "--output-dir", type=Path, help="the log and every boot's results")
+    b.add_argument("--resume", type=Path, metavar="DIR",
+                   help="continue the bisect whose log is in DIR")
+    _add_dry_run(b)
+    b.set_defaults(func=cmd_bisect)
+
+
+def cmd_bisect(args):
+    _no_command(args, "bisect")
+    with proc.dry_run(args.dry_run):
+        if args.resume:
+            given = [a for a in ("good", "bad", "tree", "suite", "metric") if getattr(args, a)]
+            if given:
+                raise Error(f"--resume takes what it needs from its log; drop {', '.join(given)}")
+            return lab_bisect.run(None, args.resume, resume=True, timeout=args.timeout,
+                                  jobs=args.jobs)
+        missing = [what for what, v in (("GOOD", args.good), ("BAD", args.bad),
+                                        ("--tree", args.tree), ("--suite", args.suite),
+                                        ("--metric", args.metric)) if not v]
+        if missing:
+            raise Error(f"bisect wants {', '.join(missing)}")
+        tree = Path(args.tree).resolve()
+        if not gittree.is_git_tree(tree):
+            raise Error(f"--tree {args.tree}: not a git tree")
+        lab_bisect.check_metric(args.suite, args.metric)
+        deterministic_mode = not args.timed
+        boots = args.boots or (1 if deterministic_mode else ab.TIMED_PAIRS)
+        if not deterministic_mode:
+            lab_bisect.check_timed_boots(boots)
+        config = str(kernel.user_config(args.config)) if args.config else None
+        p = lab_bisect.Params(str(tree), gittree.resolve(tree, args.good),
+                              gittree.resolve(tree, args.bad), args.suite, args.metric,
+                              None if args.threshold is None else args.threshold / 100,
+                              deterministic_mode, boots, args.reps, args.warmups, args.cpus,
+                              config)
+        outdir = Path(args.output_dir or Path("results") /
+                      f"{proc.stamp()}-bisect-{p.good[:12]}-{p.bad[:12]}-{args.suite}")
+        if (outdir / lab_bisect.LOG_NAME).exists():
+            raise Error(f"{outdir} holds a bisect already: --resume {outdir}, or another -o")
+        return lab_bisect.run(p, outdir, timeout=args.timeout, jobs=args.jobs)
 
 
 def _no_command(args, what):
@@ -506,12 +606,35 @@ def _clock(args):
     return vm.DETERMINISTIC if args.deterministic else vm.TIMED
 
 
+def _kernels(args, names, count):
+    """The kernels a lab command names, `count` of them: the names (variants, or refs with
+    --tree; NAME+PATCH adds patches), then the --kernel images in the places left. --patch
+    goes on the last one, --config on every one the lab builds. Bad input is an Error
+    (exit 2) before anything is built."""
+    names = [n for n in names if n]
+    if len(names) + len(args.kernel) != count:
+        want = "a VARIANT (or --kernel PATH)" if count == 1 else "BASE and NEW (names or --kernel)"
+        raise Error(f"want {want}; got {len(names)} name(s) and {len(args.kernel)} --kernel")
+    kerns = []
+    for i, name in enumerate(names):
+        last = i == count - 1
+        kerns.append(kernel.resolve(name, args.tree, patches=args.patch if last else (),
+                                    config=args.config))
+    for path in args.kernel:
+        kerns.append(kernel.prebuilt(path))
+    if args.patch and isinstance(kerns[-1], dict):
+        raise Error("--patch needs a kernel the lab builds, not a --kernel image")
+    return kerns
+
+
 def cmd_kernel_build(args):
     _no_command(args, "kernel build")
     with proc.dry_run(args.dry_run):
-        meta = kernel.build(args.variant, tree=args.tree, jobs=args.jobs, force=args.force)
+        [kern] = _kernels(args, [args.variant], 1)
+        meta = kernel.obtain(kern, jobs=args.jobs, force=args.force, quiet=False)
     if not args.dry_run:
         print(f"{meta['variant']}\t{meta['release']}\t{kernel.image_path(meta)}")
+        print(f"kernel: {report.build_text(kernel.identity(meta))}")
     return 0
 
 
@@ -540,8 +663,13 @@ def cmd_kernel_list(args):
 
 
 def cmd_vm_run(args):
-    """`vm run VARIANT SUITE` or `vm run VARIANT -- CMD` (main cut CMD off as engine_args)."""
+    """`vm run VARIANT SUITE` or `vm run VARIANT -- CMD` (main cut CMD off as engine_args);
+    with --kernel PATH, `vm run --kernel PATH SUITE`."""
     command = args.engine_args
+    if args.kernel:
+        if args.suite:
+            raise Error("--kernel names the kernel: give only a SUITE (or -- CMD) besides it")
+        args.suite, args.variant = args.variant, None
     if command is not None:
         if not command:
             raise Error("nothing after --")
@@ -557,14 +685,15 @@ def cmd_vm_run(args):
         raise Error("nothing to run: give a SUITE or -- CMD")
     clock = _clock(args)
     with proc.dry_run(args.dry_run):
-        opts = dict(tree=args.tree, thp=args.thp, timeout=args.timeout, clock=clock,
+        opts = dict(thp=args.thp, timeout=args.timeout, clock=clock,
                     cpus=args.cpus, record=args.record, kmemleak=args.kmemleak)
+        [kern] = _kernels(args, [args.variant], 1)
         if command:
-            return ab.vm_command(args.variant, command,
+            return ab.vm_command(kern, command,
                                  faults=vm.parse_faults(args.fail_page_alloc), **opts)
         job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
                            warmups=args.warmups, profile=args.profile)
-        return ab.vm_suite(args.variant, job, args.output,
+        return ab.vm_suite(kern, job, args.output,
                            faults=vm.parse_faults(args.fail_page_alloc), **opts)
 
 
@@ -574,10 +703,10 @@ def cmd_ab(args):
     with proc.dry_run(args.dry_run):
         job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
                            warmups=args.warmups, profile=args.profile)
-        return ab.run_ab(args.base, args.new, job, boots=args.boots, tree=args.tree,
-                         thp=args.thp, timeout=args.timeout, clock=clock, cpus=args.cpus,
-                         outdir=args.output_dir, min_change=args.min_change / 100,
-                         as_json=args.json)
+        base, new = _kernels(args, [args.base, args.new], 2)
+        return ab.run_ab(base, new, job, boots=args.boots, thp=args.thp, timeout=args.timeout,
+                         clock=clock, cpus=args.cpus, outdir=args.output_dir,
+                         min_change=args.min_change / 100, as_json=args.json)
 
 
 # ---- entry ---------------------------------------------------------------------------

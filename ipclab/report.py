@@ -235,6 +235,29 @@ def mode_text(f):
             f" a median and CV describe neither{cause}. {f.advice}")
 
 
+def build_text(build):
+    """What kernel was measured (results meta.build, set by the lab), in one line."""
+    if not isinstance(build, dict):
+        return "?"
+    parts = [str(build.get("release") or "?")]
+    src = str(build.get("source") or "")
+    if build.get("commit"):
+        parts.append(f"commit {build['commit'][:12]} ({build.get('describe') or '?'})")
+    elif build.get("image_sha256"):
+        parts.append(f"prebuilt image sha256 {build['image_sha256'][:12]}")
+    elif src.startswith("tarball:"):
+        _, name, digest = (src.split(":", 2) + ["", ""])[:3]
+        parts.append(f"{name} sha256 {digest[:12]}")
+    elif src:
+        parts.append(src)
+    patches = build.get("patches") or []
+    parts.append("patches " + ", ".join(f"{p.get('name')} {str(p.get('sha256'))[:8]}"
+                                        for p in patches) if patches else "no patches")
+    cfg = build.get("config_sha256")
+    parts.append(f"config sha256 {cfg[:12]}" if cfg else "config unknown")
+    return ", ".join(parts)
+
+
 def show(res, out=sys.stdout, peers=None):
     incomplete = "" if res.get("complete") else " (incomplete: continue with run --resume)"
     out.write(f"{res.get('id')}: suite {res.get('suite')}, {res.get('mode')} mode, created"
@@ -245,6 +268,8 @@ def show(res, out=sys.stdout, peers=None):
         out.write(f"host: {env.get('hostname', '?')}, {env.get('cpu', '?')},"
                   f" {env.get('nproc', '?')} CPUs, kernel {env.get('kernel', '?')},"
                   f" accel {accel}\n")
+    if "build" in res.get("meta", {}):
+        out.write(f"kernel: {build_text(res['meta']['build'])}\n")
     if deterministic.is_deterministic(res):
         out.write(f"clock: {deterministic.clock_of(res)} (deterministic: guest instructions,"
                   " not time)\n")
@@ -295,7 +320,9 @@ def write_report(paths_and_results, out_dir, peers=None):
                         w("- environment: " + x)
             except (TypeError, ValueError, AttributeError):
                 pass  # a hand-edited host block must not stop the report
-        meta = {k: v for k, v in res.get("meta", {}).items() if k != "accel"}
+        if "build" in res.get("meta", {}):
+            w(f"- kernel: {build_text(res['meta']['build'])}")
+        meta = {k: v for k, v in res.get("meta", {}).items() if k not in ("accel", "build")}
         if meta:
             w("- meta: " + ", ".join(f"{k}={v}" for k, v in sorted(meta.items())))
         w("")

@@ -230,7 +230,7 @@ def fail_all(res, error):
 
 # What must agree between the boots one side of an A/B pools.
 _SAME_ACROSS_BOOTS = ("schema", "suite", "mode")
-_SAME_META = ("variant", "kernel", "patches", "accel")
+_SAME_META = ("variant", "kernel", "patches", "build", "accel")
 
 
 def _clock_shape(res):

@@ -450,6 +450,17 @@ def resolve(name, extra_args=()):
     raise unknown(name)
 
 
+def select(cells, wanted):
+    """The cells named in `wanted`, in the suite's order: each a cell's key, or the start of
+    keys (`pipe-throughput` for `pipe-throughput/copies=1`). Error (exit 2) for a name that
+    no cell has."""
+    for w in wanted:
+        if not any(c.key == w or c.key.startswith(w) for c in cells):
+            raise Error(f"--cell {w}: no cell is or starts with it (cells: "
+                        f"{', '.join(c.key for c in cells)})")
+    return [c for c in cells if any(c.key == w or c.key.startswith(w) for w in wanted)]
+
+
 def parts(name):
     """The suites whose views a results file of suite `name` is shown in: its own, or a
     composite's parts; none for an ad-hoc workload run."""

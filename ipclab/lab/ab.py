@@ -27,7 +27,7 @@ from . import kernel, vm
 
 def suite_job(suite: str, clock: vm.Clock = vm.TIMED, *, full: bool = False,
               reps: int | None = None, warmups: int | None = None,
-              profile: bool = False) -> vm.SuiteJob:
+              profile: bool = False, cells: tuple[str, ...] = ()) -> vm.SuiteJob:
     """The guest's job for a suite; Error (exit 2) for an unknown suite, on the host, before
     anything is built or booted."""
     suites.check(suite)
@@ -36,7 +36,10 @@ def suite_job(suite: str, clock: vm.Clock = vm.TIMED, *, full: bool = False,
     # Under icount, QEMU counts every instruction exactly from outside the guest; the guest
     # only marks where each cell starts and ends. Timed guests sample with perf inside.
     profile_by = ("marker" if clock.deterministic else "perf") if profile else None
-    return vm.SuiteJob(suite, suites.FULL if full else suites.QUICK, reps, warmups, profile_by)
+    if cells:
+        suites.select(suites.resolve(suite).cells(suites.FULL if full else suites.QUICK), cells)
+    return vm.SuiteJob(suite, suites.FULL if full else suites.QUICK, reps, warmups, profile_by,
+                       tuple(cells))
 
 
 def patch_names(meta: dict) -> str:
@@ -50,8 +53,8 @@ def tag_boot(res: dict, boot: vm.Boot, meta: dict) -> dict:
     """Say where a guest's results were measured; a failed boot fails their cells, with the
     evidence (the kernel's lines, or the console tail when the guest died)."""
     results.tag(res, variant=meta["variant"], kernel=boot.release or meta["release"],
-                patches=patch_names(meta), accel=boot.accel, emulated=boot.accel == "tcg",
-                clock=boot.clock, lab=boot.record())
+                patches=patch_names(meta), build=kernel.identity(meta), accel=boot.accel,
+                emulated=boot.accel == "tcg", clock=boot.clock, lab=boot.record())
     if not boot.ok:
         evidence = "\n".join(boot.bad_lines[:10]) if boot.bad_lines else boot.console_tail
         results.fail_all(res, f"lab: {boot.reason}\n{evidence}".strip())
@@ -90,7 +93,7 @@ def run_suite_boot(meta: dict, accel: str, job: vm.SuiteJob, out: Path, *,
                    cpus: int | None = None) -> tuple[dict | None, vm.Boot]:
     """Boot once, run the suite job, and write its tagged results to `out` (and the profile
     next to it). Returns (results, boot); (None, boot) in a dry run."""
-    shared = vm.new_shared(meta["variant"], job.suite)
+    shared = vm.new_shared(kernel.slug(meta["variant"]), job.suite)
     insn_counts = job.insn_counts(shared)
     # `ipclab run` exits 1 when a cell failed; the cells say which, so only the kernel and
     # the guest (dead, hung, splat, no results) can fail the whole boot.
@@ -149,13 +152,13 @@ def report_boot(b: vm.Boot, record: Path | None) -> None:
 # --------------------------------------------------------------------------- vm run
 
 
-def vm_command(variant: str, command: list[str], *, tree: str | None = None,
+def vm_command(kern: kernel.Variant | dict, command: list[str], *,
                thp: str | None = None, timeout: float = 900, faults: dict | None = None,
                kmemleak: bool = False, clock: vm.Clock = vm.TIMED, cpus: int | None = None,
                record: Path | None = None) -> int:
     """`vm run VARIANT -- CMD`: the command's output on stdout; exit status the command's,
     or 1 when the boot failed otherwise."""
-    meta = kernel.build(variant, tree=tree, quiet=True)
+    meta = kernel.obtain(kern)
     accel = vm.accel_for(kernel.image_path(meta), clock)
     b = vm.boot(meta, accel, command, thp=thp or "madvise", timeout=timeout, faults=faults,
                 kmemleak=kmemleak, clock=clock, cpus=cpus)
@@ -172,21 +175,23 @@ def vm_command(variant: str, command: list[str], *, tree: str | None = None,
     return 0
 
 
-def vm_suite(variant: str, job: vm.SuiteJob, out: Path | None = None, *,
-             tree: str | None = None, thp: str | None = None, timeout: float = 900,
+def vm_suite(kern: kernel.Variant | dict, job: vm.SuiteJob, out: Path | None = None, *,
+             thp: str | None = None, timeout: float = 900,
              faults: dict | None = None, kmemleak: bool = False, clock: vm.Clock = vm.TIMED,
              cpus: int | None = None, record: Path | None = None) -> int:
     """`vm run VARIANT SUITE`: tagged results in `out` (default results/...); 1 when the boot
     or a cell failed."""
-    meta = kernel.build(variant, tree=tree, quiet=True)
+    meta = kernel.obtain(kern)
     accel = vm.accel_for(kernel.image_path(meta), clock)
-    out = Path(out or Path("results") / f"{proc.stamp()}-vm-{variant}-{job.suite}.json")
+    out = Path(out or Path("results") /
+               f"{proc.stamp()}-vm-{kernel.slug(meta['variant'])}-{job.suite}.json")
     res, b = run_suite_boot(meta, accel, job, out.resolve(), thp=thp, timeout=timeout,
                             faults=faults, kmemleak=kmemleak, clock=clock, cpus=cpus)
     if proc.is_dry_run():
         return 0
     report_boot(b, record)
     print(f"results: {out} (variant={meta['variant']} kernel={b.release} accel={accel})")
+    print(f"kernel: {report.build_text(res['meta'].get('build'))}")
     caveat = deterministic.timing_caveat(clock.engine_clock(), accel)
     if caveat:
         log(f"note: {caveat}")
@@ -199,11 +204,29 @@ def vm_suite(variant: str, job: vm.SuiteJob, out: Path | None = None, *,
 # --------------------------------------------------------------------------- ab
 
 
+def boot_in_order(order: list[tuple], one_boot, clock: vm.Clock) -> list:
+    """one_boot(*item) for each item: one after another when timed; under icount side by
+    side, one single-threaded QEMU per host CPU (at most 2), since guest instructions do not
+    depend on what the host does."""
+    if not clock.deterministic or proc.is_dry_run():
+        return [one_boot(*item) for item in order]
+    pool = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)))
+    try:
+        done = list(pool.map(lambda item: one_boot(*item), order))
+    except BaseException:
+        # Ctrl-C: no more boots, and the running guests go now, not when they finish.
+        pool.shutdown(wait=False, cancel_futures=True)
+        proc.kill_all()
+        raise
+    pool.shutdown()
+    return done
+
+
 TIMED_PAIRS = 5
 
 
-def run_ab(base: str, new: str, job: vm.SuiteJob, *, boots: int | None = None,
-           tree: str | None = None, thp: str | None = None, timeout: float = 1800,
+def run_ab(base: kernel.Variant | dict, new: kernel.Variant | dict, job: vm.SuiteJob, *,
+           boots: int | None = None, thp: str | None = None, timeout: float = 1800,
            clock: vm.Clock = vm.TIMED, cpus: int | None = None,
            outdir: Path | None = None, min_change: float = compare.MIN_CHANGE,
            as_json: bool = False) -> int:
@@ -215,18 +238,19 @@ def run_ab(base: str, new: str, job: vm.SuiteJob, *, boots: int | None = None,
     # Timed boots vary by tens of percent: the boot is the unit of the comparison, and a
     # paired test needs at least 3 pairs to claim anything (5 give it some power).
     boots = boots or (1 if clock.deterministic else TIMED_PAIRS)
-    names = {"A": base, "B": new}
-    metas = {side: kernel.build(name, tree=tree, quiet=True) for side, name in names.items()}
+    metas = {side: kernel.obtain(kern) for side, kern in (("A", base), ("B", new))}
+    names = {side: meta["variant"] for side, meta in metas.items()}
     accel = vm.accel_for(kernel.image_path(metas["A"]), clock)
     if job.profile_by == "marker" and not proc.is_dry_run():
         # Before any boot: the plugin built once, and each image able to name its addresses.
         for meta in metas.values():
             vm.insn_plugin_opts(meta, Path(os.devnull))
-    outdir = Path(outdir or Path("results") / f"{proc.stamp()}-ab-{base}-{new}-{job.suite}")
+    outdir = Path(outdir or Path("results") / f"{proc.stamp()}-ab-{kernel.slug(names['A'])}-"
+                  f"{kernel.slug(names['B'])}-{job.suite}")
 
     def one_boot(i: int, side: str):
         meta = metas[side]
-        out = outdir / f"{side}-{meta['variant']}-boot{i + 1}.json"
+        out = outdir / f"{side}-{kernel.slug(meta['variant'])}-boot{i + 1}.json"
         log(f"ab: boot {i + 1}/{boots} of {side} ({meta['variant']}, {clock.mode})")
         res, b = run_suite_boot(meta, accel, job, out, thp=thp, timeout=timeout, clock=clock,
                                 cpus=cpus)
@@ -236,20 +260,7 @@ def run_ab(base: str, new: str, job: vm.SuiteJob, *, boots: int | None = None,
 
     # A B A B ...: drift in the host (other jobs, thermal, caches) hits both sides alike.
     order = [(i, side) for i in range(boots) for side in names]
-    if clock.deterministic and not proc.is_dry_run():
-        # Guest instructions do not depend on what the host does, so A and B boot side by
-        # side, one single-threaded QEMU per host CPU.
-        pool = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)))
-        try:
-            done = list(pool.map(lambda ij: one_boot(*ij), order))
-        except BaseException:
-            # Ctrl-C: no more boots, and the running guests go now, not when they finish.
-            pool.shutdown(wait=False, cancel_futures=True)
-            proc.kill_all()
-            raise
-        pool.shutdown()
-    else:
-        done = [one_boot(i, side) for i, side in order]
+    done = boot_in_order(order, one_boot, clock)
     if proc.is_dry_run():
         return 0
 
@@ -265,10 +276,12 @@ def run_ab(base: str, new: str, job: vm.SuiteJob, *, boots: int | None = None,
         merged = {}
         for side, name in names.items():
             merged[side] = results.merge_boots(per_side[side], f"{side}:{name}")
-            results.save(merged[side], outdir / f"{side}-{name}-merged.json")
+            results.save(merged[side], outdir / f"{side}-{kernel.slug(name)}-merged.json")
         # What the clock means for the numbers, render_compare says (timing_caveat).
-        heading = (f"ipclab ab {base} -> {new}: suite {job.suite}, {boots} boots each, "
-                   f"accel={accel}, {clock.mode} clock")
+        heading = "\n".join(
+            [f"ipclab ab {names['A']} -> {names['B']}: suite {job.suite}, {boots} boots each, "
+             f"accel={accel}, {clock.mode} clock"] +
+            [f"  {side}: {report.build_text(kernel.identity(metas[side]))}" for side in names])
         outcome = compare.compare_results(merged["A"], merged["B"], min_change=min_change)
         record = compare.outcome_record(outcome)
         proc.write_json_atomic(outdir / "compare.json", record)

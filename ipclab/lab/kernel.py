@@ -33,6 +33,8 @@ from typing import Iterator
 from ipclab import EXIT_FAILED, ROOT, Error, proc
 from ipclab.progress import log
 
+from . import gittree, image
+
 KERNEL_DIR = ROOT / "kernel"
 DEFAULT_TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
 # Bumped when the way an image is produced changes, so stale images are not reused.
@@ -63,20 +65,35 @@ def sha256_file(path: Path) -> str:
 
 @dataclasses.dataclass
 class Variant:
+    """What to build: a series of the lab's, or a commit of a user's git tree; then patches
+    from outside the repository; with the lab's config fragments or the user's own config."""
     name: str
     patches: list[str]          # file names in kernel/patches, in order
     fragments: list[str]        # file names in kernel/config, in merge order
+    extra: list[Path] = dataclasses.field(default_factory=list)  # the user's, after the series
+    config: Path | None = None  # the user's own .config instead of tinyconfig + fragments
+    tree: Path | None = None    # a user's git tree, whose `commit` is built
+    commit: str | None = None
+    describe: str | None = None
 
     def patch_paths(self) -> list[Path]:
-        return [KERNEL_DIR / "patches" / p for p in self.patches]
+        return [KERNEL_DIR / "patches" / p for p in self.patches] + list(self.extra)
 
     def fragment_paths(self) -> list[Path]:
-        return [KERNEL_DIR / "config" / c for c in self.fragments]
+        return [] if self.config else [KERNEL_DIR / "config" / c for c in self.fragments]
 
     @property
     def config_name(self) -> str:
-        # Variants with the same fragments share a build dir; patches only move objects.
+        # Variants with the same config share a build dir; patches and commits only move
+        # objects.
+        if self.config:
+            return f"own-{sha256_file(self.config)[:12]}"
         return "+".join(Path(f).stem for f in self.fragments)
+
+
+def slug(name: str) -> str:
+    """A variant's name as a piece of a file name (refs have slashes, patches paths)."""
+    return re.sub(r"[^A-Za-z0-9._+-]+", "_", name)[:80] or "_"
 
 
 VARIANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -114,6 +131,97 @@ def load_variant(name: str) -> Variant:
     if not (KERNEL_DIR / "config" / BASE_FRAGMENT).is_file():
         raise Error(f"missing kernel/config/{BASE_FRAGMENT}", EXIT_FAILED)
     return Variant(name, patches, fragments)
+
+
+# --------------------------------------------------------------------------- kernels from outside
+
+
+def resolve(spec: str, tree: str | None = None, patches=(), config: str | None = None) -> Variant:
+    """What `kernel build`, `vm run` and `ab` are asked to build, checked before anything is
+    built: NAME[+PATCH...], where NAME is a variant of kernel/series or, with --tree of a git
+    tree, a ref there; PATCH files (or mboxes, one commit per mail) and `patches` go on top,
+    in order; `config` is the user's own .config. Error (exit 2) for what does not exist."""
+    git_tree = Path(tree).resolve() if tree else None
+    if git_tree is not None and not gittree.is_git_tree(git_tree):
+        git_tree = None
+    name, extra = spec, []
+    if "+" in spec and not (git_tree and _is_ref(git_tree, spec)):
+        name, *extra = spec.split("+")
+        if not name or not all(extra):
+            raise Error(f"{spec!r}: want NAME+PATCH[+PATCH...]")
+    files = [patch_file(p) for p in [*extra, *patches]]
+    own = user_config(config) if config else None
+    label = "+".join([name, *(f.name for f in files)])
+    if git_tree is not None:
+        commit = gittree.resolve(git_tree, name)
+        v = Variant(label, [], [BASE_FRAGMENT], tree=git_tree, commit=commit,
+                    describe=gittree.describe(git_tree, commit))
+    else:
+        v = load_variant(name)
+        v.name = label
+    v.extra = split_mboxes(files)
+    v.config = own
+    return v
+
+
+def _is_ref(tree: Path, name: str) -> bool:
+    try:
+        gittree.resolve(tree, name)
+    except Error:
+        return False
+    return True
+
+
+def patch_file(given: str) -> Path:
+    """A patch named on the command line: a path, or a file of kernel/patches."""
+    for p in (Path(given), KERNEL_DIR / "patches" / given):
+        if p.is_file():
+            return p.resolve()
+    raise Error(f"no patch file {given!r}")
+
+
+def user_config(given: str) -> Path:
+    """--config FILE: a kernel .config with what the suites need, or Error (exit 2)."""
+    path = Path(given)
+    if not path.is_file():
+        raise Error(f"--config {given}: no such file")
+    text = path.read_text(errors="replace")
+    if "CONFIG_" not in text:
+        raise Error(f"--config {given}: not a kernel config (no CONFIG_ lines)")
+    # The lab builds no modules: what the suites need must be built in.
+    missing = image.missing_options(text, modules=False)
+    if missing:
+        raise Error(f"--config {given} lacks what the suites need: {', '.join(missing)}")
+    return path.resolve()
+
+
+MAIL_START = re.compile(r"^From \S+ +[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ ", re.M)
+
+
+def split_mboxes(files: list[Path]) -> list[Path]:
+    """Every patch file as itself, except an mbox of several mails: one file per mail that
+    carries a diff (a cover letter carries none), named after its subject, in the cache
+    (content-addressed), so that a failure names the mail."""
+    out: list[Path] = []
+    for f in files:
+        text = f.read_text(errors="replace")
+        starts = [m.start() for m in MAIL_START.finditer(text)]
+        if len(starts) < 2:
+            out.append(f)
+            continue
+        d = cache_root() / "patches" / sha256_bytes(text.encode())[:16]
+        d.mkdir(parents=True, exist_ok=True)
+        for i, (a, b) in enumerate(zip(starts, starts[1:] + [len(text)]), 1):
+            mail = text[a:b]
+            if not re.search(r"^\+\+\+ ", mail, re.M):
+                continue
+            m = re.search(r"^Subject: *(?:\[[^]]*\] *)?(.*)$", mail, re.M)
+            what = re.sub(r"[^A-Za-z0-9]+", "-", m.group(1) if m else "").strip("-")[:48]
+            part = d / f"{f.stem}-{i:02d}-{what or 'mail'}.patch"
+            if not part.exists():
+                proc.write_text_atomic(part, mail)
+            out.append(part)
+    return out
 
 
 # --------------------------------------------------------------------------- source tree
@@ -195,10 +303,17 @@ def extract_tarball(tarball: Path, src: Path, create: bool = True) -> Path:
 CLEAN_STATE = {"applied": [], "touched": {}, "dirty": False}
 
 
-def open_source(tree_arg: str | None, create: bool = True) -> Source:
-    """The tree to build from: --tree, else the Debian tarball's, extracted once. With
-    `create` off (and in a dry run) nothing is extracted or written."""
+def open_source(tree_arg: str | None, create: bool = True,
+                variant: Variant | None = None) -> Source:
+    """The tree to build from: the lab's clone of a git tree for a variant that is a commit
+    there; --tree; else the Debian tarball's, extracted once. With `create` off (and in a
+    dry run) nothing is extracted or written."""
     cache = cache_root()
+    if variant is not None and variant.commit:
+        work = cache / "git" / gittree.repo_key(variant.tree)
+        clone = gittree.lab_clone(variant.tree, work) if create else work / "src"
+        return Source(clone, work, f"git:{variant.commit}",
+                      gittree.version_at(variant.tree, variant.commit), managed=True)
     if tree_arg:
         tree = Path(tree_arg).resolve()
         if not (tree / "Makefile").is_file() or not (tree / "kernel").is_dir():
@@ -416,8 +531,11 @@ def run(argv: list[str], timeout: float, cwd: Path | None = None,
                     EXIT_FAILED)
 
 
-def fragments_digest(variant: Variant) -> str:
+def config_digest(variant: Variant) -> str:
+    """The config a variant is built with: its fragments, or the user's own .config."""
     h = hashlib.sha256()
+    if variant.config:
+        h.update(b"own config\0" + variant.config.read_bytes())
     for p in variant.fragment_paths():
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()
@@ -425,7 +543,7 @@ def fragments_digest(variant: Variant) -> str:
 
 def image_key(src: Source, variant: Variant) -> str:
     h = hashlib.sha256()
-    h.update(f"{RECIPE}\0{src.ident}\0{fragments_digest(variant)}\0".encode())
+    h.update(f"{RECIPE}\0{src.ident}\0{config_digest(variant)}\0".encode())
     for p in variant.patch_paths():
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:20]
@@ -456,15 +574,19 @@ def make_argv(src: Source, bdir: Path, *targets: str, jobs: int | None = None) -
     return argv + list(targets)
 
 
-def configure(src: Source, variant: Variant, bdir: Path, logfile: Path) -> bool:
-    """tinyconfig + fragments + olddefconfig, only when the fragments changed."""
+def configure(src: Source, variant: Variant, bdir: Path, logfile: Path, digest: str) -> bool:
+    """tinyconfig + fragments + olddefconfig (or the user's config + olddefconfig), only
+    when `digest` (what the config depends on) changed since the last time."""
     stamp = bdir / ".ipclab-config"
-    digest = fragments_digest(variant)
     if (bdir / ".config").is_file() and stamp.is_file() and stamp.read_text().strip() == digest:
         return False
-    merge = [str(src.tree / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(bdir),
-             str(bdir / ".config")] + [str(p) for p in variant.fragment_paths()]
-    steps = [make_argv(src, bdir, "tinyconfig"), merge, make_argv(src, bdir, "olddefconfig")]
+    if variant.config:
+        steps = [["cp", str(variant.config), str(bdir / ".config")]]
+    else:
+        merge = [str(src.tree / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(bdir),
+                 str(bdir / ".config")] + [str(p) for p in variant.fragment_paths()]
+        steps = [make_argv(src, bdir, "tinyconfig"), merge]
+    steps.append(make_argv(src, bdir, "olddefconfig"))
     if proc.is_dry_run():
         for s in steps:
             proc.would_run(s)
@@ -497,41 +619,57 @@ def check_config(variant: Variant, bdir: Path) -> None:
         log(f"warning: {variant.name}: config options not honoured (dependencies?): " + ", ".join(lost))
 
 
-def build(variant_name: str, tree: str | None = None, jobs: int | None = None,
+def build(variant: str | Variant, tree: str | None = None, jobs: int | None = None,
           force: bool = False, quiet: bool = False) -> dict:
-    """Build (or find in the cache) the image for a variant. Returns its meta.json; in a dry
-    run, what is known before the build (release "?")."""
-    variant = load_variant(variant_name)
-    src = open_source(tree)
+    """Build (or find in the cache) the image for a variant (a name, or what resolve()
+    made). Returns its meta.json; in a dry run, what is known before the build (release
+    "?")."""
+    if isinstance(variant, str):
+        variant = resolve(variant, tree)
+    src = open_source(tree, variant=variant)
 
     def cached():
         meta = built_image(src, variant)
         if meta and not force and not quiet:
             log(f"{variant.name}: cached image {image_dir(image_key(src, variant))}/bzImage"
                 f" ({meta['release']})")
-        return meta if not force else None
+        if not meta or force:
+            return None
+        # The image is the commit's, whichever name built it first: name it as asked now.
+        return {**meta, "variant": variant.name} if variant.commit else meta
 
     meta = cached()
     if meta:
         return meta
     jobs = jobs or os.cpu_count() or 1
     bdir = src.build_dir(variant)
-    with tree_lock():
+    with tree_lock() as waited:
         # Whoever held the lock may have built this very image meanwhile.
         meta = cached()
         if meta:
             return meta
         key = image_key(src, variant)
         t0 = time.monotonic()
-        notes = switch_tree(src, variant)
-        for n in notes:
+        if variant.commit:
+            notes = [gittree.checkout(src.tree, variant.commit)]
+            for p in variant.extra:
+                if not proc.would_run(patch_argv(src.tree, p, False)):
+                    apply_patch(src.tree, p)
+            # Each commit is configured afresh (its Kconfig may differ); make then rebuilds
+            # only what a changed option touches.
+            config_stamp = key
+        else:
+            notes = switch_tree(src, variant)
+            config_stamp = config_digest(variant)
+        for n in filter(None, notes):
             log(f"{variant.name}: {n}")
-        logfile = cache_root() / "logs" / f"build-{variant.name}-{proc.stamp()}.log"
-        configure(src, variant, bdir, logfile)
+        logfile = cache_root() / "logs" / f"build-{slug(variant.name)}-{proc.stamp()}.log"
+        configure(src, variant, bdir, logfile, config_stamp)
         argv = make_argv(src, bdir, "bzImage", jobs=jobs)
         if proc.would_run(argv):
             return {"variant": variant.name, "key": key, "release": "?",
-                    "patches": [{"name": p} for p in variant.patches], "dry_run": True}
+                    "patches": [{"name": p.name} for p in variant.patch_paths()],
+                    "commit": variant.commit, "dry_run": True}
         log(f"{variant.name}: building in {bdir} (-j{jobs}, log {logfile})")
         run(argv, timeout=BUILD_TIMEOUT_S, cwd=src.tree, logfile=logfile)
         seconds = time.monotonic() - t0
@@ -553,33 +691,124 @@ def build(variant_name: str, tree: str | None = None, jobs: int | None = None,
             "key": key,
             "release": release or src.version,
             "source": src.ident,
-            "tree": str(src.tree),
-            "patches": [{"name": p.name, "sha256": sha256_file(p)} for p in variant.patch_paths()],
-            "fragments": variant.fragments,
+            "tree": str(variant.tree or src.tree),
+            "commit": variant.commit,
+            "describe": variant.describe,
+            "patches": [{"name": p.name, "sha256": sha256_file(p)}
+                        for p in variant.patch_paths()],
+            "fragments": [p.name for p in variant.fragment_paths()],
+            "config": str(variant.config) if variant.config else None,
+            "config_sha256": sha256_file(d / "config"),
             "build_seconds": round(seconds, 1),
             "jobs": jobs,
             "built_at": proc.now_iso(),
         }
         proc.write_json_atomic(d / "meta.json", meta)
         log(f"{variant.name}: built {release} in {seconds:.0f} s -> {d}/bzImage")
+        # Not kept in meta.json: this build's wait for others, for callers that time builds.
+        return {**meta, "lock_wait_s": round(waited, 1)}
+
+
+def _config_sha256(meta: dict) -> str | None:
+    # Images built before meta.json kept it.
+    f = image_dir(meta["key"]) / "config" if meta.get("key") else None
+    return sha256_file(f) if f and f.is_file() else None
+
+
+def prebuilt(path: str) -> dict:
+    """A bzImage built elsewhere (--kernel PATH), filed in the image cache by its content,
+    with its config (and System.map) when they can be found. Error (exit 2) when its config
+    lacks what the suites need; a warning saying what was not checked when it cannot be
+    read."""
+    image_file = Path(path)
+    if not image_file.is_file():
+        raise Error(f"--kernel {path}: no such file")
+    release = image.release_of(image_file)
+    digest = sha256_file(image_file)
+    key = f"prebuilt-{digest[:11]}"
+    d = image_dir(key)
+    with contextlib.suppress(OSError, ValueError):
+        meta = json.loads((d / "meta.json").read_text())
+        if (d / "bzImage").is_file():
+            return meta
+    text, where = image.read_config(image_file, release, extract_ikconfig_script())
+    modules_here = Path("/lib/modules", release).is_dir()
+    if text is None:
+        log(f"warning: --kernel {path}: could not read its config ({where}); not checked: "
+            f"{image.not_checked()}")
+    else:
+        missing = image.missing_options(text, modules=modules_here)
+        if missing:
+            raise Error(f"--kernel {path} ({release}, config from {where}) lacks what the "
+                        f"suites need: {', '.join(missing)}")
+    meta = {"variant": image_file.name, "key": key, "release": release,
+            "source": f"prebuilt:{image_file.resolve()}", "image_sha256": digest,
+            "patches": [], "prebuilt": True, "config_from": where if text else None,
+            "config_sha256": sha256_bytes(text.encode()) if text else None}
+    if proc.is_dry_run():
         return meta
+    d.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(image_file, d / "bzImage.tmp")
+    os.replace(d / "bzImage.tmp", d / "bzImage")
+    if text:
+        proc.write_text_atomic(d / "config", text)
+    smap = image_file.parent / f"System.map-{release}"
+    if smap.is_file():
+        shutil.copyfile(smap, d / "System.map")
+    proc.write_json_atomic(d / "meta.json", meta)
+    return meta
+
+
+def extract_ikconfig_script() -> Path | None:
+    """scripts/extract-ikconfig of the lab's source tree, if it has been extracted."""
+    src = cache_root() / "src"
+    for tree in sorted(src.glob("linux-*")):
+        if (tree / "scripts" / "extract-ikconfig").is_file():
+            return tree / "scripts" / "extract-ikconfig"
+    return None
+
+
+def obtain(kern: Variant | dict, jobs: int | None = None, force: bool = False,
+           quiet: bool = True) -> dict:
+    """The image meta for what resolve() or prebuilt() gave: built (or found) for a variant,
+    as it is for a prebuilt image."""
+    if isinstance(kern, dict):
+        return kern
+    return build(kern, jobs=jobs, force=force, quiet=quiet)
+
+
+def identity(meta: dict) -> dict:
+    """Exactly what was measured, from an image's meta, for the results' meta.build: the
+    release, the commit (and its git describe) or the source, the patches by hash, and the
+    hash of the config the image was built with."""
+    out = {"release": meta.get("release"), "source": meta.get("source"),
+           "patches": [{"name": p["name"], "sha256": p.get("sha256")}
+                       for p in meta.get("patches", [])],
+           "config_sha256": meta.get("config_sha256") or _config_sha256(meta)}
+    for k in ("commit", "describe", "image_sha256"):
+        if meta.get(k):
+            out[k] = meta[k]
+    return out
 
 
 @contextlib.contextmanager
-def tree_lock() -> Iterator[None]:
-    """One tree mutation or build at a time on this machine (none taken in a dry run)."""
+def tree_lock() -> Iterator[float]:
+    """One tree mutation or build at a time on this machine (none taken in a dry run).
+    Yields how long it waited for another build, in seconds."""
     if proc.is_dry_run():
-        yield
+        yield 0.0
         return
     path = cache_root() / "lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as f:
+        t0 = time.monotonic()
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             log(f"waiting for another build to release {path}")
             fcntl.flock(f, fcntl.LOCK_EX)
-        yield
+            log(f"got {path} after {time.monotonic() - t0:.0f} s")
+        yield time.monotonic() - t0
 
 
 def describe(tree: str | None = None) -> list[dict]:

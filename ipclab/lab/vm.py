@@ -285,7 +285,7 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
     if cpus is None:
         cpus = DETERMINISTIC_CPUS if clock.deterministic else DEFAULT_CPUS
     if shared is None:
-        shared = new_shared(meta["variant"])
+        shared = new_shared(kernel.slug(meta["variant"]))
     # Where the results were measured is the host's to add afterwards (ab.tag_boot); the
     # environment only carries what the engine records in every sample.
     env = {"IPCBENCH_ACCEL": accel, "PYTHONUNBUFFERED": "1",
@@ -388,6 +388,7 @@ class SuiteJob:
     reps: int | None = None             # None: the suite's default
     warmups: int | None = None
     profile_by: str | None = None
+    cells: tuple[str, ...] = ()        # only these cells (keys or their starts); () all
 
     # What the guest leaves in the boot's shared directory.
     RESULTS = "result.json"
@@ -405,6 +406,8 @@ class SuiteJob:
             argv += ["--reps", str(self.reps)]
         if self.warmups is not None:
             argv += ["--warmups", str(self.warmups)]
+        for c in self.cells:
+            argv += ["--cell", c]
         if self.profile_by:
             argv += ["--profile", str(shared / self.PROFILE), "--profile-by", self.profile_by]
         return argv
@@ -475,6 +478,9 @@ def insn_plugin_opts(meta: dict, out: Path) -> list[str]:
         return ["-plugin", f"file={PLUGIN_SOURCE.stem}.so,out={out},"
                            f"marker=<{profile.MARKER_SYMBOL} in System.map>"]
     smap = kernel.image_dir(meta["key"]) / "System.map"
+    if not smap.exists() and meta.get("prebuilt"):
+        raise Error(f"{meta['variant']}: a prebuilt image needs its System.map-{meta['release']}"
+                    " beside it to name the addresses of a profile")
     if not smap.exists():
         raise Error(f"{meta['variant']}: the cached image has no System.map (built before "
                     f"profiles needed it): `ipclab kernel build {meta['variant']} --force`",

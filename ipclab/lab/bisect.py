@@ -1,0 +1,528 @@
+# SPDX-License-Identifier: MIT
+"""Kernel lab, bisect: the first commit of a range that moves a metric.
+
+Three parts, each testable alone:
+
+- the search (`pick`, `conclude`) knows nothing of kernels: given the commits after GOOD up
+  to BAD and a verdict for some of them ('old': like GOOD; 'new': moved like BAD; 'skip':
+  did not build or boot), it names the next commit to test, or the first 'new' one once it
+  is known, or, as `git bisect skip` does, the commits it could be when only skipped ones
+  are left between the last old and the first new;
+- the rule (`Rule`) turns a commit's measurement into a verdict against GOOD's: in the
+  deterministic mode a change beyond both the threshold and the noise
+  (deterministic.judge: the A/A floor, or how far a median could be off), in the timed mode
+  a significant paired t over boots beyond the threshold; either way in BAD's direction;
+- `Bisect` drives them: measures GOOD and BAD, sets the rule, asks `measure(commit)` for
+  each step, prints each step, and keeps a log (one JSON line per measured commit) from
+  which an interrupted bisect resumes without measuring anything twice. The lab's
+  `measure` (`LabMeasure`) builds the commit of the user's tree (incrementally, in the
+  lab's clone) and boots it with the suite; a build or boot failure is a skip.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from ipclab import EXIT_FAILED, EXIT_USAGE, Error, deterministic, fmt, metrics, proc, stats
+from ipclab import suites
+from ipclab.progress import log
+
+from . import ab, gittree, kernel, vm
+
+OLD, NEW, SKIP = "old", "new", "skip"
+LOG_NAME = "bisect.jsonl"
+
+
+def pct(x: float) -> str:
+    return fmt.pct(x, decimals=2)
+
+
+# --------------------------------------------------------------------------- the search
+
+
+def bounds(commits: list[str], verdicts: dict[str, str]) -> tuple[int, int]:
+    """(lo, hi): the index of the last commit known old (-1: GOOD itself) and of the first
+    known new after it (the last index: BAD)."""
+    lo = max((i for i, c in enumerate(commits) if verdicts.get(c) == OLD), default=-1)
+    hi = min((i for i, c in enumerate(commits) if i > lo and verdicts.get(c) == NEW),
+             default=len(commits) - 1)
+    return lo, hi
+
+
+def pick(commits: list[str], verdicts: dict[str, str]) -> str | None:
+    """The next commit to test: the untested one nearest the middle of what is left (the
+    lower one on a tie); None when nothing untested is left."""
+    lo, hi = bounds(commits, verdicts)
+    left = [i for i in range(lo + 1, hi) if commits[i] not in verdicts]
+    if not left:
+        return None
+    mid = (lo + hi) / 2
+    return commits[min(left, key=lambda i: (abs(i - mid), i))]
+
+
+def conclude(commits: list[str], verdicts: dict[str, str]) -> list[str]:
+    """The commits the first new one can be, once pick() has nothing left: one, or the
+    skipped ones before the first known new, and that one."""
+    lo, hi = bounds(commits, verdicts)
+    return commits[lo + 1:hi + 1]
+
+
+def steps_left(commits: list[str], verdicts: dict[str, str]) -> int:
+    """About how many more steps (log2 of the commits still in question)."""
+    lo, hi = bounds(commits, verdicts)
+    n = sum(1 for c in commits[lo + 1:hi] if c not in verdicts)
+    return math.ceil(math.log2(n + 1)) if n else 0
+
+
+# --------------------------------------------------------------------------- the rule
+
+
+@dataclasses.dataclass
+class Measurement:
+    """One commit measured: the metric's samples per boot, or why it was skipped."""
+    commit: str
+    boots: list[list[float]] = dataclasses.field(default_factory=list)
+    skip: str | None = None
+    results: list[str] = dataclasses.field(default_factory=list)
+    seconds: dict = dataclasses.field(default_factory=dict)
+    unit: str = ""
+    floor: float | None = None      # the metric's A/A floor, when one was measured
+
+    @property
+    def samples(self) -> list[float]:
+        return [v for b in self.boots for v in b]
+
+    @property
+    def value(self) -> float:
+        """The commit's figure: the median of its samples (one boot), or of its boots'
+        medians."""
+        if len(self.boots) == 1:
+            return stats.median(self.boots[0])
+        return stats.median([stats.median(b) for b in self.boots if b])
+
+
+@dataclasses.dataclass
+class Rule:
+    """When a commit has moved, against GOOD, like BAD did."""
+    good: Measurement
+    deterministic: bool
+    threshold: float            # relative, >= 0
+    direction: int              # +1: BAD is higher than GOOD; -1: lower
+    floor: float = math.nan     # the metric's A/A floor (deterministic)
+
+    def delta(self, m: Measurement) -> tuple[float, float]:
+        """(relative change against GOOD, the smallest change that is not noise)."""
+        if self.deterministic:
+            j = deterministic.judge(self.good.samples, m.samples, "lower", self.floor)
+            return j.ratio - 1, j.threshold
+        t = stats.paired_log_ratio(stats.per_unit_values(self.good.boots),
+                                   stats.per_unit_values(m.boots))
+        # Not significant: no change can be told from the noise.
+        noise = 0.0 if t.can_claim and t.p < stats.ALPHA else math.inf
+        return t.effect - 1, noise
+
+    def verdict(self, m: Measurement) -> tuple[str, float, str]:
+        """(old or new, the change against GOOD, a note)."""
+        d, noise = self.delta(m)
+        if not math.isfinite(d):
+            return SKIP, d, "no value"
+        beyond = abs(d) > max(self.threshold, noise)
+        if beyond and (d > 0) == (self.direction > 0):
+            return NEW, d, ""
+        note = "moved the other way" if beyond else ""
+        return OLD, d, note
+
+
+def default_threshold(bad_delta: float) -> float:
+    """Half of GOOD -> BAD: a commit counts as moved once it is nearer BAD than GOOD."""
+    return abs(bad_delta) / 2
+
+
+def check_timed_boots(units: int) -> None:
+    """Refuse, before any boot, a timed bisect too small for any claim."""
+    if units < stats.MIN_PAIRS:
+        raise Error(f"a timed bisect needs at least {stats.MIN_PAIRS} boots per step (a paired"
+                    f" t test on {units} boots cannot claim a change); give --boots "
+                    f"{stats.MIN_PAIRS} or more, or bisect in the deterministic mode")
+
+
+def check_power(good: Measurement, bad: Measurement, threshold: float) -> None:
+    """Refuse a timed bisect whose steps would miss a change of `threshold` (Error, exit 2,
+    saying why): the noise is GOOD's and BAD's, split into boot-to-boot and within-boot
+    parts, and a step is as many boots of as many samples as GOOD."""
+    units = len(good.boots)
+    check_timed_boots(units)
+    reps = max(1, min(len(b) for b in good.boots + bad.boots))
+    cvs = [stats.variance_components(m.boots) for m in (good, bad)]
+    cvb = max(c.cv_between if math.isfinite(c.cv_between) else 0.0 for c in cvs)
+    cvw = max((c.cv_within for c in cvs if math.isfinite(c.cv_within)), default=math.nan)
+    if not math.isfinite(cvw):
+        raise Error("a timed bisect needs 2 or more samples per boot to estimate its noise")
+    power = stats.detection_power(threshold, cvb, cvw, reps, units)
+    if power < stats.POWER:
+        mde = stats.minimum_detectable_effect(cvb, cvw, reps, units)
+        raise Error(f"a timed bisect at a threshold of {threshold * 100:.3g}% would find such a"
+                    f" change in {power * 100:.0f}% of steps (wanted {stats.POWER * 100:.0f}%):"
+                    f" CV {cvb * 100:.2g}% between boots and {cvw * 100:.2g}% within, {units}"
+                    f" boots of {reps} samples per step find {mde * 100:.3g}%; use more"
+                    " --boots, a larger --threshold, or --deterministic", EXIT_USAGE)
+
+
+# --------------------------------------------------------------------------- the driver
+
+
+@dataclasses.dataclass
+class Params:
+    """What a bisect is; the first line of its log, so that --resume needs nothing else."""
+    tree: str
+    good: str                   # commit ids
+    bad: str
+    suite: str
+    metric: str                 # CELL[:PATH] as given
+    threshold: float | None     # relative; None: default_threshold
+    deterministic: bool
+    boots: int
+    reps: int | None = None
+    warmups: int | None = None
+    cpus: int | None = None
+    config: str | None = None
+
+
+class BisectLog:
+    """One JSON line per event: the params first, then each measured commit."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def start(self, params: Params) -> None:
+        if not proc.is_dry_run():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(json.dumps({"params": dataclasses.asdict(params)}) + "\n")
+
+    def add(self, m: Measurement) -> None:
+        if proc.is_dry_run():
+            return
+        with open(self.path, "a") as f:
+            f.write(json.dumps({"measured": dataclasses.asdict(m)}) + "\n")
+
+    def read(self) -> tuple[Params, dict[str, Measurement]]:
+        try:
+            text = [x for x in self.path.read_text().splitlines() if x.strip()]
+            lines = [json.loads(x) for x in text[:-1]]
+            try:
+                lines.append(json.loads(text[-1]))
+            except ValueError:
+                if len(text) < 2:
+                    raise
+                # An interrupted write leaves a torn last line: that commit is measured again.
+            params = Params(**lines[0]["params"])
+            done = {}
+            for x in lines[1:]:
+                if "measured" in x:
+                    m = Measurement(**x["measured"])
+                    done[m.commit] = m
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
+            raise Error(f"{self.path}: not a bisect log ({e})") from None
+        return params, done
+
+
+@dataclasses.dataclass
+class Outcome:
+    first: list[str]            # the first new commit, or the commits it can be
+    verdicts: dict[str, str]
+    steps: int                  # commits measured between GOOD and BAD
+    deltas: dict[str, float]
+
+    @property
+    def found(self) -> bool:
+        return len(self.first) == 1
+
+
+class Bisect:
+    """Drives the search with a rule made from GOOD and BAD.
+
+    measure(commits) -> [Measurement]: measures several commits (the lab boots them side by
+    side where it can). describe(commit) names a commit."""
+
+    def __init__(self, params: Params, commits: list[str], measure,
+                 describe: Callable[[str], str], logfile: BisectLog, out=sys.stdout):
+        self.p = params
+        self.commits = commits
+        self.measure = measure
+        self.describe = describe
+        self.log = logfile
+        self.out = out
+        self.done: dict[str, Measurement] = {}
+
+    def _measure(self, commits: list[str]) -> list[Measurement]:
+        todo = [c for c in commits if c not in self.done]
+        if todo:
+            for m in self.measure(todo):
+                self.done[m.commit] = m
+                self.log.add(m)
+        return [self.done[c] for c in commits]
+
+    def _say(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def _value(self, m: Measurement) -> str:
+        n = len(m.samples)
+        per = f"{n} samples" if len(m.boots) == 1 else f"{len(m.boots)} boots, {n} samples"
+        return f"{self._num(m.value)} {m.unit} ({per})"
+
+    def _num(self, v: float) -> str:
+        # Instruction counts repeat to a tenth; timed figures to about three digits.
+        return fmt.count(v) if self.p.deterministic else fmt.num(v)
+
+    def rule(self, good: Measurement, bad: Measurement) -> Rule:
+        floor = math.nan if good.floor is None else good.floor
+        probe = Rule(good, self.p.deterministic, self.p.threshold or 0.0, 1, floor)
+        bad_delta, noise = probe.delta(bad)
+        threshold = (default_threshold(bad_delta) if self.p.threshold is None
+                     else self.p.threshold)
+        if not self.p.deterministic:
+            check_power(good, bad, threshold)
+        if not (math.isfinite(bad_delta) and abs(bad_delta) > max(threshold, noise)):
+            raise Error(f"GOOD -> BAD moves the metric by {pct(bad_delta)}, not beyond"
+                        f" the threshold ({threshold * 100:.3g}%) and the noise"
+                        f" ({noise * 100:.3g}%): nothing to bisect", EXIT_FAILED)
+        return Rule(good, self.p.deterministic, threshold, 1 if bad_delta > 0 else -1, floor)
+
+    def run(self, resumed: dict[str, Measurement] | None = None) -> Outcome:
+        self.done.update(resumed or {})
+        t0 = time.monotonic()
+        good, bad = self._measure([self.p.good, self.p.bad])
+        for m, which in ((good, "GOOD"), (bad, "BAD ")):
+            self._say(f"{which} {self.describe(m.commit)}: "
+                      + (f"skipped: {m.skip}" if m.skip else self._value(m)))
+            if m.skip:
+                raise Error(f"{which.strip()} {m.commit[:12]}: {m.skip}; a bisect needs both"
+                            " ends measured", EXIT_FAILED)
+        rule = self.rule(good, bad)
+        bad_delta = rule.delta(bad)[0]
+        self._say(f"GOOD -> BAD: {pct(bad_delta)}; a commit has moved when it is more than"
+                  f" {rule.threshold * 100:.3g}% {'above' if rule.direction > 0 else 'below'}"
+                  " GOOD"
+                  + (" and beyond the noise" if self.p.deterministic else
+                     f" with p < {stats.ALPHA} over {len(good.boots)} boots"))
+        verdicts: dict[str, str] = {self.p.bad: NEW}
+        deltas = {self.p.good: 0.0, self.p.bad: bad_delta}
+        # What a resumed log already measured counts without measuring it again.
+        for c in self.commits[:-1]:
+            if c in self.done:
+                verdicts[c], deltas[c] = self._judge(rule, self.done[c])
+        step = 0
+        while (c := pick(self.commits, verdicts)) is not None:
+            step += 1
+            left = steps_left(self.commits, verdicts)
+            [m] = self._measure([c])
+            verdicts[c], deltas[c] = self._judge(rule, m)
+            what = (f"skipped: {m.skip}" if m.skip else
+                    f"{self._value(m)}, {pct(deltas[c])} against GOOD: {verdicts[c]}")
+            self._say(f"step {step} (about {left} to go): {self.describe(c)}: {what}")
+        first = conclude(self.commits, verdicts)
+        measured = sum(1 for c in self.commits[:-1] if c in verdicts)
+        out = Outcome(first, verdicts, measured, deltas)
+        self._report(out, rule, time.monotonic() - t0)
+        return out
+
+    def _judge(self, rule: Rule, m: Measurement) -> tuple[str, float]:
+        if m.skip:
+            return SKIP, math.nan
+        v, d, note = rule.verdict(m)
+        if note:
+            self._say(f"note: {m.commit[:12]} {note} ({pct(d)} against GOOD)")
+        return v, d
+
+    def _report(self, out: Outcome, rule: Rule, seconds: float) -> None:
+        self._say("")
+        if not out.found:
+            self._say(f"only skipped commits are left: the first commit that moves the metric"
+                      f" is one of {len(out.first)}:")
+            for c in out.first:
+                self._say(f"  {self.describe(c)} ({out.verdicts.get(c, '?')})")
+        else:
+            c = out.first[0]
+            i = self.commits.index(c)
+            parent = self.done[self.commits[i - 1] if i else self.p.good]
+            vp, vc = parent.value, self.done[c].value
+            self._say(f"first commit that moves {self.p.metric} ({parent.unit}) by more than"
+                      f" {rule.threshold * 100:.3g}%:")
+            self._say(f"  {self.describe(c)}")
+            self._say(f"  {self._num(vp)} -> {self._num(vc)}: {pct(vc / vp - 1)} against its"
+                      f" parent, {pct(out.deltas[c])} against GOOD")
+        spent = {k: sum(m.seconds.get(k, 0.0) for m in self.done.values())
+                 for k in ("build", "lock_wait", "boots")}
+        self._say(f"{out.steps} steps between GOOD and BAD, {len(self.done)} kernels measured,"
+                  f" {seconds:.0f} s (builds {spent['build']:.0f} s, of which"
+                  f" {spent['lock_wait']:.0f} s waiting for other builds; boots, summed,"
+                  f" {spent['boots']:.0f} s); log: {self.log.path}")
+
+
+# --------------------------------------------------------------------------- the metric
+
+
+def metric_spec(spec: str) -> tuple[str, str | None]:
+    """--metric CELL[:PATH]: the cell (its key, or a unique start of it) and the metric path
+    (default: the cell's instructions per operation, deterministic, else its primary)."""
+    cell, _, path = spec.partition(":")
+    if not cell:
+        raise Error(f"--metric {spec!r}: want CELL[:PATH]")
+    return cell, path or None
+
+
+def find_cell(res: dict, cell: str) -> dict:
+    cells = [c for c in res.get("cells", []) if not c["key"].startswith("lab:")]
+    exact = [c for c in cells if c["key"] == cell]
+    hits = exact or [c for c in cells if c["key"].startswith(cell)]
+    if len(hits) != 1:
+        keys = ", ".join(c["key"] for c in (hits or cells))
+        raise Error(f"--metric {cell}: {'several' if hits else 'no'} cells match"
+                    f" (cells: {keys})")
+    return hits[0]
+
+
+def metric_path(cell: dict, path: str | None, is_deterministic: bool) -> tuple[str, str]:
+    """(path, unit) of the metric a bisect follows in a cell."""
+    if path:
+        unit, _ = metrics.metric_info(cell, path)
+        return path, unit
+    if is_deterministic:
+        costs = deterministic.cost_paths(cell)
+        if costs:
+            return costs[0]
+    found = metrics.metrics_for(cell)
+    if not found:
+        raise Error(f"--metric {cell['key']}: the cell has no metric to follow", EXIT_FAILED)
+    unit, _ = metrics.metric_info(cell, found[0])
+    return found[0], unit
+
+
+def check_metric(suite: str, spec: str) -> None:
+    """Before anything is built: the suite exists and some cell of it could be CELL."""
+    suites.check(suite)
+    cell, _ = metric_spec(spec)
+    cells = suites.resolve(suite).cells(suites.QUICK)
+    if not any(c.key == cell or c.key.startswith(cell) for c in cells):
+        raise Error(f"--metric {spec}: no cell of {suite} is {cell!r} (cells: "
+                    f"{', '.join(c.key for c in cells)})")
+
+
+# --------------------------------------------------------------------------- the lab's measure
+
+
+class LabMeasure:
+    """measure() for the lab: each commit of the user's tree built in the lab's clone (one
+    after another, incrementally), then booted with the suite, `boots` times (side by side
+    under icount, as ab does); the metric's samples of each boot. A commit that does not
+    build, or a boot that fails, is a skip, with the reason."""
+
+    def __init__(self, p: Params, outdir: Path, timeout: float = 1800, jobs: int | None = None):
+        self.p = p
+        self.outdir = outdir
+        self.timeout = timeout
+        self.jobs = jobs
+        self.clock = vm.DETERMINISTIC if p.deterministic else vm.TIMED
+        self.cell, self.path = metric_spec(p.metric)
+        # Only the metric's cell runs in the guest: a step costs one cell's samples.
+        self.job = ab.suite_job(p.suite, self.clock, reps=p.reps, warmups=p.warmups,
+                                cells=(self.cell,))
+        self.accel: str | None = None
+
+    def __call__(self, commits: list[str]) -> list[Measurement]:
+        out = {c: Measurement(c) for c in commits}
+        metas = {}
+        for c in commits:
+            t0 = time.monotonic()
+            try:
+                v = kernel.resolve(c, self.p.tree, config=self.p.config)
+                v.name = c[:12]
+                metas[c] = kernel.build(v, jobs=self.jobs, quiet=True)
+                out[c].seconds["lock_wait"] = metas[c].get("lock_wait_s", 0.0)
+            except Error as e:
+                if e.code != EXIT_FAILED:
+                    raise
+                out[c].skip = f"does not build: {e}"
+            out[c].seconds["build"] = round(time.monotonic() - t0, 1)
+        if metas and self.accel is None:
+            self.accel = vm.accel_for(kernel.image_path(next(iter(metas.values()))), self.clock)
+
+        def one_boot(c: str, i: int):
+            t0 = time.monotonic()
+            path = self.outdir / f"{c[:12]}-boot{i + 1}.json"
+            res, b = ab.run_suite_boot(metas[c], self.accel, self.job, path, timeout=self.timeout,
+                                       clock=self.clock, cpus=self.p.cpus)
+            return c, res, b, path, time.monotonic() - t0
+
+        order = [(c, i) for i in range(self.p.boots) for c in metas]
+        for c, res, b, path, seconds in ab.boot_in_order(order, one_boot, self.clock):
+            m = out[c]
+            if proc.is_dry_run():
+                continue
+            m.results.append(str(path))
+            m.seconds["boots"] = round(m.seconds.get("boots", 0) + seconds, 1)
+            if m.skip:
+                continue
+            if not b.ok:
+                m.skip = f"boot failed: {b.reason}"
+                continue
+            cell = find_cell(res, self.cell)
+            if cell.get("status") != "ok":
+                m.skip = f"{cell['key']} failed: {(cell.get('error') or '?').splitlines()[0]}"
+                continue
+            path_, m.unit = metric_path(cell, self.path, self.p.deterministic)
+            if self.p.deterministic:
+                floors, _ = deterministic.load_floor(deterministic.clock_of(res),
+                                                     res["meta"]["clock"].get("cpus"))
+                m.floor = floors.get(deterministic.floor_key(cell["key"], path_))
+            m.boots.append(metrics.metric_values(cell, path_))
+        return [out[c] for c in commits]
+
+
+def run(p: Params | None, outdir: Path, *, resume: bool = False, timeout: float = 1800,
+        jobs: int | None = None, out=sys.stdout) -> int:
+    """`ipclab bisect`: 0 when it names the first commit that moves the metric; 1 when only
+    skipped commits are left to tell which (it names them), or a build or boot of GOOD or
+    BAD failed."""
+    logfile = BisectLog(outdir / LOG_NAME)
+    done: dict[str, Measurement] = {}
+    if resume:
+        p, done = logfile.read()
+    assert p is not None
+    tree = Path(p.tree)
+    commits = gittree.first_parent_range(tree, p.good, p.bad)
+    out.write(f"bisect {p.good[:12]}..{p.bad[:12]} of {tree}: {len(commits) - 1} commits"
+              f" between GOOD and BAD (about {steps_left(commits, {p.bad: NEW})} steps),"
+              f" {p.metric} of suite {p.suite}, {'deterministic' if p.deterministic else 'timed'}"
+              f" mode, {p.boots} boot(s) per commit"
+              + (f"; resuming with {len(done)} commits measured" if done else "") + "\n")
+    out.flush()
+    # A resumed log is written afresh, without a line a Ctrl-C may have torn.
+    logfile.start(p)
+    for m in done.values():
+        logfile.add(m)
+    subjects: dict[str, str] = {}
+
+    def describe(c: str) -> str:
+        if c not in subjects:
+            subjects[c] = gittree.subject(tree, c)
+        return f"{c[:12]} {subjects[c]}"
+
+    measure = LabMeasure(p, outdir, timeout=timeout, jobs=jobs)
+    if proc.is_dry_run():
+        measure([p.good, p.bad])
+        log("a dry run stops here: every step builds and boots one commit the same way")
+        return 0
+    try:
+        outcome = Bisect(p, commits, measure, describe, logfile, out).run(done)
+    except KeyboardInterrupt:
+        log(f"interrupted; what was measured is kept: ipclab bisect --resume {outdir}")
+        raise
+    return 0 if outcome.found else EXIT_FAILED
