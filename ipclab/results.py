@@ -212,8 +212,9 @@ def finish(res):
 
 
 def tag(res, **meta):
-    """Say where a run was measured (the lab: variant, kernel, patches, accel, clock, its
-    boot record). These fields are the host's to set, so they overwrite the guest's."""
+    """Say where a run was measured (the lab: variant, kernel, patches, build (what exactly
+    was built: commit, patch and config hashes), accel, clock, its boot record). These fields
+    are the host's to set, so they overwrite the guest's."""
     res.setdefault("meta", {}).update(meta)
     return res
 

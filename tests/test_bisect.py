@@ -117,6 +117,23 @@ def test_seeds_shaped_series_names_the_skip_wakeup_commit(tmp_path):
     assert "-2.77% against its parent" in text and "(insn/loop)" in text
 
 
+def test_the_measure_hears_which_commits_the_next_step_may_want(tmp_path):
+    prepared = []
+    FakeMeasure.prepare = lambda self, commits: prepared.append(list(commits))
+    try:
+        res, measure, _ = run(tmp_path, [1000] * 9 + [900] * 7)
+    finally:
+        del FakeMeasure.prepare
+    assert res.first == [COMMITS[9]]
+    commits = COMMITS[1:16]
+    # First the first pick, then at each step the two picks that may follow it; every
+    # commit measured after GOOD and BAD was one of them.
+    assert prepared[0] == [b.pick(commits, {commits[-1]: b.NEW})]
+    assert all(len(p) <= 2 for p in prepared)
+    for i, c in enumerate(measure.calls[2:]):
+        assert c in prepared[i], (c, prepared)
+
+
 def test_a_commit_that_moves_the_other_way_is_old(tmp_path):
     # Commit 2 rises 3%, BAD falls 2% from GOOD: the first commit that falls is commit 4.
     res, _, text = run(tmp_path, [1000, 1000, 1030, 1000, 980, 980], threshold=0.01)

@@ -25,6 +25,7 @@ import dataclasses
 import json
 import math
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -248,7 +249,9 @@ class Bisect:
     """Drives the search with a rule made from GOOD and BAD.
 
     measure(commits) -> [Measurement]: measures several commits (the lab boots them side by
-    side where it can). describe(commit) names a commit."""
+    side where it can); measure.prepare(commits), when it has one, hears which commits the
+    step after the next measurement may want, so that it can build them meanwhile.
+    describe(commit) names a commit."""
 
     def __init__(self, params: Params, commits: list[str], measure,
                  describe: Callable[[str], str], logfile: BisectLog, out=sys.stdout):
@@ -295,9 +298,18 @@ class Bisect:
                         f" ({noise * 100:.3g}%): nothing to bisect", EXIT_FAILED)
         return Rule(good, self.p.deterministic, threshold, 1 if bad_delta > 0 else -1, floor)
 
+    def _prepare(self, verdicts: dict[str, str], c: str | None = None) -> None:
+        """Tell the measure what may come after `c` (either verdict), or first of all."""
+        if not hasattr(self.measure, "prepare"):
+            return
+        after = [dict(verdicts)] if c is None else [{**verdicts, c: v} for v in (OLD, NEW)]
+        nxt = {pick(self.commits, v) for v in after} - {None} - set(self.done)
+        self.measure.prepare(sorted(nxt, key=self.commits.index))
+
     def run(self, resumed: dict[str, Measurement] | None = None) -> Outcome:
         self.done.update(resumed or {})
         t0 = time.monotonic()
+        self._prepare({self.p.bad: NEW})
         good, bad = self._measure([self.p.good, self.p.bad])
         for m, which in ((good, "GOOD"), (bad, "BAD ")):
             self._say(f"{which} {self.describe(m.commit)}: "
@@ -322,6 +334,7 @@ class Bisect:
         while (c := pick(self.commits, verdicts)) is not None:
             step += 1
             left = steps_left(self.commits, verdicts)
+            self._prepare(verdicts, c)
             [m] = self._measure([c])
             verdicts[c], deltas[c] = self._judge(rule, m)
             what = (f"skipped: {m.skip}" if m.skip else
@@ -361,7 +374,7 @@ class Bisect:
         spent = {k: sum(m.seconds.get(k, 0.0) for m in self.done.values())
                  for k in ("build", "lock_wait", "boots")}
         self._say(f"{out.steps} steps between GOOD and BAD, {len(self.done)} kernels measured,"
-                  f" {seconds:.0f} s (builds {spent['build']:.0f} s, of which"
+                  f" {seconds:.0f} s (builds in its path {spent['build']:.0f} s, of which"
                   f" {spent['lock_wait']:.0f} s waiting for other builds; boots, summed,"
                   f" {spent['boots']:.0f} s); log: {self.log.path}")
 
@@ -422,7 +435,11 @@ class LabMeasure:
     """measure() for the lab: each commit of the user's tree built in the lab's clone (one
     after another, incrementally), then booted with the suite, `boots` times (side by side
     under icount, as ab does); the metric's samples of each boot. A commit that does not
-    build, or a boot that fails, is a skip, with the reason."""
+    build, or a boot that fails, is a skip, with the reason.
+
+    While a step boots, the commits prepare() named (the two the next step may pick) are
+    built in the background: the boot keeps one CPU, the build the rest, and the next step
+    finds its image cached instead of waiting for a build, or for the lab's lock."""
 
     def __init__(self, p: Params, outdir: Path, timeout: float = 1800, jobs: int | None = None):
         self.p = p
@@ -435,6 +452,38 @@ class LabMeasure:
         self.job = ab.suite_job(p.suite, self.clock, reps=p.reps, warmups=p.warmups,
                                 cells=(self.cell,))
         self.accel: str | None = None
+        self._next: list[str] = []
+        self._ahead: list[threading.Thread] = []
+
+    def variant(self, commit: str) -> kernel.Variant:
+        v = kernel.resolve(commit, self.p.tree, config=self.p.config)
+        v.name = commit[:12]
+        return v
+
+    def prepare(self, commits: list[str]) -> None:
+        self._next = list(commits)
+
+    def _prebuild(self) -> None:
+        todo, self._next = self._next, []
+        if not todo or proc.is_dry_run():
+            return
+
+        def build_all():
+            for c in todo:
+                try:
+                    kernel.build(self.variant(c), jobs=self.jobs, quiet=True)
+                except Exception as e:      # noqa: BLE001 - the step builds it again, and says
+                    log(f"bisect: building {c[:12]} ahead failed: {e}")
+        # Builds, this thread's and the steps', take turns on the lab's lock.
+        t = threading.Thread(target=build_all, name="bisect-prebuild", daemon=True)
+        t.start()
+        self._ahead.append(t)
+
+    def wait(self) -> None:
+        """Let the builds ahead finish: a build killed half way leaves objects make trusts."""
+        for t in self._ahead:
+            t.join()
+        self._ahead = []
 
     def __call__(self, commits: list[str]) -> list[Measurement]:
         out = {c: Measurement(c) for c in commits}
@@ -442,9 +491,7 @@ class LabMeasure:
         for c in commits:
             t0 = time.monotonic()
             try:
-                v = kernel.resolve(c, self.p.tree, config=self.p.config)
-                v.name = c[:12]
-                metas[c] = kernel.build(v, jobs=self.jobs, quiet=True)
+                metas[c] = kernel.build(self.variant(c), jobs=self.jobs, quiet=True)
                 out[c].seconds["lock_wait"] = metas[c].get("lock_wait_s", 0.0)
             except Error as e:
                 if e.code != EXIT_FAILED:
@@ -453,6 +500,7 @@ class LabMeasure:
             out[c].seconds["build"] = round(time.monotonic() - t0, 1)
         if metas and self.accel is None:
             self.accel = vm.accel_for(kernel.image_path(next(iter(metas.values()))), self.clock)
+        self._prebuild()
 
         def one_boot(c: str, i: int):
             t0 = time.monotonic()
@@ -522,6 +570,7 @@ def run(p: Params | None, outdir: Path, *, resume: bool = False, timeout: float 
         return 0
     try:
         outcome = Bisect(p, commits, measure, describe, logfile, out).run(done)
+        measure.wait()
     except KeyboardInterrupt:
         log(f"interrupted; what was measured is kept: ipclab bisect --resume {outdir}")
         raise
