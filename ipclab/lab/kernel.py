@@ -80,6 +80,8 @@ class Variant:
 
 
 VARIANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# VARIANT+OVERLAY...: a variant built with more config (and optionally a lab patch) on top.
+OVERLAID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\+[A-Za-z0-9][A-Za-z0-9._-]*)+$")
 
 
 def list_variants() -> list[str]:
@@ -91,6 +93,8 @@ def list_variants() -> list[str]:
 
 
 def load_variant(name: str) -> Variant:
+    if OVERLAID_RE.match(name):
+        return load_overlaid(name)
     if not VARIANT_RE.match(name):
         raise Error(f"bad variant name {name!r}")
     path = KERNEL_DIR / "series" / name
@@ -113,6 +117,29 @@ def load_variant(name: str) -> Variant:
         fragments.append(f"{name}.config")
     if not (KERNEL_DIR / "config" / BASE_FRAGMENT).is_file():
         raise Error(f"missing kernel/config/{BASE_FRAGMENT}", EXIT_FAILED)
+    return Variant(name, patches, fragments)
+
+
+def load_overlaid(name: str) -> Variant:
+    """VARIANT+O1+O2: VARIANT's patches and fragments, then for each overlay O its fragment
+    kernel/config/O.config and, when it exists, kernel/patches/lab-O.patch after the series.
+    So one measurement configuration (counters, lock statistics, debug checks) applies to
+    any variant without a series file per pair."""
+    base, *overlays = name.split("+")
+    v = load_variant(base)
+    patches, fragments = list(v.patches), list(v.fragments)
+    for o in overlays:
+        frag = f"{o}.config"
+        if o == "lab" or not (KERNEL_DIR / "config" / frag).is_file():
+            known = ", ".join(sorted(p.stem for p in (KERNEL_DIR / "config").glob("*.config")
+                                     if p.name != BASE_FRAGMENT)) or "none"
+            raise Error(f"variant {name!r}: no overlay {o!r} (kernel/config/{o}.config; "
+                        f"known: {known})")
+        if frag not in fragments:
+            fragments.append(frag)
+        lab_patch = f"lab-{o}.patch"
+        if (KERNEL_DIR / "patches" / lab_patch).is_file() and lab_patch not in patches:
+            patches.append(lab_patch)
     return Variant(name, patches, fragments)
 
 
