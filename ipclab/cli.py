@@ -363,6 +363,8 @@ def add_lab_parsers(sub):
     r.add_argument("--fail-page-alloc", metavar="P[,INTERVAL[,TIMES[,SPACE]]]",
                    help="inject page allocation failures into the command only "
                         "(debug variant): probability %%, interval, times, bytes first")
+    r.add_argument("--failslab", metavar="P[,INTERVAL[,TIMES[,SPACE]]]",
+                   help="the same for slab allocations (failslab)")
     r.add_argument("--kmemleak", action="store_true",
                    help="scan kmemleak after the command; leaks fail the run (debug variant)")
     r.add_argument("--record", type=Path, help="write the lab's JSON record of the boot here")
@@ -451,14 +453,13 @@ def cmd_vm_run(args):
     clock = _clock(args)
     with proc.dry_run(args.dry_run):
         opts = dict(tree=args.tree, thp=args.thp, timeout=args.timeout, clock=clock,
-                    cpus=args.cpus, record=args.record, kmemleak=args.kmemleak)
+                    cpus=args.cpus, record=args.record, kmemleak=args.kmemleak,
+                    faults=vm.fault_injection(args.fail_page_alloc, args.failslab))
         if command:
-            return ab.vm_command(args.variant, command,
-                                 faults=vm.parse_faults(args.fail_page_alloc), **opts)
+            return ab.vm_command(args.variant, command, **opts)
         job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
                            warmups=args.warmups, profile=args.profile)
-        return ab.vm_suite(args.variant, job, args.output,
-                           faults=vm.parse_faults(args.fail_page_alloc), **opts)
+        return ab.vm_suite(args.variant, job, args.output, **opts)
 
 
 def cmd_ab(args):

@@ -273,6 +273,17 @@ def test_profile_without_a_suite_is_a_usage_error(capsys):
     assert "--profile" in capsys.readouterr().err
 
 
+def test_fault_injection_names_each_facility():
+    assert vm.fault_injection(None, None) is None
+    assert vm.fault_injection("10", None) == {
+        "fail_page_alloc": {"probability": 10, "interval": 1, "times": -1, "space": 0}}
+    both = vm.fault_injection("5,1,-1,1M", "3,2")
+    assert set(both) == {"fail_page_alloc", "failslab"}
+    assert both["failslab"] == {"probability": 3, "interval": 2, "times": -1, "space": 0}
+    with pytest.raises(Error, match="--failslab 101"):
+        vm.fault_injection(None, "101")
+
+
 def test_parse_faults():
     assert vm.parse_faults("10,2,5") == {"probability": 10, "interval": 2, "times": 5, "space": 0}
     assert vm.parse_faults("100,1,10,8M")["space"] == 8 << 20
