@@ -495,6 +495,8 @@ def add_lab_parsers(sub):
     r.add_argument("--fail-page-alloc", metavar="P[,INTERVAL[,TIMES[,SPACE]]]",
                    help="inject page allocation failures into the command only "
                         "(debug variant): probability %%, interval, times, bytes first")
+    r.add_argument("--failslab", metavar="P[,INTERVAL[,TIMES[,SPACE]]]",
+                   help="the same for slab allocations (failslab)")
     r.add_argument("--kmemleak", action="store_true",
                    help="scan kmemleak after the command; leaks fail the run (debug variant)")
     r.add_argument("--record", type=Path, help="write the lab's JSON record of the boot here")
@@ -686,15 +688,14 @@ def cmd_vm_run(args):
     clock = _clock(args)
     with proc.dry_run(args.dry_run):
         opts = dict(thp=args.thp, timeout=args.timeout, clock=clock,
-                    cpus=args.cpus, record=args.record, kmemleak=args.kmemleak)
+                    cpus=args.cpus, record=args.record, kmemleak=args.kmemleak,
+                    faults=vm.fault_injection(args.fail_page_alloc, args.failslab))
         [kern] = _kernels(args, [args.variant], 1)
         if command:
-            return ab.vm_command(kern, command,
-                                 faults=vm.parse_faults(args.fail_page_alloc), **opts)
+            return ab.vm_command(kern, command, **opts)
         job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
                            warmups=args.warmups, profile=args.profile)
-        return ab.vm_suite(kern, job, args.output,
-                           faults=vm.parse_faults(args.fail_page_alloc), **opts)
+        return ab.vm_suite(kern, job, args.output, **opts)
 
 
 def cmd_ab(args):

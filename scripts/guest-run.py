@@ -4,7 +4,8 @@
 
 Runs as init's child inside a virtme-ng guest (PID 1 is virtme-ng-init, we are root).
 Input:  SHARED/job.json   {"argv": [...], "env": {...}, "cwd": ..., "thp": "madvise",
-                           "cgroup": "ipclab", "timeout": s, "faults": {...} | null,
+                           "cgroup": "ipclab", "timeout": s,
+                           "faults": {"fail_page_alloc"|"failslab": {knobs}} | null,
                            "kmemleak": bool, "deterministic": bool}
 Output: SHARED/started    written first, so the host can time boot-to-userspace
         SHARED/job.out    the job's stdout and stderr
@@ -94,41 +95,58 @@ def setup(job, notes):
 
 
 def arm_faults(faults, notes):
-    """fail_page_alloc through debugfs; task-filter limits it to tasks with make-it-fail."""
-    base = "/sys/kernel/debug/fail_page_alloc"
+    """fail_page_alloc and failslab through debugfs; task-filter limits them to the tasks
+    with make-it-fail. `faults` maps each facility to its knobs."""
+    ok = True
+    for kind, knobs in faults.items():
+        ok = arm_one(kind, knobs, notes) and ok
+    return ok
+
+
+def arm_one(kind, faults, notes):
+    base = f"/sys/kernel/debug/{kind}"
     if not os.path.isdir(base):
-        notes.append("fail_page_alloc: not in this kernel (use the debug variant)")
+        notes.append(f"{kind}: not in this kernel (use the debug variant or overlay)")
         return False
     knobs = {
         "task-filter": "Y",
         # Pipe and mqueue buffers are order-0 allocations that may sleep; the defaults
         # (min-order 1, ignore-gfp-wait Y) would never fail them.
-        "min-order": faults.get("min_order", 0),
         "ignore-gfp-wait": "N" if not faults.get("ignore_gfp_wait") else "Y",
-        "ignore-gfp-highmem": "N",
         "probability": faults.get("probability", 10),
         "interval": faults.get("interval", 1),
         "times": faults.get("times", -1),
-        # A budget of bytes the filtered tasks allocate before failures start, so exec and
-        # program start-up get through and the failures land in the workload proper.
-        # fail_page_alloc charges `1 << order` per call against it: pages, not bytes.
-        "space": faults.get("space", 0) // os.sysconf("SC_PAGE_SIZE"),
+        # A budget the filtered tasks allocate before failures start, so exec and program
+        # start-up get through and the failures land in the workload proper. fail_page_alloc
+        # charges `1 << order` per call against it (pages, not bytes); failslab bytes.
+        "space": faults.get("space", 0) // (os.sysconf("SC_PAGE_SIZE")
+                                            if kind == "fail_page_alloc" else 1),
         # With a bounded number of failures, a stack per failure shows who was hit (and that
         # only the job was); unbounded runs would flood an emulated console with them.
         "verbose": faults.get("verbose", 2 if 0 < int(faults.get("times", -1)) <= 50 else 1),
     }
+    if kind == "fail_page_alloc":
+        knobs.update({"min-order": faults.get("min_order", 0), "ignore-gfp-highmem": "N"})
     ok = True
     for k, v in knobs.items():
         err = write(f"{base}/{k}", str(v))
         if err:
-            notes.append(f"fail_page_alloc {k}: {err}")
+            notes.append(f"{kind} {k}: {err}")
             ok = False
     return ok
 
 
-def disarm_faults():
-    write("/sys/kernel/debug/fail_page_alloc/probability", "0")
-    write("/sys/kernel/debug/fail_page_alloc/times", "0")
+def disarm_faults(faults):
+    """Disarm each facility; returns how many failures the bounded ones injected."""
+    injected = None
+    for kind, knobs in faults.items():
+        left = read(f"/sys/kernel/debug/{kind}/times")
+        write(f"/sys/kernel/debug/{kind}/probability", "0")
+        write(f"/sys/kernel/debug/{kind}/times", "0")
+        times = int(knobs.get("times", -1))
+        if times > 0 and left is not None:
+            injected = (injected or 0) + times - int(left)
+    return injected
 
 
 def main():
@@ -173,11 +191,9 @@ def main():
     status["rc"] = rc
     status["job_seconds"] = round(time.time() - t0, 3)
     if faults:
-        left = read("/sys/kernel/debug/fail_page_alloc/times")
-        disarm_faults()
-        times = int(faults.get("times", -1))
-        if times > 0 and left is not None:
-            status["faults_injected"] = times - int(left)
+        injected = disarm_faults(faults)
+        if injected is not None:
+            status["faults_injected"] = injected
     if cg:
         # Evidence that the workload was charged: peak usage and the kernel-memory share.
         status["memcg"] = {k: read(f"{cg}/{k}") for k in ("memory.peak", "memory.current")}

@@ -15,7 +15,11 @@
  * perf events.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
@@ -135,4 +139,121 @@ void counters_stop(struct counters *c)
 		c->task_clock_ns = (uint64_t)((c->user_s + c->sys_s) * 1e9);
 		c->page_faults = c->minor_faults + c->major_faults;
 	}
+}
+
+/* Where the kernel says which number sched:sched_wakeup has. */
+static const char *const wakeup_id_paths[] = {
+	"/sys/kernel/tracing/events/sched/sched_wakeup/id",
+	"/sys/kernel/debug/tracing/events/sched/sched_wakeup/id",
+};
+
+static long long tracepoint_id(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(wakeup_id_paths) / sizeof(wakeup_id_paths[0]); i++) {
+		FILE *f = fopen(wakeup_id_paths[i], "r");
+		long long id;
+		int n;
+
+		if (!f)
+			continue;
+		n = fscanf(f, "%lld", &id);
+		fclose(f);
+		if (n == 1)
+			return id;
+	}
+	return -1;
+}
+
+static void wakeups_close(struct wakeup_counter *w)
+{
+	int i;
+
+	for (i = 0; i < w->nfd; i++)
+		close(w->fd[i]);
+	free(w->fd);
+	w->fd = NULL;
+	w->nfd = 0;
+}
+
+void wakeups_start(struct wakeup_counter *w)
+{
+	struct perf_event_attr attr;
+	char comm[32], filter[64];
+	long long id = tracepoint_id();
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	FILE *f;
+	int cpu;
+
+	memset(w, 0, sizeof(*w));
+	if (id < 0) {
+		snprintf(w->why, sizeof(w->why), "no sched:sched_wakeup tracepoint "
+			 "(kernel without event tracing, or tracefs not mounted)");
+		return;
+	}
+	f = fopen("/proc/self/comm", "r");
+	if (!f || !fgets(comm, sizeof(comm), f)) {
+		if (f)
+			fclose(f);
+		snprintf(w->why, sizeof(w->why), "cannot read /proc/self/comm");
+		return;
+	}
+	fclose(f);
+	comm[strcspn(comm, "\n")] = 0;
+	snprintf(filter, sizeof(filter), "comm == \"%s\"", comm);
+
+	w->fd = calloc(ncpu > 0 ? ncpu : 1, sizeof(*w->fd));
+	if (!w->fd) {
+		snprintf(w->why, sizeof(w->why), "out of memory");
+		return;
+	}
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = PERF_TYPE_TRACEPOINT;
+	attr.config = id;
+	attr.disabled = 1;
+	for (cpu = 0; cpu < ncpu; cpu++) {
+		int fd = syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+		if (fd < 0 && errno == ENODEV)
+			continue;	/* an offline CPU wakes nobody */
+		if (fd < 0) {
+			snprintf(w->why, sizeof(w->why), "perf_event_open(sched:sched_wakeup, "
+				 "cpu %d): %s", cpu, strerror(errno));
+			wakeups_close(w);
+			return;
+		}
+		w->fd[w->nfd++] = fd;
+		if (ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter) < 0) {
+			snprintf(w->why, sizeof(w->why), "sched:sched_wakeup filter '%s': %s",
+				 filter, strerror(errno));
+			wakeups_close(w);
+			return;
+		}
+	}
+	for (cpu = 0; cpu < w->nfd; cpu++)
+		ioctl(w->fd[cpu], PERF_EVENT_IOC_ENABLE, 0);
+	w->ok = w->nfd > 0;
+	if (!w->ok)
+		snprintf(w->why, sizeof(w->why), "no online CPU to count on");
+}
+
+void wakeups_stop(struct wakeup_counter *w)
+{
+	int i;
+
+	for (i = 0; w->ok && i < w->nfd; i++) {
+		uint64_t v;
+
+		ioctl(w->fd[i], PERF_EVENT_IOC_DISABLE, 0);
+		if (read(w->fd[i], &v, sizeof(v)) != sizeof(v)) {
+			snprintf(w->why, sizeof(w->why), "reading a wakeup counter: %s",
+				 strerror(errno));
+			w->ok = false;
+			break;
+		}
+		w->wakeups += v;
+	}
+	wakeups_close(w);
 }

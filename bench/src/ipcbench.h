@@ -180,6 +180,30 @@ void counters_start(struct counters *c);
 /* Stop after every child of the section has been reaped. */
 void counters_stop(struct counters *c);
 
+/*
+ * Wakeups of this program's processes over a measured section: the
+ * sched:sched_wakeup tracepoint, counted on every CPU and filtered on the
+ * woken task's comm, which forked children share with the engine.  Not a
+ * per-task counter: perf delivers a sched_wakeup to the waker's and to the
+ * wakee's events, so a task counter inherited by both would count a
+ * wakeup between two of them twice.  Needs tracepoints in the kernel
+ * (tracefs or debugfs mounted for the event id) and the right to count
+ * CPU-wide (root, or perf_event_paranoid <= 0); otherwise ok is false and
+ * why says what was missing.
+ */
+struct wakeup_counter {
+	bool ok;
+	char why[160];
+	uint64_t wakeups;
+	/* private */
+	int nfd;
+	int *fd;
+};
+
+/* Start before the section; the processes to count must keep our comm. */
+void wakeups_start(struct wakeup_counter *w);
+void wakeups_stop(struct wakeup_counter *w);
+
 /* ---- processes, watchdog, sysctls (proc.c) ------------------------------ */
 
 /*

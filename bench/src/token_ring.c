@@ -15,6 +15,17 @@
  * which cost no switch.  With few CPUs they dominate, so switches per
  * transfer fall well below the one the seed expects on a 16-CPU box.
  *
+ * The herd is in the wakeups, not only in the switches: a write wakes every
+ * sleeping reader without exclusive waits, but on few CPUs most of them are
+ * runnable again before they get a CPU, and the writer takes its token back.
+ * wakeups_per_transfer counts the tasks woken (sched:sched_wakeup, see
+ * wakeups_start()).  The seed's real case is the GNU make jobserver, where a
+ * process holds its token while its job runs and, once it has written the
+ * token back, does not ask again at once: --work-us and --pause-us give the
+ * loop that shape (time with the token, time between writing it and the
+ * next read), spent spinning on the clock or, with --wait sleep, asleep.
+ * Both 0, the default, is the seed's exact loop.
+ *
  * Ending: the process that reads T - 1 writes T, the termination token, and
  * exits.  Whoever reads a termination token writes it back and exits, so
  * every sleeper gets one and nobody is left blocked.  The engine keeps the
@@ -36,11 +47,17 @@
 struct ring_opts {
 	long long procs;
 	long long transfers;
+	double work_us;
+	double pause_us;
+	const char *wait;
 };
+
+static const char *const ring_waits[] = { "spin", "sleep", NULL };
 
 static const struct ring_opts ring_defaults = {
 	.procs = 64,
 	.transfers = 200000,
+	.wait = "spin",
 };
 
 static const struct opt ring_opt_table[] = {
@@ -48,6 +65,16 @@ static const struct opt ring_opt_table[] = {
 	  "processes sharing the pipe (default 64, as the seed)", 1, 4096 },
 	{ "transfers", OPT_INT, offsetof(struct ring_opts, transfers),
 	  "token transfers (default 200000; --count N is the same)", 1, INT_MAX - 1 },
+	{ "work-us", OPT_DOUBLE, offsetof(struct ring_opts, work_us),
+	  "microseconds a process holds the token before writing it back, like a "
+	  "jobserver client running its job (default 0: the seed's loop)", 0, 1e6 },
+	{ "pause-us", OPT_DOUBLE, offsetof(struct ring_opts, pause_us),
+	  "microseconds between writing the token back and the next read (default 0)",
+	  0, 1e6 },
+	{ "wait", OPT_CHOICE, offsetof(struct ring_opts, wait),
+	  "how --work-us and --pause-us pass: spin on the clock (a CPU-bound job) or "
+	  "sleep (a client waiting for its job, whose timer wakeups are counted apart "
+	  "as timer_wakeups) (default spin)", 0, 0, ring_waits },
 	OPT_END
 };
 
@@ -55,14 +82,36 @@ static const struct opt ring_opt_table[] = {
 struct ring_slot {
 	uint64_t handled;	/* tokens it passed on */
 	uint64_t own;		/* of them, tokens it had written itself */
+	uint64_t sleeps;	/* --wait sleep: timed sleeps, one timer wakeup each */
 };
 
 struct ring_child {
 	int rd;
 	int wr;
 	int transfers;
+	uint64_t work_ns;
+	uint64_t pause_ns;
+	bool sleep;
 	struct ring_slot *slot;
 };
+
+/* Let @ns pass, on the CPU or asleep (counted in *sleeps). */
+static void pass_time(uint64_t ns, bool sleep, uint64_t *sleeps)
+{
+	uint64_t end = now_ns() + ns;
+
+	if (sleep) {
+		struct timespec ts = { .tv_sec = end / 1000000000u,
+				       .tv_nsec = end % 1000000000u };
+
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+		(*sleeps)++;
+		return;
+	}
+	while (now_ns() < end)
+		;
+}
 
 static int ring_validate(const struct common_opts *c, void *wopts)
 {
@@ -76,7 +125,7 @@ static int ring_child_main(void *arg)
 {
 	struct ring_child *rc = arg;
 	int token[2] = { 0, -1 };
-	uint64_t handled = 0, own = 0;
+	uint64_t handled = 0, own = 0, sleeps = 0;
 	int i, ret, last = -1;
 
 	for (;;) {
@@ -98,15 +147,20 @@ static int ring_child_main(void *arg)
 			own++;
 		token[0] = i + 1;
 		last = token[0];
+		if (rc->work_ns)
+			pass_time(rc->work_ns, rc->sleep, &sleeps);
 		ret = write_full(rc->wr, token, (1 + (i & 1)) * sizeof(int));
 		if (ret)
 			break;
 		handled++;
 		if (token[0] >= rc->transfers)
 			break;		/* we wrote the termination token */
+		if (rc->pause_ns)
+			pass_time(rc->pause_ns, rc->sleep, &sleeps);
 	}
 	rc->slot->handled = handled;
 	rc->slot->own = own;
+	rc->slot->sleeps = sleeps;
 	return ret ? EXIT_FAIL : EXIT_OK;
 }
 
@@ -117,8 +171,9 @@ static int ring_run(const struct common_opts *c, void *wopts, struct report *r)
 	int token[2] = { 0, -1 };
 	struct ring_child rc;
 	struct counters cnt;
+	struct wakeup_counter wk;
 	struct ring_slot *slots;
-	uint64_t total = 0, own = 0, busiest = 0, t0, t1;
+	uint64_t total = 0, own = 0, sleeps = 0, busiest = 0, t0, t1;
 	size_t len = procs * sizeof(*slots);
 	pid_t *pids;
 	bool failed = false;
@@ -144,7 +199,11 @@ static int ring_run(const struct common_opts *c, void *wopts, struct report *r)
 	rc.rd = fd[0];
 	rc.wr = fd[1];
 	rc.transfers = transfers;
+	rc.work_ns = o->work_us * 1000;
+	rc.pause_ns = o->pause_us * 1000;
+	rc.sleep = !strcmp(o->wait, "sleep");
 	/* the counters must be running before the children are forked */
+	wakeups_start(&wk);
 	counters_start(&cnt);
 	for (i = 0; i < procs; i++) {
 		rc.slot = &slots[i];
@@ -154,6 +213,7 @@ static int ring_run(const struct common_opts *c, void *wopts, struct report *r)
 			/* the children so far wait for a token that never comes */
 			kill_children();
 			counters_stop(&cnt);
+			wakeups_stop(&wk);
 			goto out_close;
 		}
 	}
@@ -163,6 +223,7 @@ static int ring_run(const struct common_opts *c, void *wopts, struct report *r)
 		fail_reason("write the first token: %s", strerror(-status));
 		kill_children();
 		counters_stop(&cnt);
+		wakeups_stop(&wk);
 		goto out_close;
 	}
 	for (i = 0; i < procs; i++) {
@@ -174,12 +235,14 @@ static int ring_run(const struct common_opts *c, void *wopts, struct report *r)
 	}
 	t1 = now_ns();
 	counters_stop(&cnt);
+	wakeups_stop(&wk);
 	if (failed)
 		goto out_close;
 
 	for (i = 0; i < procs; i++) {
 		total += slots[i].handled;
 		own += slots[i].own;
+		sleeps += slots[i].sleeps;
 		if (slots[i].handled > busiest)
 			busiest = slots[i].handled;
 	}
@@ -188,9 +251,29 @@ static int ring_run(const struct common_opts *c, void *wopts, struct report *r)
 
 	report_param_int(r, "procs", procs);
 	report_param_int(r, "transfers", transfers);
+	if (rc.work_ns || rc.pause_ns) {
+		report_param_int(r, "work_ns", rc.work_ns);
+		report_param_int(r, "pause_ns", rc.pause_ns);
+		report_param_str(r, "wait", o->wait);
+	}
 	report_metric(r, "elapsed_s", elapsed, "s", LOWER_IS_BETTER);
 	report_metric(r, "context_switches", cs, "switches", LOWER_IS_BETTER);
 	report_metric(r, "cs_per_transfer", cs / transfers, "switches", LOWER_IS_BETTER);
+	if (wk.ok) {
+		/*
+		 * Each timed sleep ends in one timer wakeup, which is the
+		 * loop's own and not the pipe's: take them out.  What is left
+		 * also holds the engine's wakeups as each child exits.
+		 */
+		report_metric(r, "wakeups", wk.wakeups, "wakeups", BETTER_NONE);
+		if (sleeps)
+			report_metric(r, "timer_wakeups", sleeps, "wakeups", BETTER_NONE);
+		report_metric(r, "wakeups_per_transfer",
+			      ((double)wk.wakeups - sleeps) / transfers, "wakeups",
+			      LOWER_IS_BETTER);
+	} else {
+		report_note(r, "wakeups", "not counted: %s", wk.why);
+	}
 	if (cnt.perf)
 		report_metric(r, "cpu_migrations", cnt.cpu_migrations, "migrations",
 			      BETTER_NONE);

@@ -97,6 +97,8 @@ def slug(name: str) -> str:
 
 
 VARIANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# VARIANT+OVERLAY...: a variant built with more config (and optionally a lab patch) on top.
+OVERLAID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\+[A-Za-z0-9][A-Za-z0-9._-]*)+$")
 
 
 def list_variants() -> list[str]:
@@ -108,6 +110,8 @@ def list_variants() -> list[str]:
 
 
 def load_variant(name: str) -> Variant:
+    if OVERLAID_RE.match(name):
+        return load_overlaid(name)
     if not VARIANT_RE.match(name):
         raise Error(f"bad variant name {name!r}")
     path = KERNEL_DIR / "series" / name
@@ -148,20 +152,30 @@ def resolve(spec: str, tree: str | None = None, patches=(), config: str | None =
     if "+" in spec and not (git_tree and _is_ref(git_tree, spec)):
         name, *extra = spec.split("+")
         if not name or not all(extra):
-            raise Error(f"{spec!r}: want NAME+PATCH[+PATCH...]")
-    files = [patch_file(p) for p in [*extra, *patches]]
+            raise Error(f"{spec!r}: want NAME+PATCH[+PATCH...] or NAME+OVERLAY")
+    # A part naming kernel/config/PART.config is an overlay (load_overlaid), not a patch.
+    overlays = [p for p in extra if is_overlay(p)]
+    if overlays and git_tree is not None:
+        raise Error(f"{spec!r}: overlays ({', '.join(overlays)}) apply to the lab's variants,"
+                    " not to a git tree's refs")
+    files = [patch_file(p) for p in [*extra, *patches] if p not in overlays]
     own = user_config(config) if config else None
-    label = "+".join([name, *(f.name for f in files)])
+    label = "+".join([name, *overlays, *(f.name for f in files)])
     if git_tree is not None:
         commit = gittree.resolve(git_tree, name)
         v = Variant(label, [], [BASE_FRAGMENT], tree=git_tree, commit=commit,
                     describe=gittree.describe(git_tree, commit))
     else:
-        v = load_variant(name)
+        v = load_variant("+".join([name, *overlays]))
         v.name = label
     v.extra = split_mboxes(files)
     v.config = own
     return v
+
+
+def is_overlay(part: str) -> bool:
+    return VARIANT_RE.match(part) is not None and part != "lab" and \
+        (KERNEL_DIR / "config" / f"{part}.config").is_file()
 
 
 def _is_ref(tree: Path, name: str) -> bool:
@@ -222,6 +236,29 @@ def split_mboxes(files: list[Path]) -> list[Path]:
                 proc.write_text_atomic(part, mail)
             out.append(part)
     return out
+
+
+def load_overlaid(name: str) -> Variant:
+    """VARIANT+O1+O2: VARIANT's patches and fragments, then for each overlay O its fragment
+    kernel/config/O.config and, when it exists, kernel/patches/lab-O.patch after the series.
+    So one measurement configuration (counters, lock statistics, debug checks) applies to
+    any variant without a series file per pair."""
+    base, *overlays = name.split("+")
+    v = load_variant(base)
+    patches, fragments = list(v.patches), list(v.fragments)
+    for o in overlays:
+        frag = f"{o}.config"
+        if o == "lab" or not (KERNEL_DIR / "config" / frag).is_file():
+            known = ", ".join(sorted(p.stem for p in (KERNEL_DIR / "config").glob("*.config")
+                                     if p.name != BASE_FRAGMENT)) or "none"
+            raise Error(f"variant {name!r}: no overlay {o!r} (kernel/config/{o}.config; "
+                        f"known: {known})")
+        if frag not in fragments:
+            fragments.append(frag)
+        lab_patch = f"lab-{o}.patch"
+        if (KERNEL_DIR / "patches" / lab_patch).is_file() and lab_patch not in patches:
+            patches.append(lab_patch)
+    return Variant(name, patches, fragments)
 
 
 # --------------------------------------------------------------------------- source tree

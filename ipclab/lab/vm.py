@@ -423,25 +423,32 @@ def suite_thp(suite: str) -> str | None:
     return s.thp if s is not None and s.thp in ("always", "madvise", "never") else None
 
 
-def parse_faults(spec: str | None) -> dict | None:
-    """--fail-page-alloc P[,INTERVAL[,TIMES[,SPACE]]]: the fail_page_alloc knobs of the same
-    names, for the guest's job."""
+def parse_faults(spec: str | None, flag: str = "--fail-page-alloc") -> dict | None:
+    """P[,INTERVAL[,TIMES[,SPACE]]] of --fail-page-alloc or --failslab: the fault-injection
+    knobs of the same names, for the guest's job."""
     if not spec:
         return None
     parts = spec.split(",")
     if len(parts) > 4:
-        raise Error(f"--fail-page-alloc {spec}: want P[,INTERVAL[,TIMES[,SPACE]]]")
+        raise Error(f"{flag} {spec}: want P[,INTERVAL[,TIMES[,SPACE]]]")
     try:
         prob = int(parts[0])
         interval = int(parts[1]) if len(parts) > 1 else 1
         times = int(parts[2]) if len(parts) > 2 else -1
         space = parse_size(parts[3]) if len(parts) > 3 else 0
     except ValueError:
-        raise Error(f"--fail-page-alloc {spec}: want integers (SPACE may end in K, M or G)") \
-            from None
+        raise Error(f"{flag} {spec}: want integers (SPACE may end in K, M or G)") from None
     if not 0 <= prob <= 100 or interval < 1 or space < 0:
-        raise Error(f"--fail-page-alloc {spec}: probability 0-100, interval >= 1")
+        raise Error(f"{flag} {spec}: probability 0-100, interval >= 1")
     return {"probability": prob, "interval": interval, "times": times, "space": space}
+
+
+def fault_injection(page_alloc: str | None, failslab: str | None = None) -> dict | None:
+    """The guest job's faults: the knobs of each fault-injection facility asked for, by its
+    debugfs name (fail_page_alloc, failslab)."""
+    kinds = {"fail_page_alloc": parse_faults(page_alloc),
+             "failslab": parse_faults(failslab, "--failslab")}
+    return {k: v for k, v in kinds.items() if v} or None
 
 
 def parse_size(s: str) -> int:

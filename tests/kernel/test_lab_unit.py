@@ -75,6 +75,28 @@ def test_series_comments_and_fragments(labdir):
     assert v.config_name == "lab+debug"
 
 
+def test_overlay_adds_its_fragment_and_lab_patch_to_any_variant(labdir):
+    kdir, _ = labdir
+    make_patch(kdir / "patches" / "0001-x.patch", "fs/pipe.c", PIPE_C, PIPE_C.replace("line 5\n", "five\n"))
+    make_patch(kdir / "patches" / "lab-count.patch", "ipc/mqueue.c", "mq\n", "mq2\n")
+    (kdir / "config" / "count.config").write_text("CONFIG_VM_EVENT_COUNTERS=y\n")
+    (kdir / "config" / "debug.config").write_text("CONFIG_DEBUG_KERNEL=y\n")
+    series(kdir, "x", "0001-x.patch")
+    v = kernel.load_variant("x+count")
+    assert v.name == "x+count"
+    assert v.patches == ["0001-x.patch", "lab-count.patch"]
+    assert v.fragments == ["lab.config", "count.config"]
+    assert v.config_name == "lab+count"
+    # an overlay without a lab patch is config only; order is kept, repeats are not
+    v = kernel.load_variant("x+debug+count+debug")
+    assert v.patches == ["0001-x.patch", "lab-count.patch"]
+    assert v.fragments == ["lab.config", "debug.config", "count.config"]
+    for bad in ("x+nope", "x+lab", "nope+count"):
+        with pytest.raises(Error) as e:
+            kernel.load_variant(bad)
+        assert e.value.code == 2
+
+
 def test_unknown_variant_and_missing_patch_are_usage_errors(labdir):
     kdir, _ = labdir
     with pytest.raises(Error) as e:
@@ -249,6 +271,17 @@ def test_bad_input_is_one_line_and_exit_2(capsys):
 def test_profile_without_a_suite_is_a_usage_error(capsys):
     assert main(["vm", "run", "base", "--profile", "--", "true"]) == 2
     assert "--profile" in capsys.readouterr().err
+
+
+def test_fault_injection_names_each_facility():
+    assert vm.fault_injection(None, None) is None
+    assert vm.fault_injection("10", None) == {
+        "fail_page_alloc": {"probability": 10, "interval": 1, "times": -1, "space": 0}}
+    both = vm.fault_injection("5,1,-1,1M", "3,2")
+    assert set(both) == {"fail_page_alloc", "failslab"}
+    assert both["failslab"] == {"probability": 3, "interval": 2, "times": -1, "space": 0}
+    with pytest.raises(Error, match="--failslab 101"):
+        vm.fault_injection(None, "101")
 
 
 def test_parse_faults():
