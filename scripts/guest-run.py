@@ -137,15 +137,15 @@ def arm_one(kind, faults, notes):
 
 
 def disarm_faults(faults):
-    """Disarm each facility; returns how many failures the bounded ones injected."""
-    injected = None
+    """Disarm each facility; returns how many failures each bounded one injected."""
+    injected = {}
     for kind, knobs in faults.items():
         left = read(f"/sys/kernel/debug/{kind}/times")
         write(f"/sys/kernel/debug/{kind}/probability", "0")
         write(f"/sys/kernel/debug/{kind}/times", "0")
         times = int(knobs.get("times", -1))
         if times > 0 and left is not None:
-            injected = (injected or 0) + times - int(left)
+            injected[kind] = times - int(left)
     return injected
 
 
@@ -192,8 +192,9 @@ def main():
     status["job_seconds"] = round(time.time() - t0, 3)
     if faults:
         injected = disarm_faults(faults)
-        if injected is not None:
-            status["faults_injected"] = injected
+        if injected:
+            status["faults_injected"] = sum(injected.values())
+            status["faults_injected_by"] = injected
     if cg:
         # Evidence that the workload was charged: peak usage and the kernel-memory share.
         status["memcg"] = {k: read(f"{cg}/{k}") for k in ("memory.peak", "memory.current")}
