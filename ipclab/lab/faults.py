@@ -163,7 +163,7 @@ def boot_row(variant: str, plan: Plan, record: dict, output: str) -> dict:
     stress = {t.name: stress_counts(t) for t in tests if t.name.startswith("stress_")}
     guest = record.get("guest") or {}
     row = {
-        "variant": variant, "boot": plan.name, "build": variant + OVERLAYS,
+        "variant": variant, "boot": plan.name, "build": record.get("variant"),
         "kernel": record.get("kernel"), "accel": record.get("accel"),
         "passed": [t.name for t in tests if t.status == "pass"],
         "failed": [t.name for t in tests if t.status == "fail"],
