@@ -162,13 +162,18 @@ def main():
         status["faults_armed"] = arm_faults(faults, notes)
     env = dict(os.environ)
     env.update(job.get("env") or {})
+    # The command's own tasks are marked to fail, or it marks its workers itself.
+    mark = bool(faults) and any(k.get("tasks", "command") == "command"
+                                for k in faults.values())
+    if faults and not mark:
+        env["CT_MAKE_IT_FAIL"] = "1"
     cg = status["setup"].get("cgroup")
 
     def child_setup():
         # In the child, before exec: join the memcg, and opt in to fault injection.
         if cg:
             write(cg + "/cgroup.procs", str(os.getpid()))
-        if faults:
+        if mark:
             write("/proc/self/make-it-fail", "1")
 
     t0 = time.time()
