@@ -30,12 +30,22 @@ STRESS_TESTS = ("stress_pipe_integrity", "stress_pipe_splice_integrity")
 # With faults armed, an ENOMEM is retried by the stress test and counted (conformance/
 # README.md, "Stress options"); without, it stays a failure, as on a healthy kernel.
 TOLERATE = ("--tolerate-enomem",)
+# Patch 0004 allocates before pipe->mutex only for writes of more than a page, and
+# records of the default sizes (up to PIPE_BUF) never are: under faults, the plain stress
+# test writes 64 KiB records (one writer and one reader, since longer writes than
+# PIPE_BUF may interleave), so a failure can hit the preallocation, the allocation under
+# the mutex after it, and the preallocation again after a full pipe's sleep. The splice
+# test keeps its 8 writers and 4 readers of small records, which take the spare pages
+# (0005) and allocate under the mutex.
+BIG_RECORDS = ("--writers", "1", "--readers", "1", "--record-size", "65536")
 DEFAULT_DURATION = 10.0
-# Both facilities at 10%, after a 1 MiB budget that lets run.sh and each test start, and
-# bounded in number so that faults_injected is an exact count (an unbounded run only leaves
-# the rate-limited dmesg lines to count).
-FAIL_PAGE_ALLOC = "10,1,400,1M"
-FAILSLAB = "10,1,400,1M"
+# Bounded in number, so that faults_injected is an exact count (an unbounded run only
+# leaves the rate-limited dmesg lines to count), after a budget that lets the workers
+# start. Page allocations at 2%: at 10% the 64 KiB writes of the first test used up 400
+# failures in about 250 writes and left the splice test none. Slab allocations are rare in
+# the workers (their own pipe() with --splice, page tables), so 10% of them.
+FAIL_PAGE_ALLOC = "2,1,2000,1M"
+FAILSLAB = "10,1,400,64K"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,10 +55,13 @@ class Plan:
     tests: tuple[str, ...]
     fail_page_alloc: str | None = None
     failslab: str | None = None
+    test_args: tuple[tuple[str, tuple[str, ...]], ...] = ()    # (test, its own options)
 
     @property
     def faults(self) -> dict | None:
-        return vm.fault_injection(self.fail_page_alloc, self.failslab)
+        # Only the stress tests' writers and readers are marked to fail: run.sh's start-up
+        # over 9p, marked, had its exec fail with EINVAL (docs/lab.md).
+        return vm.fault_injection(self.fail_page_alloc, self.failslab, "workers")
 
     def argv(self) -> list[str]:
         return [RUN_SH, *self.tests]
@@ -56,11 +69,14 @@ class Plan:
     def env(self, duration: float) -> dict:
         # run.sh stretches the tests' stall watchdogs under TCG itself (CT_WATCHDOG_SCALE).
         args = [*(TOLERATE if self.faults else ()), "--duration", f"{duration:g}"]
-        return {"CT_STRESS_ARGS": " ".join(args)}
+        env = {"CT_STRESS_ARGS": " ".join(args)}
+        env.update({f"CT_ARGS_{test}": " ".join(own) for test, own in self.test_args})
+        return env
 
 
 PLANS = (
-    Plan("faults", STRESS_TESTS, FAIL_PAGE_ALLOC, FAILSLAB),
+    Plan("faults", STRESS_TESTS, FAIL_PAGE_ALLOC, FAILSLAB,
+         test_args=(("stress_pipe_integrity", BIG_RECORDS),)),
     Plan("clean", ("pipe_nonblock_eagain", "pipe_epipe_sigpipe",
                    "pipe_failed_write_allocates_nothing", "stress_pipe_integrity")),
 )
@@ -160,7 +176,8 @@ def boot_row(variant: str, plan: Plan, record: dict, output: str) -> dict:
     """One row of the fault-run table, as data: what the boot ran and showed, whether it
     passed (`ok`) and, if not, each reason (`problems`)."""
     tests = parse_ktap(output, plan.tests)
-    stress = {t.name: stress_counts(t) for t in tests if t.name.startswith("stress_")}
+    stress = {t.name: stress_counts(t) for t in tests
+              if t.name.startswith("stress_") and t.status != "missing"}
     guest = record.get("guest") or {}
     row = {
         "variant": variant, "boot": plan.name, "build": record.get("variant"),
