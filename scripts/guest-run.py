@@ -212,6 +212,11 @@ def main():
         for _ in range(2):
             write("/sys/kernel/debug/kmemleak", "scan")
         write(f"{shared}/kmemleak.txt", read("/sys/kernel/debug/kmemleak") or "")
+    # Whether lockdep still watches at the end: it turns itself off after its first report
+    # (and on a taint), and a debug kernel's log may have wrapped past its banner.
+    for line in (read("/proc/lockdep_stats") or "").splitlines():
+        if line.strip().startswith("debug_locks:"):
+            status["debug_locks"] = int(line.split(":")[1])
     dmesg = subprocess.run(["dmesg"], capture_output=True, text=True)
     if faults:
         # Unbounded runs (times -1) leave no count in the knob; the messages are the count.

@@ -267,8 +267,9 @@ class Boot:
 
 
 def scan(text: str) -> list[str]:
-    return [line.strip() for line in text.splitlines()
-            if BAD_DMESG.search(line) and not BENIGN_DMESG.search(line)][:20]
+    bad = (line.strip() for line in text.splitlines()
+           if BAD_DMESG.search(line) and not BENIGN_DMESG.search(line))
+    return list(dict.fromkeys(bad))[:20]
 
 
 def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
@@ -347,7 +348,9 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
     kml = ""
     with contextlib.suppress(OSError):
         kml = (shared / "kmemleak.txt").read_text(errors="replace")
-    bad = scan(dmesg or text)
+    # The console too: a busy log (fault injection prints a line per failure) wraps the
+    # kernel's ring buffer, and dmesg.txt then starts after what scrolled out of it.
+    bad = scan(dmesg + "\n" + text)
     if kml.strip():
         bad.append("kmemleak: " + kml.strip().splitlines()[0])
     reason = None
