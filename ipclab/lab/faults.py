@@ -126,7 +126,8 @@ def parse_ktap(text: str, expected: tuple[str, ...] = ()) -> list[TestResult]:
     return out
 
 
-_STRESS = re.compile(r"records sent (\d+), received (\d+), bytes (\d+); ENOMEM retries (\d+)")
+_STRESS = re.compile(r"records sent (\d+), received (\d+), bytes (\d+); ENOMEM retries (\d+), "
+                     r"short writes continued (\d+)")
 
 
 def stress_counts(result: TestResult) -> dict | None:
@@ -134,9 +135,9 @@ def stress_counts(result: TestResult) -> dict | None:
     for line in result.lines:
         m = _STRESS.search(line)
         if m:
-            sent, received, nbytes, enomem = map(int, m.groups())
+            sent, received, nbytes, enomem, short = map(int, m.groups())
             return {"sent": sent, "received": received, "lost": sent - received,
-                    "bytes": nbytes, "enomem_retries": enomem}
+                    "bytes": nbytes, "enomem_retries": enomem, "short_writes": short}
     return None
 
 
@@ -160,11 +161,15 @@ def kmemleak_verdict(record: dict) -> str:
 
 
 def lockdep_verdict(record: dict) -> str:
-    """"clean", "report: FIRST LINE", or "off" (this kernel's log has no lockdep banner, so
-    lockdep did not watch the run)."""
+    """"clean", "report: FIRST LINE", or "off": lockdep did not watch the whole run (the
+    guest found debug_locks 0 at the end, or, from a guest that did not look, the kernel
+    log has no lockdep banner)."""
     reports = [ln for ln in record.get("bad_lines", []) if _LOCKDEP.search(ln)]
     if reports:
         return "report: " + reports[0]
+    debug_locks = (record.get("guest") or {}).get("debug_locks")
+    if debug_locks is not None:
+        return "clean" if debug_locks == 1 else "off"
     try:
         dmesg = (Path(record["shared"]) / "dmesg.txt").read_text(errors="replace")
     except OSError:
@@ -191,6 +196,7 @@ def boot_row(variant: str, plan: Plan, record: dict, output: str) -> dict:
         "records_received": sum(s["received"] for s in stress.values() if s),
         "records_lost": sum(s["lost"] for s in stress.values() if s),
         "enomem_retries": sum(s["enomem_retries"] for s in stress.values() if s),
+        "short_writes": sum(s["short_writes"] for s in stress.values() if s),
         "faults_armed": guest.get("faults_armed"),
         "faults_injected": guest.get("faults_injected"),
         "faults_injected_by": guest.get("faults_injected_by"),

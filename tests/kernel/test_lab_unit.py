@@ -442,6 +442,15 @@ def test_fault_run_row_of_a_clean_boot(tmp_path):
     (tmp_path / "dmesg.txt").write_text("no banner\n")
     assert faults.lockdep_verdict(rec) == "off"
     assert faults.lockdep_verdict({"bad_lines": [], "shared": str(tmp_path / "none")}) == "off"
+    # What the guest found at the end outranks the banner, which a busy log wraps past.
+    assert faults.lockdep_verdict({**rec, "guest": {"debug_locks": 1}}) == "clean"
+    (tmp_path / "dmesg.txt").write_text(f"{faults.LOCKDEP_BANNER}\n")
+    assert faults.lockdep_verdict({**rec, "guest": {"debug_locks": 0}}) == "off"
+
+
+def test_scan_reads_each_bad_line_once():
+    line = "[   9.0] WARNING: CPU: 0 PID: 1 at fs/pipe.c:1 pipe_write+0x1/0x2"
+    assert vm.scan(f"{line}\n[   9.1] ok\n{line}\n") == [line]
 
 
 def test_fault_run_row_of_a_fault_boot_wants_faults_and_enomem(tmp_path):
@@ -450,9 +459,9 @@ def test_fault_run_row_of_a_fault_boot_wants_faults_and_enomem(tmp_path):
     assert plan.env(5)["CT_STRESS_ARGS"] == "--tolerate-enomem --duration 5"
     assert "--tolerate-enomem" not in faults.PLANS[1].env(5)["CT_STRESS_ARGS"]
     ktap = "\n".join(["1..2", "# stress_pipe_integrity",
-                      "# records sent 10, received 10, bytes 9; ENOMEM retries 3, x",
+                      "# records sent 10, received 10, bytes 9; ENOMEM retries 3, short writes continued 0, x",
                       "ok 1 stress_pipe_integrity", "# stress_pipe_splice_integrity",
-                      "# records sent 5, received 5, bytes 9; ENOMEM retries 0, x",
+                      "# records sent 5, received 5, bytes 9; ENOMEM retries 0, short writes continued 2, x",
                       "ok 2 stress_pipe_splice_integrity"])
     guest = {"faults_armed": True, "faults_injected": 7}
     row = faults.boot_row("seeds", plan, fault_record(tmp_path, guest=guest), ktap)
