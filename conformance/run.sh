@@ -15,6 +15,9 @@
 #   CT_TMPDIR          parent for temporary files (default: $TMPDIR or /tmp)
 #   CT_STRESS_ARGS     extra options for the stress_* tests, e.g.
 #                      "--duration 30 --writers 16 --readers 4 --tolerate-enomem"
+#   CT_ARGS_<test>     extra options for that test alone, after CT_STRESS_ARGS,
+#                      e.g. CT_ARGS_stress_pipe_integrity="--record-size 65536
+#                      --writers 1 --readers 1"
 #   CT_WATCHDOG_SCALE  multiply every internal watchdog and the per-test timeout
 #                      (default 25 when IPCBENCH_ACCEL=tcg, as the lab sets in guests)
 #   CT_SEED            seed for the tests that draw random numbers
@@ -100,6 +103,9 @@ for t in "${tests[@]}"; do
 	out=$work/$t.out
 	args=()
 	case $t in stress_*) args=("${stress_args[@]}") ;; esac
+	own_var=CT_ARGS_$t
+	read -r -a own_args <<< "${!own_var:-}"
+	args+=("${own_args[@]}")
 	echo "# $t"
 	# The subshell keeps bash's own "Segmentation fault" notices out of the KTAP.
 	( timeout -k 5 "$timeout_s" "$bindir/$t" "${args[@]}" > "$out" 2>&1 < /dev/null; exit $? ) 2> /dev/null

@@ -111,22 +111,54 @@ static int verify(const char *buf, size_t have, const char *who)
 	return 0;
 }
 
+/*
+ * After a call failed: true when it is to be made again, for EINTR, and for
+ * ENOMEM with --tolerate-enomem (counted).  Under fault injection every
+ * pipe write, splice and pipe() of ours may fail with ENOMEM, the private
+ * pipes' as much as the shared one's.
+ */
+static bool again(void)
+{
+	if (errno == EINTR)
+		return true;
+	if (errno == ENOMEM && opts.tolerate_enomem) {
+		atomic_fetch_add(&sh->enomem_retries, 1);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * --splice: this process's private pipe, or -1 (errno set).  pipe() says
+ * ENFILE when it cannot allocate the pipe's inode (create_pipe_files()),
+ * so under --tolerate-enomem that is retried as ENOMEM is.
+ */
+static int priv_pipe(void)
+{
+	while (pipe(priv)) {
+		if (errno == ENFILE && opts.tolerate_enomem)
+			errno = ENOMEM;
+		if (!again())
+			return -1;
+	}
+	return 0;
+}
+
 /* --splice: the record into the private pipe, then one splice into the shared one. */
 static int put_splice(const char *buf, size_t len, int id)
 {
 	ssize_t n;
 
-	if (ct_write_full(priv[1], buf, len) != (ssize_t)len)
+	/* At most PIPE_BUF bytes into an empty pipe: all of it or, failing, nothing. */
+	while ((n = write(priv[1], buf, len)) < 0 && again())
+		;
+	if (n != (ssize_t)len)
 		return stress_fail(sh, "writer %d: write to the private pipe: %s", id,
-				   ct_errname(errno));
+				   n < 0 ? ct_errname(errno) : "short write");
 	for (;;) {
 		n = splice(priv[0], NULL, fds[1], NULL, len, 0);
-		if (n < 0 && errno == EINTR)
+		if (n < 0 && again())
 			continue;
-		if (n < 0 && errno == ENOMEM && opts.tolerate_enomem) {
-			atomic_fetch_add(&sh->enomem_retries, 1);
-			continue;
-		}
 		if (n < 0)
 			return stress_fail(sh, "writer %d: splice: %s", id, ct_errname(errno));
 		if ((size_t)n != len)
@@ -145,12 +177,8 @@ static int put(const char *buf, size_t len, int id)
 		return put_splice(buf, len, id);
 	while (done < len) {
 		n = write(fds[1], buf + done, len - done);
-		if (n < 0 && errno == EINTR)
+		if (n < 0 && again())
 			continue;
-		if (n < 0 && errno == ENOMEM && opts.tolerate_enomem) {
-			atomic_fetch_add(&sh->enomem_retries, 1);
-			continue;
-		}
 		if (n < 0)
 			return stress_fail(sh, "writer %d: write: %s", id, ct_errname(errno));
 		if ((size_t)n < len - done) {
@@ -173,7 +201,7 @@ static int writer(void *arg)
 	uint32_t seq;
 
 	close(fds[0]);
-	if (!buf || (opts.splice && pipe(priv)))
+	if (!buf || (opts.splice && priv_pipe()))
 		return stress_fail(sh, "writer %d: setup: %s", id, ct_errname(errno)), 1;
 	for (seq = 0; !atomic_load(&sh->stop); seq++) {
 		size_t len = opts.record_size;
@@ -220,12 +248,8 @@ static ssize_t get(char *buf, size_t len, int id)
 		}
 		if (n >= 0)
 			return n;
-		if (errno == EINTR)
+		if (again())
 			continue;
-		if (errno == ENOMEM && opts.tolerate_enomem) {
-			atomic_fetch_add(&sh->enomem_retries, 1);
-			continue;
-		}
 		return stress_fail(sh, "reader %d: %s: %s", id, opts.splice ? "splice" : "read",
 				   ct_errname(errno));
 	}
@@ -243,7 +267,7 @@ static int stream_reader(void *arg)
 	int id = (int)(long)arg;
 
 	close(fds[1]);
-	if (!buf || !next || (opts.splice && pipe(priv)))
+	if (!buf || !next || (opts.splice && priv_pipe()))
 		return stress_fail(sh, "reader: setup: %s", ct_errname(errno)), 1;
 	for (;;) {
 		size_t want = 1 + ct_rand(&rng) % (cap - have);
@@ -287,7 +311,7 @@ static int record_reader(void *arg)
 	ssize_t n;
 
 	close(fds[1]);
-	if (!buf || (opts.splice && pipe(priv)))
+	if (!buf || (opts.splice && priv_pipe()))
 		return stress_fail(sh, "reader %d: setup: %s", id, ct_errname(errno)), 1;
 	for (;;) {
 		/* Ask for one byte more: a read must still stop at one record. */

@@ -497,6 +497,10 @@ def add_lab_parsers(sub):
                         "(debug variant): probability %%, interval, times, bytes first")
     r.add_argument("--failslab", metavar="P[,INTERVAL[,TIMES[,SPACE]]]",
                    help="the same for slab allocations (failslab)")
+    r.add_argument("--fault-tasks", choices=vm.FAULT_TASKS, default="command",
+                   help="who fails: the command and all it forks (default), or only the "
+                        "workers the command marks itself (CT_MAKE_IT_FAIL=1: conformance/"
+                        "run.sh's stress tests)")
     r.add_argument("--kmemleak", action="store_true",
                    help="scan kmemleak after the command; leaks fail the run (debug variant)")
     r.add_argument("--record", type=Path, help="write the lab's JSON record of the boot here")
@@ -689,7 +693,8 @@ def cmd_vm_run(args):
     with proc.dry_run(args.dry_run):
         opts = dict(thp=args.thp, timeout=args.timeout, clock=clock,
                     cpus=args.cpus, record=args.record, kmemleak=args.kmemleak,
-                    faults=vm.fault_injection(args.fail_page_alloc, args.failslab))
+                    faults=vm.fault_injection(args.fail_page_alloc, args.failslab,
+                                              args.fault_tasks))
         [kern] = _kernels(args, [args.variant], 1)
         if command:
             return ab.vm_command(kern, command, **opts)

@@ -137,15 +137,15 @@ def arm_one(kind, faults, notes):
 
 
 def disarm_faults(faults):
-    """Disarm each facility; returns how many failures the bounded ones injected."""
-    injected = None
+    """Disarm each facility; returns how many failures each bounded one injected."""
+    injected = {}
     for kind, knobs in faults.items():
         left = read(f"/sys/kernel/debug/{kind}/times")
         write(f"/sys/kernel/debug/{kind}/probability", "0")
         write(f"/sys/kernel/debug/{kind}/times", "0")
         times = int(knobs.get("times", -1))
         if times > 0 and left is not None:
-            injected = (injected or 0) + times - int(left)
+            injected[kind] = times - int(left)
     return injected
 
 
@@ -162,13 +162,18 @@ def main():
         status["faults_armed"] = arm_faults(faults, notes)
     env = dict(os.environ)
     env.update(job.get("env") or {})
+    # The command's own tasks are marked to fail, or it marks its workers itself.
+    mark = bool(faults) and any(k.get("tasks", "command") == "command"
+                                for k in faults.values())
+    if faults and not mark:
+        env["CT_MAKE_IT_FAIL"] = "1"
     cg = status["setup"].get("cgroup")
 
     def child_setup():
         # In the child, before exec: join the memcg, and opt in to fault injection.
         if cg:
             write(cg + "/cgroup.procs", str(os.getpid()))
-        if faults:
+        if mark:
             write("/proc/self/make-it-fail", "1")
 
     t0 = time.time()
@@ -192,8 +197,9 @@ def main():
     status["job_seconds"] = round(time.time() - t0, 3)
     if faults:
         injected = disarm_faults(faults)
-        if injected is not None:
-            status["faults_injected"] = injected
+        if injected:
+            status["faults_injected"] = sum(injected.values())
+            status["faults_injected_by"] = injected
     if cg:
         # Evidence that the workload was charged: peak usage and the kernel-memory share.
         status["memcg"] = {k: read(f"{cg}/{k}") for k in ("memory.peak", "memory.current")}
@@ -206,6 +212,11 @@ def main():
         for _ in range(2):
             write("/sys/kernel/debug/kmemleak", "scan")
         write(f"{shared}/kmemleak.txt", read("/sys/kernel/debug/kmemleak") or "")
+    # Whether lockdep still watches at the end: it turns itself off after its first report
+    # (and on a taint), and a debug kernel's log may have wrapped past its banner.
+    for line in (read("/proc/lockdep_stats") or "").splitlines():
+        if line.strip().startswith("debug_locks:"):
+            status["debug_locks"] = int(line.split(":")[1])
     dmesg = subprocess.run(["dmesg"], capture_output=True, text=True)
     if faults:
         # Unbounded runs (times -1) leave no count in the knob; the messages are the count.

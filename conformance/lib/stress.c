@@ -156,14 +156,38 @@ int64_t stress_first_missing(struct stress_shared *sh, int w)
 	return -1;
 }
 
+/* What a child runs, kept here so that stress_child() can mark it first. */
+static int (*stress_child_fn)(void *);
+
+/*
+ * A writer or reader: with CT_MAKE_IT_FAIL=1 (the kernel lab's vm run
+ * --fault-tasks workers) it opts in to fail_page_alloc and failslab before
+ * it works, so that the failures land in its writes and reads, not in the
+ * supervisor's or run.sh's forks and execs.  The fork itself is not marked.
+ */
+static int stress_child(void *arg)
+{
+	const char *mark = getenv("CT_MAKE_IT_FAIL");
+	int fd;
+
+	if (mark && !strcmp(mark, "1")) {
+		fd = open("/proc/self/make-it-fail", O_WRONLY);
+		if (fd < 0 || write(fd, "1", 1) != 1)
+			ct_fatal("CT_MAKE_IT_FAIL: /proc/self/make-it-fail: %m");
+		close(fd);
+	}
+	return stress_child_fn(arg);
+}
+
 static int stress_spawn(const struct stress_opts *o, int (*fn)(void *), int n, pid_t *pids)
 {
 	int i, tries;
 
+	stress_child_fn = fn;
 	for (i = 0; i < n; i++) {
 		for (tries = 0;; tries++) {
 			/* The index itself is the argument: nothing to keep alive. */
-			pids[i] = ct_spawn(fn, (void *)(long)i);
+			pids[i] = ct_spawn(stress_child, (void *)(long)i);
 			if (pids[i] > 0)
 				break;
 			if (!o->tolerate_enomem || tries >= 100)

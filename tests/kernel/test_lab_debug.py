@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ipclab.lab import faults
 from test_lab_boot import REPO, missing_prereq
 
 pytestmark = pytest.mark.skipif(missing_prereq() is not None, reason=str(missing_prereq()))
@@ -20,10 +21,14 @@ def ipclab(*argv, timeout=3600):
                           capture_output=True, text=True, timeout=timeout)
 
 
+def build(variant):
+    r = ipclab("kernel", "build", variant)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
 @pytest.fixture(scope="module")
 def debug_built():
-    r = ipclab("kernel", "build", "debug")
-    assert r.returncode == 0, r.stderr[-3000:]
+    build("debug")
 
 
 def test_fail_page_alloc_hits_only_the_command(debug_built, tmp_path):
@@ -53,3 +58,64 @@ def test_debug_kernel_has_lockdep_and_kmemleak(debug_built, tmp_path):
     r = ipclab("vm", "run", "debug", "--kmemleak", "--timeout", "900", "--", "sh", "-c", script)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.splitlines()[-1] == "kmemleak"
+
+
+# ---------------------------------------------------------------------- fault runs (seeds)
+# scripts/fault-runs' two boots (ipclab/lab/faults.py), for the variant that has every
+# change to a pipe write's page allocation, through the command line as a user runs them.
+
+
+@pytest.fixture(scope="module")
+def seeds_debug_built():
+    # An incremental build in debug's build dir (fs/pipe.c and ipc/mqueue.c).
+    build("seeds+debug")
+
+
+@pytest.fixture(scope="module")
+def seeds_counters_built():
+    # Its own build dir, as scripts/fault-runs leaves it built.
+    build("seeds" + faults.OVERLAYS)
+
+
+def plan_boot(variant, plan, tmp_path, duration):
+    """`vm run VARIANT` of one fault-run plan; the row scripts/fault-runs would print."""
+    rec = tmp_path / "record.json"
+    knobs = [*(["--fail-page-alloc", plan.fail_page_alloc] if plan.fail_page_alloc else []),
+             *(["--failslab", plan.failslab] if plan.failslab else []),
+             *(["--fault-tasks", "workers"] if plan.faults else [])]
+    env = [f"{k}={v}" for k, v in plan.env(duration).items()]
+    r = ipclab("vm", "run", variant, *knobs, "--kmemleak", "--timeout", "1200",
+               "--record", str(rec), "--", "env", *env, *plan.argv())
+    assert rec.exists(), r.stderr[-3000:]
+    return r, faults.boot_row("seeds", plan, json.loads(rec.read_text()), r.stdout)
+
+
+def test_fault_boot_of_seeds_loses_nothing(seeds_debug_built, tmp_path):
+    plan = faults.PLANS[0]
+    r, row = plan_boot("seeds+debug", plan, tmp_path, duration=5)
+    assert r.returncode == 0, (row["problems"], r.stderr[-3000:])
+    assert row["passed"] == list(plan.tests), row
+    assert row["faults_injected"] > 0, row
+    assert all(row["stress"].values()), r.stdout[-3000:]     # every summary line is there
+    assert row["records_sent"] > 0 and row["records_lost"] == 0, row["stress"]
+    assert row["enomem_retries"] > 0, row["stress"]
+    assert row["kmemleak"] == "clean" and row["lockdep"] == "clean", row
+    assert row["ok"], row["problems"]
+
+
+def test_clean_boot_of_seeds_charges_nothing_for_failed_writes(seeds_counters_built,
+                                                               tmp_path):
+    plan = faults.PLANS[1]
+    r, row = plan_boot("seeds" + faults.OVERLAYS, plan, tmp_path, duration=5)
+    assert r.returncode == 0, (row["problems"], r.stderr[-3000:])
+    assert "pipe_failed_write_allocates_nothing" in row["passed"], row
+    # It ran both witnesses for the three cases: pgalloc (the counters overlay) and the
+    # memcg's memory.stat.
+    witness = [t for t in faults.parse_ktap(r.stdout)
+               if t.name == "pipe_failed_write_allocates_nothing"][0].lines
+    for case in ("EAGAIN (O_NONBLOCK, full pipe)", "EPIPE (no reader, full pipe)",
+                 "EPIPE (no reader, empty pipe)"):
+        assert any(ln.startswith(f"{case}: memory.stat kernel") for ln in witness), witness
+        assert any(ln.startswith(f"{case}: ") and "pages allocated" in ln
+                   for ln in witness), witness
+    assert row["ok"], row["problems"]

@@ -12,7 +12,7 @@ import pytest
 
 from ipclab import Error, results
 from ipclab.cli import main
-from ipclab.lab import ab, kernel, vm
+from ipclab.lab import ab, faults, kernel, vm
 
 pytestmark = pytest.mark.skipif(shutil.which("patch") is None, reason="GNU patch not installed")
 
@@ -276,12 +276,16 @@ def test_profile_without_a_suite_is_a_usage_error(capsys):
 def test_fault_injection_names_each_facility():
     assert vm.fault_injection(None, None) is None
     assert vm.fault_injection("10", None) == {
-        "fail_page_alloc": {"probability": 10, "interval": 1, "times": -1, "space": 0}}
-    both = vm.fault_injection("5,1,-1,1M", "3,2")
+        "fail_page_alloc": {"probability": 10, "interval": 1, "times": -1, "space": 0,
+                            "tasks": "command"}}
+    both = vm.fault_injection("5,1,-1,1M", "3,2", "workers")
     assert set(both) == {"fail_page_alloc", "failslab"}
-    assert both["failslab"] == {"probability": 3, "interval": 2, "times": -1, "space": 0}
+    assert both["failslab"] == {"probability": 3, "interval": 2, "times": -1, "space": 0,
+                                "tasks": "workers"}
     with pytest.raises(Error, match="--failslab 101"):
         vm.fault_injection(None, "101")
+    with pytest.raises(Error, match="--fault-tasks"):
+        vm.fault_injection("10", None, "everyone")
 
 
 def test_parse_faults():
@@ -377,3 +381,91 @@ def test_guest_killed_before_its_job_still_leaves_a_record(tmp_path, monkeypatch
     rec = tmp_path / "record.json"
     assert main(["vm", "run", "base", "--record", str(rec), "--", "sleep", "3600"]) == 1
     assert "watchdog" in json.loads(rec.read_text())["reason"]
+
+
+# A clean fault-run boot's KTAP as the guest printed it (seeds+debug+counters, 2026-11-24).
+CLEAN_KTAP = """TAP version 13
+1..4
+# pipe_nonblock_eagain
+ok 1 pipe_nonblock_eagain
+# pipe_epipe_sigpipe
+ok 2 pipe_epipe_sigpipe
+# pipe_failed_write_allocates_nothing
+# EAGAIN (O_NONBLOCK, full pipe): 11 pages allocated system-wide during 4096 writes
+# EAGAIN (O_NONBLOCK, full pipe): memory.stat kernel +0 bytes
+# EPIPE (no reader, full pipe): 12 pages allocated system-wide during 4096 writes
+# EPIPE (no reader, full pipe): memory.stat kernel +0 bytes
+# EPIPE (no reader, empty pipe): 11 pages allocated system-wide during 4096 writes
+# EPIPE (no reader, empty pipe): memory.stat kernel +4096 bytes
+ok 3 pipe_failed_write_allocates_nothing
+# stress_pipe_integrity
+# seed 312732336977 (CT_SEED=312732336977 reproduces)
+# 8 writers x 4 readers, 10.00 s, records fixed, pipe 65536 bytes
+# records sent 56417, received 56417, bytes 28885504; ENOMEM retries 0, short writes \
+continued 0, writers capped 0
+ok 4 stress_pipe_integrity
+# Totals: pass:4 fail:0 xfail:0 xpass:0 skip:0 error:0
+"""
+
+
+def fault_record(tmp_path, **kw):
+    (tmp_path / "dmesg.txt").write_text(f"[0.0] {faults.LOCKDEP_BANNER}: Copyright\n")
+    (tmp_path / "kmemleak.txt").write_text("")
+    return {"variant": "seeds+debug+counters", "ok": True, "bad_lines": [],
+            "shared": str(tmp_path), "timings": {"boot_total_s": 102.3}, "guest": {}, **kw}
+
+
+def test_fault_run_row_of_a_clean_boot(tmp_path):
+    clean = faults.PLANS[1]
+    row = faults.boot_row("seeds", clean, fault_record(tmp_path), CLEAN_KTAP)
+    assert row["ok"], row["problems"]
+    assert row["passed"] == list(clean.tests) and row["records_lost"] == 0
+    assert row["records_sent"] == 56417 and len(row["memstat"]) == 3
+    assert (row["kmemleak"], row["lockdep"]) == ("clean", "clean")
+    # Each way a boot can go wrong is a problem of its own.
+    lost = faults.boot_row("seeds", clean, fault_record(tmp_path),
+                           CLEAN_KTAP.replace("received 56417", "received 56416"))
+    assert lost["problems"] == ["stress_pipe_integrity: 1 records lost"]
+    skipped = CLEAN_KTAP.replace("ok 3 pipe_failed_write_allocates_nothing",
+                                 "ok 3 pipe_failed_write_allocates_nothing # SKIP no memcg")
+    assert "skipped: pipe_failed_write_allocates_nothing" in faults.boot_row(
+        "seeds", clean, fault_record(tmp_path), skipped)["problems"]
+    cut = CLEAN_KTAP.split("# stress_pipe_integrity")[0]
+    assert faults.boot_row("seeds", clean, fault_record(tmp_path), cut)["problems"] == [
+        "missing: stress_pipe_integrity"]
+    leak = fault_record(tmp_path, ok=False, reason="kernel log: kmemleak: 1 new suspected",
+                        bad_lines=["kmemleak: 1 new suspected memory leaks"])
+    row = faults.boot_row("seeds", clean, leak, CLEAN_KTAP)
+    assert row["kmemleak"].startswith("leak: 1 new") and row["lockdep"] == "clean"
+    # A kernel without lockdep's banner had no lockdep watching: not "clean".
+    rec = fault_record(tmp_path)
+    (tmp_path / "dmesg.txt").write_text("no banner\n")
+    assert faults.lockdep_verdict(rec) == "off"
+    assert faults.lockdep_verdict({"bad_lines": [], "shared": str(tmp_path / "none")}) == "off"
+    # What the guest found at the end outranks the banner, which a busy log wraps past.
+    assert faults.lockdep_verdict({**rec, "guest": {"debug_locks": 1}}) == "clean"
+    (tmp_path / "dmesg.txt").write_text(f"{faults.LOCKDEP_BANNER}\n")
+    assert faults.lockdep_verdict({**rec, "guest": {"debug_locks": 0}}) == "off"
+
+
+def test_scan_reads_each_bad_line_once():
+    line = "[   9.0] WARNING: CPU: 0 PID: 1 at fs/pipe.c:1 pipe_write+0x1/0x2"
+    assert vm.scan(f"{line}\n[   9.1] ok\n{line}\n") == [line]
+
+
+def test_fault_run_row_of_a_fault_boot_wants_faults_and_enomem(tmp_path):
+    plan = faults.PLANS[0]
+    assert plan.faults["fail_page_alloc"]["tasks"] == "workers"
+    assert plan.env(5)["CT_STRESS_ARGS"] == "--tolerate-enomem --duration 5"
+    assert "--tolerate-enomem" not in faults.PLANS[1].env(5)["CT_STRESS_ARGS"]
+    ktap = "\n".join(["1..2", "# stress_pipe_integrity",
+                      "# records sent 10, received 10, bytes 9; ENOMEM retries 3, short writes continued 0, x",
+                      "ok 1 stress_pipe_integrity", "# stress_pipe_splice_integrity",
+                      "# records sent 5, received 5, bytes 9; ENOMEM retries 0, short writes continued 2, x",
+                      "ok 2 stress_pipe_splice_integrity"])
+    guest = {"faults_armed": True, "faults_injected": 7}
+    row = faults.boot_row("seeds", plan, fault_record(tmp_path, guest=guest), ktap)
+    assert row["ok"] and row["enomem_retries"] == 3 and row["records_sent"] == 15
+    guest["faults_injected"] = 0
+    row = faults.boot_row("seeds", plan, fault_record(tmp_path, guest=guest), ktap)
+    assert row["problems"] == ["no fault was injected"]
