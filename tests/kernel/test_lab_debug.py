@@ -98,7 +98,9 @@ def test_fault_boot_of_seeds_loses_nothing(seeds_debug_built, tmp_path):
     assert row["faults_injected"] > 0, row
     assert all(row["stress"].values()), r.stdout[-3000:]     # every summary line is there
     assert row["records_sent"] > 0 and row["records_lost"] == 0, row["stress"]
-    assert row["enomem_retries"] > 0, row["stress"]
+    # The injected failures came back as errors the tests handled: ENOMEM, or a short write
+    # (a failure after the write's first page; 0004/0005 make those the usual case).
+    assert row["enomem_retries"] + row["short_writes"] > 0, row["stress"]
     assert row["kmemleak"] == "clean" and row["lockdep"] == "clean", row
     assert row["ok"], row["problems"]
 
