@@ -5,8 +5,9 @@ allocation, in a variant's debug build, and what each boot showed.
 Two boots per variant, both of VARIANT+debug+counters with kmemleak scanned afterwards:
 
 - `faults`: fail_page_alloc and failslab armed for the job's tasks, the pipe stress tests
-  with --tolerate-enomem: every injected failure must come back as an ENOMEM that the test
-  retries, and no record may be lost, duplicated or corrupted;
+  with --tolerate-enomem: the injected failures that reach a write must come back as an
+  ENOMEM that the test retries or a short write that it continues, and no record may be
+  lost, duplicated or corrupted;
 - `clean`: no injection; an O_NONBLOCK writer against a full pipe (EAGAIN), a writer whose
   reader has closed (EPIPE), a check that those failed writes allocate and charge nothing
   (/proc/vmstat pgalloc and the memcg's memory.stat), and the stress test once more.
