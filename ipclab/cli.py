@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ipclab import EXIT_INTERRUPTED, EXIT_USAGE, Error, __version__, compare, engine, envinfo
 from ipclab import fmt, peers, proc, profile, progress, report, results, runner, suites, views
-from ipclab.lab import ab, gittree, kernel, vm
+from ipclab.lab import ab, bases, gittree, kernel, variants, vm
 from ipclab.lab import bisect as lab_bisect
 
 
@@ -414,7 +414,7 @@ class _IntermixedParser(argparse.ArgumentParser):
 
 def _add_tree(p):
     p.add_argument("--tree", metavar="DIR",
-                   help="kernel tree instead of Debian's 6.12.117: a git tree, whose refs the "
+                   help="kernel tree instead of a base's Debian tarball: a git tree, whose refs the "
                         "names then are (each commit is built in the lab's own checkout; your "
                         "work tree and index are not touched), or a plain tree to patch")
 
@@ -465,7 +465,7 @@ def _add_clock_options(p):
 
 def add_lab_parsers(sub):
     k = sub.add_parser("kernel", help="build kernel variants (lab)")
-    ksub = k.add_subparsers(dest="kernel_cmd", metavar="{build,list}")
+    ksub = k.add_subparsers(dest="kernel_cmd", metavar="{build,list,fetch}")
     ksub.required = True
     b = ksub.add_parser("build", help="build a variant (cached by source, config, patches)",
                         description="Build VARIANT (kernel/series), or REF of --tree's git "
@@ -476,10 +476,20 @@ def add_lab_parsers(sub):
     b.add_argument("--force", action="store_true", help="rebuild even when cached")
     _add_dry_run(b)
     b.set_defaults(func=cmd_kernel_build)
-    ls = ksub.add_parser("list", help="variants, their patches, and whether each is built")
+    ls = ksub.add_parser("list", help="the bases (kernel releases) and variants, their "
+                         "patches, and whether each is built")
     _add_tree(ls)
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=cmd_kernel_list)
+    f = ksub.add_parser("fetch", help="download a base's kernel source (make lab-deps does)",
+                        description="Download each BASE's Debian source package (default: "
+                        "every base) through a private apt configuration that reuses the "
+                        "system's Debian mirror, and keep its tarball in the lab's cache. "
+                        "A tarball already here (/usr/src, the cache) is not fetched again.")
+    f.add_argument("bases", metavar="BASE", nargs="*", help=f"one of {', '.join(bases.names())}")
+    f.add_argument("--print-path", action="store_true",
+                   help="print only the tarball's path (for scripts)")
+    f.set_defaults(func=cmd_kernel_fetch)
 
     v = sub.add_parser("vm", help="boot a variant and run things inside (lab)")
     vsub = v.add_subparsers(dest="vm_cmd", metavar="{run}", parser_class=_IntermixedParser)
@@ -590,7 +600,7 @@ def cmd_bisect(args):
         boots = args.boots or (1 if deterministic_mode else ab.TIMED_PAIRS)
         if not deterministic_mode:
             lab_bisect.check_timed_boots(boots)
-        config = str(kernel.user_config(args.config)) if args.config else None
+        config = str(variants.user_config(args.config)) if args.config else None
         p = lab_bisect.Params(str(tree), gittree.resolve(tree, args.good),
                               gittree.resolve(tree, args.bad), args.suite, args.metric,
                               None if args.threshold is None else args.threshold / 100,
@@ -624,7 +634,7 @@ def _kernels(args, names, count):
     kerns = []
     for i, name in enumerate(names):
         last = i == count - 1
-        kerns.append(kernel.resolve(name, args.tree, patches=args.patch if last else (),
+        kerns.append(variants.resolve(name, args.tree, patches=args.patch if last else (),
                                     config=args.config))
     for path in args.kernel:
         kerns.append(kernel.prebuilt(path))
@@ -644,23 +654,46 @@ def cmd_kernel_build(args):
     return 0
 
 
+def cmd_kernel_fetch(args):
+    _no_command(args, "kernel fetch")
+    for name in args.bases or bases.names():
+        found = bases.fetch(bases.load(name))
+        if args.print_path:
+            print(found.path)
+        else:
+            print(f"{name}\t{found.path}\tsha256 {found.sha256}")
+    return 0
+
+
 def cmd_kernel_list(args):
     _no_command(args, "kernel list")
-    rows = kernel.describe(args.tree)
+    base_rows, rows = kernel.describe_bases(), kernel.describe(args.tree)
     if args.json:
-        json.dump(rows, sys.stdout, indent=2)
+        json.dump({"bases": base_rows, "variants": rows}, sys.stdout, indent=2)
         print()
         return 0
+    print("bases (kernel/bases):")
+    for b in base_rows:
+        if b["error"]:
+            print(f"  {b['base']}  error: {b['error']}")
+            continue
+        where = (f"{b['tarball']}" + ("" if b["origin"] == "package" else f" ({b['origin']},"
+                                      f" sha256 {b['tarball_sha256'][:12]})")
+                 if b["tarball"] else "not fetched: make lab-deps")
+        print(f"  {b['base']:<9} {b['release']:<9} {b['package']} {b['version']} ({b['suite']}),"
+              f" sha256 {b['sha256'][:12]}; {where}")
     if not rows:
         print("no variants in kernel/series")
         return 0
+    print("variants (kernel/series):")
     width = max(len(r["variant"]) for r in rows)
     for r in rows:
         state = "built" if r["built"] else "not built"
         if r["error"]:
             state = f"error: {r['error']}"
         extra = f" +{'+'.join(r['fragments'][1:])}" if len(r["fragments"]) > 1 else ""
-        print(f"{r['variant']:<{width}}  {state}{extra}")
+        on = f"[{r['base']}] " if r["base"] else ""
+        print(f"{r['variant']:<{width}}  {on}{state}{extra}")
         for p in r["patches"]:
             print(f"{'':<{width}}    {p}")
         if not r["patches"] and not r["error"]:

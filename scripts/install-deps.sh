@@ -4,14 +4,16 @@
 #   install-deps.sh host   engine + CLI: build tools, the Python virtualenv, and the peer programs
 #                          the peers suite runs (perf from linux-perf, stress-ng, pmqtest from
 #                          rt-tests)
-#   install-deps.sh lab    kernel lab: kernel source, build deps, QEMU (virtme-ng is in the venv)
+#   install-deps.sh lab    kernel lab: build deps, QEMU (virtme-ng is in the venv), and each base's
+#                          kernel source (kernel/bases), downloaded into the lab's cache by
+#                          `ipclab kernel fetch` with the system's own Debian mirror
 # Idempotent: apt runs only when a package is missing, pip only when requirements changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 host_pkgs=(gcc make stress-ng linux-perf rt-tests)
-lab_pkgs=(linux-source-6.12=6.12.117-1~deb12u1 flex bison bc libelf-dev libssl-dev patch
-	  qemu-system-x86 busybox-static cpio xz-utils kmod)
+lab_pkgs=(flex bison bc libelf-dev libssl-dev patch qemu-system-x86 busybox-static cpio
+	  xz-utils kmod)
 
 apt_install() {
 	local missing=() p name
@@ -43,6 +45,7 @@ venv() {
 
 case "${1:-host}" in
 host)	apt_install "${host_pkgs[@]}"; venv ;;
-lab)	apt_install "${host_pkgs[@]}" "${lab_pkgs[@]}"; venv ;;
+lab)	apt_install "${host_pkgs[@]}" "${lab_pkgs[@]}"; venv
+	.venv/bin/python -m ipclab kernel fetch >&2 ;;
 *)	echo "usage: $0 host|lab" >&2; exit 2 ;;
 esac

@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, ROOT
 
+from ipclab.lab import bases
+
 ROOT = Path(ROOT)
 EXTEND = Path(FIXTURES) / "extend"
-COPIED = ["ipclab", "bench/src", "bench/Makefile", "kernel/series", "kernel/patches",
+COPIED = ["ipclab", "bench/src", "bench/Makefile", "kernel/bases", "kernel/series", "kernel/patches",
           "kernel/config", "kernel/qemu-plugin", "scripts/guest-run.py"]
 BUILT = re.compile(r"(\.o|\.d|\.pyc|/ipcbench)$|__pycache__")
-TARBALL = Path(os.environ.get("IPCLAB_KERNEL_TARBALL", "/usr/src/linux-source-6.12.tar.xz"))
 
 
 def docs_say(what):
@@ -49,7 +50,8 @@ def changed(proj):
 def expand(paths, **names):
     return sorted(p.replace("<file>", names.get("file", "<file>"))
                   .replace("<variant>", names.get("variant", "<variant>"))
-                  .replace("<patch>", names.get("patch", "<patch>")) for p in paths)
+                  .replace("<patch>", names.get("patch", "<patch>"))
+                  .replace("<base>", names.get("base", "<base>")) for p in paths)
 
 
 @pytest.fixture
@@ -94,12 +96,13 @@ def test_new_workload_suite_and_variant_take_the_files_the_docs_name(project, tm
                                    + docs_say("a suite"))
 
     # A kernel variant: its series file and its patch.
-    shutil.copy(EXTEND / "echo.patch", proj / "kernel/patches/echo-fixture.patch")
+    # On the default base, mainline: its series file needs no `base:` line.
+    shutil.copy(EXTEND / "echo.patch", proj / "kernel/patches/mainline/echo-fixture.patch")
     (proj / "kernel/series/echo").write_text("echo-fixture.patch\n")
     assert changed(proj) == sorted(expand(docs_say("a workload"), file="pipe_echo")
                                    + docs_say("a suite")
                                    + expand(docs_say("a kernel variant"), variant="echo",
-                                            patch="echo-fixture.patch"))
+                                            patch="echo-fixture.patch", base="mainline"))
 
     build = subprocess.run(["make", "-s", "-C", str(proj / "bench")], capture_output=True,
                            text=True, timeout=600)
@@ -121,8 +124,8 @@ def test_new_workload_suite_and_variant_take_the_files_the_docs_name(project, tm
     r = ipclab(proj, "kernel", "list", cwd=work)
     assert r.returncode == 0 and re.search(r"^echo\b", r.stdout, re.M), r.stdout
     assert "echo-fixture.patch" in r.stdout
-    if not TARBALL.is_file():
-        pytest.skip(f"{TARBALL} missing (make lab-deps): the variant's dry run needs it")
+    if bases.tarball(bases.load("mainline")) is None:
+        pytest.skip("mainline's tarball missing (make lab-deps): the variant's dry run needs it")
     r = ipclab(proj, "vm", "run", "echo", "echo-check", "--deterministic", "--dry-run",
                cwd=work)
     assert r.returncode == 0, r.stderr

@@ -22,7 +22,7 @@ from ipclab import EXIT_FAILED, Error, compare, deterministic, proc, profile, re
 from ipclab import suites
 from ipclab.progress import log
 
-from . import kernel, vm
+from . import kernel, variants, vm
 
 
 def suite_job(suite: str, clock: vm.Clock = vm.TIMED, *, full: bool = False,
@@ -93,7 +93,7 @@ def run_suite_boot(meta: dict, accel: str, job: vm.SuiteJob, out: Path, *,
                    cpus: int | None = None) -> tuple[dict | None, vm.Boot]:
     """Boot once, run the suite job, and write its tagged results to `out` (and the profile
     next to it). Returns (results, boot); (None, boot) in a dry run."""
-    shared = vm.new_shared(kernel.slug(meta["variant"]), job.suite)
+    shared = vm.new_shared(variants.slug(meta["variant"]), job.suite)
     insn_counts = job.insn_counts(shared)
     # `ipclab run` exits 1 when a cell failed; the cells say which, so only the kernel and
     # the guest (dead, hung, splat, no results) can fail the whole boot.
@@ -152,7 +152,7 @@ def report_boot(b: vm.Boot, record: Path | None) -> None:
 # --------------------------------------------------------------------------- vm run
 
 
-def vm_command(kern: kernel.Variant | dict, command: list[str], *,
+def vm_command(kern: variants.Variant | dict, command: list[str], *,
                thp: str | None = None, timeout: float = 900, faults: dict | None = None,
                kmemleak: bool = False, clock: vm.Clock = vm.TIMED, cpus: int | None = None,
                record: Path | None = None) -> int:
@@ -175,7 +175,7 @@ def vm_command(kern: kernel.Variant | dict, command: list[str], *,
     return 0
 
 
-def vm_suite(kern: kernel.Variant | dict, job: vm.SuiteJob, out: Path | None = None, *,
+def vm_suite(kern: variants.Variant | dict, job: vm.SuiteJob, out: Path | None = None, *,
              thp: str | None = None, timeout: float = 900,
              faults: dict | None = None, kmemleak: bool = False, clock: vm.Clock = vm.TIMED,
              cpus: int | None = None, record: Path | None = None) -> int:
@@ -184,7 +184,7 @@ def vm_suite(kern: kernel.Variant | dict, job: vm.SuiteJob, out: Path | None = N
     meta = kernel.obtain(kern)
     accel = vm.accel_for(kernel.image_path(meta), clock)
     out = Path(out or Path("results") /
-               f"{proc.stamp()}-vm-{kernel.slug(meta['variant'])}-{job.suite}.json")
+               f"{proc.stamp()}-vm-{variants.slug(meta['variant'])}-{job.suite}.json")
     res, b = run_suite_boot(meta, accel, job, out.resolve(), thp=thp, timeout=timeout,
                             faults=faults, kmemleak=kmemleak, clock=clock, cpus=cpus)
     if proc.is_dry_run():
@@ -225,7 +225,7 @@ def boot_in_order(order: list[tuple], one_boot, clock: vm.Clock) -> list:
 TIMED_PAIRS = 5
 
 
-def run_ab(base: kernel.Variant | dict, new: kernel.Variant | dict, job: vm.SuiteJob, *,
+def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.SuiteJob, *,
            boots: int | None = None, thp: str | None = None, timeout: float = 1800,
            clock: vm.Clock = vm.TIMED, cpus: int | None = None,
            outdir: Path | None = None, min_change: float = compare.MIN_CHANGE,
@@ -245,12 +245,12 @@ def run_ab(base: kernel.Variant | dict, new: kernel.Variant | dict, job: vm.Suit
         # Before any boot: the plugin built once, and each image able to name its addresses.
         for meta in metas.values():
             vm.insn_plugin_opts(meta, Path(os.devnull))
-    outdir = Path(outdir or Path("results") / f"{proc.stamp()}-ab-{kernel.slug(names['A'])}-"
-                  f"{kernel.slug(names['B'])}-{job.suite}")
+    outdir = Path(outdir or Path("results") / f"{proc.stamp()}-ab-{variants.slug(names['A'])}-"
+                  f"{variants.slug(names['B'])}-{job.suite}")
 
     def one_boot(i: int, side: str):
         meta = metas[side]
-        out = outdir / f"{side}-{kernel.slug(meta['variant'])}-boot{i + 1}.json"
+        out = outdir / f"{side}-{variants.slug(meta['variant'])}-boot{i + 1}.json"
         log(f"ab: boot {i + 1}/{boots} of {side} ({meta['variant']}, {clock.mode})")
         res, b = run_suite_boot(meta, accel, job, out, thp=thp, timeout=timeout, clock=clock,
                                 cpus=cpus)
@@ -276,7 +276,7 @@ def run_ab(base: kernel.Variant | dict, new: kernel.Variant | dict, job: vm.Suit
         merged = {}
         for side, name in names.items():
             merged[side] = results.merge_boots(per_side[side], f"{side}:{name}")
-            results.save(merged[side], outdir / f"{side}-{kernel.slug(name)}-merged.json")
+            results.save(merged[side], outdir / f"{side}-{variants.slug(name)}-merged.json")
         # What the clock means for the numbers, render_compare says (timing_caveat).
         heading = "\n".join(
             [f"ipclab ab {names['A']} -> {names['B']}: suite {job.suite}, {boots} boots each, "

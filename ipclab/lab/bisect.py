@@ -34,7 +34,7 @@ from ipclab import EXIT_FAILED, EXIT_USAGE, Error, deterministic, fmt, metrics, 
 from ipclab import suites
 from ipclab.progress import log
 
-from . import ab, gittree, kernel, vm
+from . import ab, gittree, kernel, variants, vm
 
 OLD, NEW, SKIP = "old", "new", "skip"
 LOG_NAME = "bisect.jsonl"
@@ -455,8 +455,8 @@ class LabMeasure:
         self._next: list[str] = []
         self._ahead: list[threading.Thread] = []
 
-    def variant(self, commit: str) -> kernel.Variant:
-        v = kernel.resolve(commit, self.p.tree, config=self.p.config)
+    def variant(self, commit: str) -> variants.Variant:
+        v = variants.resolve(commit, self.p.tree, config=self.p.config)
         v.name = commit[:12]
         return v
 

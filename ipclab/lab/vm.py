@@ -27,8 +27,8 @@ from pathlib import Path
 from ipclab import EXIT_FAILED, ROOT, Error, deterministic, proc, profile, suites
 from ipclab.progress import log
 
-from . import kernel
-from .kernel import cache_root
+from . import cache, kernel, variants
+from .cache import cache_root
 
 GUEST_SCRIPT = ROOT / "scripts" / "guest-run.py"
 VNG = ROOT / ".venv" / "bin" / "vng"
@@ -286,7 +286,7 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
     if cpus is None:
         cpus = DETERMINISTIC_CPUS if clock.deterministic else DEFAULT_CPUS
     if shared is None:
-        shared = new_shared(kernel.slug(meta["variant"]))
+        shared = new_shared(variants.slug(meta["variant"]))
     # Where the results were measured is the host's to add afterwards (ab.tag_boot); the
     # environment only carries what the engine records in every sample.
     env = {"IPCBENCH_ACCEL": accel, "PYTHONUNBUFFERED": "1",
@@ -476,7 +476,7 @@ PLUGIN_SOURCE = ROOT / "kernel" / "qemu-plugin" / "insncount.c"
 
 def insn_plugin() -> Path:
     """The QEMU plugin that counts instructions per code address, built once per source."""
-    digest = kernel.sha256_file(PLUGIN_SOURCE)[:12]
+    digest = cache.sha256_file(PLUGIN_SOURCE)[:12]
     so = cache_root() / "tools" / f"insncount-{digest}.so"
     if not so.exists():
         so.parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from ipclab.lab import kernel
+from ipclab.lab import cache, variants
 from test_lab_boot import REPO, ipclab, missing_prereq
 
 pytestmark = [
@@ -32,7 +32,7 @@ CULPRIT = "pipe: skip wakeups that find no sleeper"
 
 def series_digest():
     h = hashlib.sha256()
-    v = kernel.load_variant(SERIES)
+    v = variants.load_variant(SERIES)
     for p in v.patch_paths():
         h.update(p.name.encode() + b"\0" + p.read_bytes())
     return h.hexdigest()[:16]
@@ -41,7 +41,7 @@ def series_digest():
 @pytest.fixture(scope="module")
 def seeds_repo():
     """The series as commits; made again (at the same path) when the series changed."""
-    repo = kernel.cache_root() / "test-repos" / SERIES
+    repo = cache.cache_root() / "test-repos" / SERIES
     stamp = repo.parent / f"{SERIES}.series"
     if not (repo / ".git").is_dir() or not stamp.is_file() or stamp.read_text() != series_digest():
         shutil.rmtree(repo, ignore_errors=True)

@@ -7,7 +7,6 @@ are not measurements.
 """
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -15,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from ipclab.lab import kernel
+from ipclab.lab import bases
 
 REPO = Path(__file__).resolve().parents[2]
-TARBALL = Path(os.environ.get("IPCLAB_KERNEL_TARBALL", kernel.DEFAULT_TARBALL))
 
 
 def missing_prereq():
-    if not TARBALL.is_file():
-        return f"{TARBALL} missing (make lab-deps installs linux-source-6.12)"
+    for name in bases.names():
+        if bases.tarball(bases.load(name)) is None:
+            return f"base {name}'s kernel source missing (make lab-deps fetches it)"
     if shutil.which("qemu-system-x86_64") is None:
         return "qemu-system-x86_64 missing (make lab-deps installs qemu-system-x86)"
     if not (REPO / ".venv" / "bin" / "vng").exists():
@@ -48,7 +47,8 @@ def base_built():
     # First run on a machine: a clean build (minutes). Later runs: a cache hit.
     r = ipclab("kernel", "build", "base", timeout=3600)
     assert r.returncode == 0, r.stderr[-3000:]
-    rows = {row["variant"]: row for row in json.loads(ipclab("kernel", "list", "--json").stdout)}
+    rows = {row["variant"]: row
+            for row in json.loads(ipclab("kernel", "list", "--json").stdout)["variants"]}
     assert rows["base"]["built"] and rows["base"]["patches"] == []
     return rows["base"]
 

@@ -13,7 +13,7 @@ import pytest
 
 from ipclab import EXIT_USAGE, Error, report
 from ipclab.cli import main
-from ipclab.lab import gittree, image, kernel
+from ipclab.lab import bases, cache, gittree, image, kernel, source, variants
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None or shutil.which("patch") is None,
                                 reason="git and GNU patch needed")
@@ -37,7 +37,11 @@ def lab(tmp_path, monkeypatch):
         (kdir / d).mkdir(parents=True)
     (kdir / "config" / "lab.config").write_text("CONFIG_SMP=y\n")
     (kdir / "series" / "base").write_text("# none\n")
-    monkeypatch.setattr(kernel, "KERNEL_DIR", kdir)
+    monkeypatch.setattr(variants, "KERNEL_DIR", kdir)
+    # kernel/patches is the default base's patch directory here.
+    (tmp_path / "per-base").mkdir()
+    (tmp_path / "per-base" / bases.DEFAULT_BASE).symlink_to(kdir / "patches")
+    monkeypatch.setattr(bases, "PATCHES_DIR", tmp_path / "per-base")
     tree = tmp_path / "linux"
     (tree / "kernel").mkdir(parents=True)
     (tree / "fs").mkdir()
@@ -67,12 +71,12 @@ def diff(tree, rel, new):
 
 def test_a_ref_of_a_git_tree_resolves_to_its_commit(lab):
     tree, _ = lab
-    v = kernel.resolve("HEAD~1", str(tree))
+    v = variants.resolve("HEAD~1", str(tree))
     assert v.commit == git(tree, "rev-parse", "HEAD~1")
     assert v.describe.startswith("v1-1-g") and v.name == "HEAD~1" and v.tree == tree
-    assert kernel.open_source(str(tree), create=False, variant=v).version == "6.13.0-rc1"
+    assert source.open_source(str(tree), create=False, variant=v).version == "6.13.0-rc1"
     with pytest.raises(Error) as e:
-        kernel.resolve("nosuch", str(tree))
+        variants.resolve("nosuch", str(tree))
     assert e.value.code == EXIT_USAGE and "no commit named 'nosuch'" in str(e.value)
 
 
@@ -104,20 +108,20 @@ def test_the_lab_builds_from_its_own_clone_and_leaves_the_users_tree_alone(lab):
 
 def test_image_key_follows_commit_config_and_patches_not_the_ref_name(lab, tmp_path):
     tree, _ = lab
-    src = lambda v: kernel.open_source(str(tree), create=False, variant=v)   # noqa: E731
-    head = kernel.resolve("HEAD", str(tree))
-    same = kernel.resolve("main", str(tree))
+    src = lambda v: source.open_source(str(tree), create=False, variant=v)   # noqa: E731
+    head = variants.resolve("HEAD", str(tree))
+    same = variants.resolve("main", str(tree))
     assert kernel.image_key(src(head), head) == kernel.image_key(src(same), same)
-    prev = kernel.resolve("HEAD~1", str(tree))
+    prev = variants.resolve("HEAD~1", str(tree))
     assert kernel.image_key(src(prev), prev) != kernel.image_key(src(head), head)
     p = tmp_path / "fix.patch"
     p.write_text(diff(tree, "ipc.c", "ipc 3\n"))
-    patched = kernel.resolve(f"HEAD+{p}", str(tree))
+    patched = variants.resolve(f"HEAD+{p}", str(tree))
     assert patched.name == "HEAD+fix.patch" and patched.extra == [p]
     assert kernel.image_key(src(patched), patched) != kernel.image_key(src(head), head)
     cfg = tmp_path / "my.config"
     cfg.write_text(FULL_CONFIG)
-    own = kernel.resolve("HEAD", str(tree), config=str(cfg))
+    own = variants.resolve("HEAD", str(tree), config=str(cfg))
     assert own.config_name.startswith("own-") and not own.fragment_paths()
     assert kernel.image_key(src(own), own) != kernel.image_key(src(head), head)
 
@@ -141,20 +145,20 @@ def test_name_plus_patch_and_an_mbox_split_per_mail(lab, tmp_path):
     mbox.write_text("".join(
         f"From 1234567890abcdef1234567890abcdef12345678 Mon Sep 17 00:00:00 2001\n"
         f"From: t <t@t>\nSubject: [PATCH {n}] {s}\n\n{body or 'words'}\n" for n, s, body in mails))
-    v = kernel.resolve(f"base+{mbox}", None, patches=[str(mbox)])
+    v = variants.resolve(f"base+{mbox}", None, patches=[str(mbox)])
     names = [p.name for p in v.extra]
     # The cover letter carries no diff; each mail is a patch named after its subject.
     assert names == ["series-02-ipc-three.patch", "series-03-pipe-short.patch"] * 2
     assert v.name == "base+series.mbox+series.mbox"
     with pytest.raises(Error) as e:
-        kernel.resolve("base+nosuch.patch")
+        variants.resolve("base+nosuch.patch")
     assert e.value.code == EXIT_USAGE and "no patch file 'nosuch.patch'" in str(e.value)
     # A mail that does not apply is named, with its file and hunk.
     src_tree = tmp_path / "plain"
     (src_tree / "fs").mkdir(parents=True)
     (src_tree / "fs" / "pipe.c").write_text("something else\n" * 5)
     with pytest.raises(Error) as e:
-        kernel.apply_patch(src_tree, v.extra[1])
+        source.apply_patch(src_tree, v.extra[1])
     assert "series-03-pipe-short.patch does not apply: fs/pipe.c hunk #1" in str(e.value)
 
 
@@ -163,13 +167,13 @@ def test_own_config_must_have_what_the_suites_need(tmp_path):
     cfg.write_text(FULL_CONFIG.replace("CONFIG_POSIX_MQUEUE=y", "# CONFIG_POSIX_MQUEUE is not set")
                    .replace("CONFIG_9P_FS=y", "CONFIG_9P_FS=m"))
     with pytest.raises(Error) as e:
-        kernel.user_config(str(cfg))
+        variants.user_config(str(cfg))
     msg = str(e.value)
     assert e.value.code == EXIT_USAGE and "\n" not in msg
     assert "CONFIG_POSIX_MQUEUE (POSIX mqueue)" in msg
     assert "CONFIG_9P_FS (the 9p file system for vng, a module, not built in)" in msg
     cfg.write_text(FULL_CONFIG)
-    assert kernel.user_config(str(cfg)) == cfg.resolve()
+    assert variants.user_config(str(cfg)) == cfg.resolve()
 
 
 def fake_bzimage(path, release):
@@ -193,7 +197,7 @@ def test_prebuilt_image_config_is_checked(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "could not read its config" in err and "not checked: POSIX mqueue, THP" in err
     assert meta["release"] == "6.99.1-test" and kernel.image_path(meta).is_file()
-    assert kernel.identity(meta)["image_sha256"] == kernel.sha256_file(img)
+    assert kernel.identity(meta)["image_sha256"] == cache.sha256_file(img)
     # A config beside it that lacks options: one line naming them, exit 2.
     img2 = fake_bzimage(tmp_path / "vmlinuz-6.99.2", "6.99.2")
     (tmp_path / "config-6.99.2").write_text(FULL_CONFIG.replace("CONFIG_MEMCG=y\n", ""))

@@ -12,7 +12,7 @@ import pytest
 
 from ipclab import Error, results
 from ipclab.cli import main
-from ipclab.lab import ab, faults, kernel, vm
+from ipclab.lab import ab, bases, faults, kernel, source, variants, vm
 
 pytestmark = pytest.mark.skipif(shutil.which("patch") is None, reason="GNU patch not installed")
 
@@ -36,12 +36,19 @@ def make_patch(path: Path, rel: str, old: str, new: str) -> Path:
 
 @pytest.fixture
 def labdir(tmp_path, monkeypatch):
-    """A fake repo kernel/ dir and a fake kernel tree with two source files."""
+    """A fake repo kernel/ dir, whose kernel/patches is the default base's patch directory,
+    and a fake kernel tree with two source files."""
     kdir = tmp_path / "kernel"
-    for d in ("series", "patches", "config"):
+    for d in ("series", "patches", "config", "bases", "per-base/lts"):
         (kdir / d).mkdir(parents=True)
+    (kdir / "per-base" / bases.DEFAULT_BASE).symlink_to(kdir / "patches")
+    for b in (bases.DEFAULT_BASE, "lts"):
+        (kdir / "bases" / b).write_text("package: linux-source-9.9\nversion: 9.9.1-1\n"
+                                       "suite: sid\nrelease: 9.9.1\nsha256: 00\n")
     (kdir / "config" / "lab.config").write_text("CONFIG_SMP=y\n")
-    monkeypatch.setattr(kernel, "KERNEL_DIR", kdir)
+    monkeypatch.setattr(variants, "KERNEL_DIR", kdir)
+    monkeypatch.setattr(bases, "BASES_DIR", kdir / "bases")
+    monkeypatch.setattr(bases, "PATCHES_DIR", kdir / "per-base")
     monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
     tree = tmp_path / "tree"
     (tree / "fs").mkdir(parents=True)
@@ -55,13 +62,13 @@ def labdir(tmp_path, monkeypatch):
     work = tmp_path / "work"
     work.mkdir()
     (work / "state.json").write_text('{"applied": [], "touched": {}, "dirty": false}')
-    src = kernel.Source(tree, work, "test", "6.12.117", managed=False)
+    src = source.Source(tree, work, "test", "6.12.117", managed=False)
     return kdir, src
 
 
 def series(kdir, name, *patches):
     (kdir / "series" / name).write_text("# test\n" + "".join(p + "\n" for p in patches))
-    return kernel.load_variant(name)
+    return variants.load_variant(name)
 
 
 def test_series_comments_and_fragments(labdir):
@@ -69,7 +76,7 @@ def test_series_comments_and_fragments(labdir):
     make_patch(kdir / "patches" / "0001-x.patch", "fs/pipe.c", PIPE_C, PIPE_C.replace("line 5\n", "five\n"))
     (kdir / "config" / "debug.config").write_text("CONFIG_DEBUG_KERNEL=y\n")
     (kdir / "series" / "debug").write_text("0001-x.patch  # the patch\n\n# done\n")
-    v = kernel.load_variant("debug")
+    v = variants.load_variant("debug")
     assert v.patches == ["0001-x.patch"]
     assert v.fragments == ["lab.config", "debug.config"]
     assert v.config_name == "lab+debug"
@@ -82,29 +89,49 @@ def test_overlay_adds_its_fragment_and_lab_patch_to_any_variant(labdir):
     (kdir / "config" / "count.config").write_text("CONFIG_VM_EVENT_COUNTERS=y\n")
     (kdir / "config" / "debug.config").write_text("CONFIG_DEBUG_KERNEL=y\n")
     series(kdir, "x", "0001-x.patch")
-    v = kernel.load_variant("x+count")
+    v = variants.load_variant("x+count")
     assert v.name == "x+count"
     assert v.patches == ["0001-x.patch", "lab-count.patch"]
     assert v.fragments == ["lab.config", "count.config"]
     assert v.config_name == "lab+count"
     # an overlay without a lab patch is config only; order is kept, repeats are not
-    v = kernel.load_variant("x+debug+count+debug")
+    v = variants.load_variant("x+debug+count+debug")
     assert v.patches == ["0001-x.patch", "lab-count.patch"]
     assert v.fragments == ["lab.config", "debug.config", "count.config"]
     for bad in ("x+nope", "x+lab", "nope+count"):
         with pytest.raises(Error) as e:
-            kernel.load_variant(bad)
+            variants.load_variant(bad)
         assert e.value.code == 2
+
+
+def test_series_names_its_base_and_takes_that_base_s_patches(labdir):
+    kdir, _ = labdir
+    make_patch(kdir / "per-base" / "lts" / "old.patch", "fs/pipe.c", PIPE_C, PIPE_C + "x\n")
+    (kdir / "series" / "old").write_text("# on the old base\nbase: lts\nold.patch\n")
+    v = variants.load_variant("old")
+    assert v.base == "lts" and v.patch_paths() == [kdir / "per-base" / "lts" / "old.patch"]
+    assert variants.load_variant("old").name == "old"
+    # Without a `base:` line a series builds on the default base, whose directory lacks it.
+    (kdir / "series" / "new").write_text("old.patch\n")
+    with pytest.raises(Error, match=f"no patch 'old.patch' in kernel/patches/{bases.DEFAULT_BASE}"):
+        variants.load_variant("new")
+    make_patch(kdir / "patches" / "new.patch", "fs/pipe.c", PIPE_C, PIPE_C + "y\n")
+    for text, what in (("base: nope\n", "unknown base 'nope'"),
+                       ("new.patch\nbase: lts\n", "comes before the patches")):
+        (kdir / "series" / "bad").write_text(text)
+        with pytest.raises(Error, match=what) as e:
+            variants.load_variant("bad")
+        assert e.value.code == 1
 
 
 def test_unknown_variant_and_missing_patch_are_usage_errors(labdir):
     kdir, _ = labdir
     with pytest.raises(Error) as e:
-        kernel.load_variant("nope")
+        variants.load_variant("nope")
     assert e.value.code == 2
     (kdir / "series" / "bad").write_text("missing.patch\n")
     with pytest.raises(Error, match="missing.patch"):
-        kernel.load_variant("bad")
+        variants.load_variant("bad")
 
 
 def test_switch_restores_only_touched_files_and_keeps_mtimes(labdir):
@@ -112,10 +139,10 @@ def test_switch_restores_only_touched_files_and_keeps_mtimes(labdir):
     make_patch(kdir / "patches" / "p1.patch", "fs/pipe.c", PIPE_C, PIPE_C.replace("line 5\n", "five\n"))
     pipe, mq = src.tree / "fs" / "pipe.c", src.tree / "ipc" / "mqueue.c"
     mq_mtime = mq.stat().st_mtime_ns
-    kernel.switch_tree(src, series(kdir, "x", "p1.patch"))
+    source.switch_tree(src, series(kdir, "x", "p1.patch"))
     assert "five\n" in pipe.read_text()
     patched_mtime = pipe.stat().st_mtime_ns
-    kernel.switch_tree(src, series(kdir, "base"))
+    source.switch_tree(src, series(kdir, "base"))
     assert pipe.read_text() == PIPE_C
     # The restored file must look newer than objects built from the patched one ...
     assert pipe.stat().st_mtime_ns >= patched_mtime
@@ -129,10 +156,10 @@ def test_switch_between_identical_results_keeps_mtime(labdir):
     new = PIPE_C.replace("line 5\n", "five\n")
     make_patch(kdir / "patches" / "a.patch", "fs/pipe.c", PIPE_C, new)
     make_patch(kdir / "patches" / "b.patch", "fs/pipe.c", PIPE_C, new)
-    kernel.switch_tree(src, series(kdir, "va", "a.patch"))
+    source.switch_tree(src, series(kdir, "va", "a.patch"))
     pipe = src.tree / "fs" / "pipe.c"
     os.utime(pipe, ns=(5_000, 5_000))
-    kernel.switch_tree(src, series(kdir, "vb", "b.patch"))
+    source.switch_tree(src, series(kdir, "vb", "b.patch"))
     assert pipe.read_text() == new
     assert pipe.stat().st_mtime_ns == 5_000
 
@@ -141,9 +168,9 @@ def test_created_files_are_removed_on_switch(labdir):
     kdir, src = labdir
     p = kdir / "patches" / "new.patch"
     p.write_text("--- /dev/null\n+++ b/fs/new.c\n@@ -0,0 +1 @@\n+hello\n")
-    kernel.switch_tree(src, series(kdir, "n", "new.patch"))
+    source.switch_tree(src, series(kdir, "n", "new.patch"))
     assert (src.tree / "fs" / "new.c").read_text() == "hello\n"
-    kernel.switch_tree(src, series(kdir, "base"))
+    source.switch_tree(src, series(kdir, "base"))
     assert not (src.tree / "fs" / "new.c").exists()
 
 
@@ -157,7 +184,7 @@ def test_failing_patch_names_patch_and_hunk_and_leaves_tree_pristine(labdir):
                other.replace("line 2\n", "two\n"), other.replace("line 2\n", "TWO\n").replace("thirty\n", "30\n"))
     v = series(kdir, "broken", "0001-ok.patch", "0002-bad.patch")
     with pytest.raises(Error) as e:
-        kernel.switch_tree(src, v)
+        source.switch_tree(src, v)
     msg = str(e.value)
     assert "0002-bad.patch" in msg and "fs/pipe.c" in msg and "hunk #1" in msg
     assert (src.tree / "fs" / "pipe.c").read_text() == PIPE_C
@@ -167,11 +194,11 @@ def test_failing_patch_names_patch_and_hunk_and_leaves_tree_pristine(labdir):
 def test_interrupted_switch_is_repaired(labdir):
     kdir, src = labdir
     make_patch(kdir / "patches" / "p1.patch", "fs/pipe.c", PIPE_C, PIPE_C.replace("line 5\n", "five\n"))
-    kernel.switch_tree(src, series(kdir, "x", "p1.patch"))
+    source.switch_tree(src, series(kdir, "x", "p1.patch"))
     st = json.loads(src.state_path.read_text())
     st["dirty"] = True
     src.state_path.write_text(json.dumps(st))
-    kernel.switch_tree(src, series(kdir, "base"))
+    source.switch_tree(src, series(kdir, "base"))
     assert (src.tree / "fs" / "pipe.c").read_text() == PIPE_C
 
 

@@ -1,0 +1,294 @@
+# SPDX-License-Identifier: MIT
+"""Kernel lab, the source of a base: which kernel release a variant is built on, and where its
+tarball comes from.
+
+A base is a file `kernel/bases/NAME` (`key: value` lines, `#` comments): the Debian source
+package that carries the tarball (`package`, `version`, `suite`), the kernel release it holds
+and the tarball's sha256. Its patches live in `kernel/patches/NAME/`.
+
+The tarball is looked for, in order, at `$IPCLAB_<NAME>_TARBALL` (a user's own, e.g. from
+kernel.org: any sha256 is taken, and recorded), `/usr/src/<tarball>` when its sha256 is the
+base's (the package installed by apt), and the sources directory (`$IPCLAB_SOURCES`, default
+/var/cache/ipclab-sources), where `fetch` puts it: a plain package download (`apt-get
+download`) through a private apt configuration that reuses the Debian mirror the system's apt
+already uses, with the base's suite. Nothing is added to the system's apt sources and nothing
+is installed. The sources directory is not the lab's cache (IPCLAB_CACHE): a cold cache, as
+for a clean build, still finds the sources, as it finds what apt put in /usr/src.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from ipclab import EXIT_FAILED, ROOT, Error, proc
+from ipclab.progress import log
+
+from .cache import sha256_file
+
+BASES_DIR = ROOT / "kernel" / "bases"
+PATCHES_DIR = ROOT / "kernel" / "patches"
+# A series file without a `base:` line builds on this one: new work targets mainline.
+DEFAULT_BASE = "mainline"
+FIELDS = ("package", "version", "suite", "release", "sha256")
+NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
+APT_TIMEOUT_S = 900
+
+
+@dataclasses.dataclass(frozen=True)
+class Base:
+    name: str
+    package: str        # Debian source-tarball package, e.g. linux-source-7.3
+    version: str        # its Debian version, e.g. 7.3.4-1~bpo13+1
+    suite: str          # the archive suite that carried that version when it was pinned
+    release: str        # the kernel release in the tarball, e.g. 7.3.4
+    sha256: str         # the tarball's
+
+    @property
+    def tarball_name(self) -> str:
+        return f"{self.package}.tar.xz"
+
+    @property
+    def patch_dir(self) -> Path:
+        return PATCHES_DIR / self.name
+
+    @property
+    def env_var(self) -> str:
+        return f"IPCLAB_{self.name.upper().replace('-', '_')}_TARBALL"
+
+    def cached_tarball(self) -> Path:
+        return sources_root() / self.name / self.tarball_name
+
+    def label(self) -> str:
+        return f"{self.name} ({self.release}, {self.package} {self.version})"
+
+
+def sources_root() -> Path:
+    return Path(os.environ.get("IPCLAB_SOURCES", "/var/cache/ipclab-sources"))
+
+
+def names() -> list[str]:
+    if not BASES_DIR.is_dir():
+        return []
+    return sorted(p.name for p in BASES_DIR.iterdir() if p.is_file() and NAME_RE.match(p.name))
+
+
+def load(name: str) -> Base:
+    path = BASES_DIR / name
+    if not NAME_RE.match(name) or not path.is_file():
+        raise Error(f"unknown base {name!r} (known: {', '.join(names()) or 'none'})")
+    fields: dict[str, str] = {}
+    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        key, sep, value = line.partition(":")
+        if not sep or key.strip() not in FIELDS:
+            raise Error(f"kernel/bases/{name}:{lineno}: want one of {', '.join(FIELDS)}: VALUE",
+                        EXIT_FAILED)
+        fields[key.strip()] = value.strip()
+    missing = [f for f in FIELDS if not fields.get(f)]
+    if missing:
+        raise Error(f"kernel/bases/{name}: missing {', '.join(missing)}", EXIT_FAILED)
+    return Base(name, **fields)
+
+
+@dataclasses.dataclass(frozen=True)
+class Tarball:
+    path: Path
+    sha256: str
+    origin: str         # "package" (the base's own), or the user's override
+
+
+def tarball(base: Base) -> Tarball | None:
+    """The base's tarball on this machine, or None when it has not been fetched. A user's
+    override is taken whatever its hash; a package's tarball only with the pinned hash."""
+    own = os.environ.get(base.env_var)
+    if own:
+        p = Path(own)
+        if not p.is_file():
+            raise Error(f"{base.env_var}={own}: no such file")
+        return Tarball(p, memo_sha256(p), f"${base.env_var}")
+    for p in (Path("/usr/src") / base.tarball_name, base.cached_tarball()):
+        if p.is_file() and memo_sha256(p) == base.sha256:
+            return Tarball(p, base.sha256, "package")
+    return None
+
+
+def require_tarball(base: Base) -> Tarball:
+    found = tarball(base)
+    if found is None:
+        raise Error(f"base {base.name}: {base.tarball_name} {base.release} is not on this "
+                    f"machine: run `make lab-deps` (or `ipclab kernel fetch {base.name}`)",
+                    EXIT_FAILED)
+    return found
+
+
+def memo_sha256(path: Path) -> str:
+    """A tarball's sha256, remembered per (path, size, mtime): hashing 160 MB takes a second."""
+    st = path.stat()
+    memo = sources_root() / "sha256.json"
+    tag = f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+    try:
+        known = json.loads(memo.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if tag in known:
+        return known[tag]
+    digest = sha256_file(path)
+    if not proc.is_dry_run():
+        with_writable(memo, lambda: proc.write_json_atomic(memo, {**known, tag: digest}))
+    return digest
+
+
+def with_writable(path: Path, write) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write()
+    except OSError:
+        pass            # a read-only cache only costs the next caller a hash
+
+
+# --------------------------------------------------------------------------- fetching
+
+
+def fetch(base: Base) -> Tarball:
+    """Download the base's package into the cache and take its tarball out, unless the
+    tarball is already here. Error naming what the archive has when the pinned version is
+    gone."""
+    have = tarball(base)
+    if have:
+        return have
+    work = sources_root() / "apt"
+    apt = AptConfig(work, mirrors_for(base.suite), base.suite)
+    log(f"base {base.name}: fetching {base.package} {base.version} from {base.suite} "
+        f"({', '.join(apt.mirrors)})")
+    apt.update()
+    found = apt.versions(base.package)
+    if base.version not in found:
+        raise Error(f"base {base.name}: Debian's archive no longer has {base.package} "
+                    f"{base.version} ({base.suite} has {describe_found(apt, base, found)}); "
+                    f"rebase kernel/patches/{base.name} onto it and update kernel/bases/"
+                    f"{base.name}, or set {base.env_var} to a kernel.org tarball, or build a "
+                    "git tree with --tree", EXIT_FAILED)
+    debs = sources_root() / "debs"
+    deb = apt.download(base.package, base.version, debs)
+    dest = base.cached_tarball()
+    extract_tarball_from_deb(deb, base.tarball_name, dest)
+    digest = memo_sha256(dest)
+    if digest != base.sha256:
+        dest.unlink()
+        raise Error(f"base {base.name}: {deb.name} holds a {base.tarball_name} with sha256 "
+                    f"{digest[:12]}, not {base.sha256[:12]} as kernel/bases/{base.name} says",
+                    EXIT_FAILED)
+    deb.unlink()
+    log(f"base {base.name}: {dest} ({base.release}, sha256 {digest[:12]})")
+    return Tarball(dest, digest, "package")
+
+
+def describe_found(apt: "AptConfig", base: Base, versions: list[str]) -> str:
+    others = [p for p in apt.packages("linux-source-") if p != base.package]
+    parts = [f"{base.package} {', '.join(versions)}" if versions else f"no {base.package}"]
+    for p in others:
+        parts.append(f"{p} {', '.join(apt.versions(p))}")
+    return "; ".join(parts)
+
+
+def mirrors_for(suite: str) -> list[str]:
+    """The Debian archive URIs the system's apt uses for suites of the same kind as `suite`
+    (a -security suite lives on the security archive, the others on the main one)."""
+    done = proc.run(["apt-get", "indextargets", "--format", "$(REPO_URI)\t$(ORIGIN)\t$(RELEASE)"],
+                    60, capture=True)
+    if done.rc != 0:
+        raise Error("apt-get indextargets failed: is this a Debian system with apt?",
+                    EXIT_FAILED)
+    security = suite.endswith("-security")
+    uris: list[str] = []
+    for line in done.out.splitlines():
+        uri, origin, release = (line.split("\t") + ["", ""])[:3]
+        if origin != "Debian" or release.endswith("-security") != security:
+            continue
+        if uri not in uris:
+            uris.append(uri)
+    if not uris:
+        raise Error(f"the system's apt uses no Debian {'security ' if security else ''}archive "
+                    f"that could carry {suite}: run `apt-get update`, or set the base's "
+                    "tarball with IPCLAB_<BASE>_TARBALL", EXIT_FAILED)
+    return uris
+
+
+class AptConfig:
+    """apt with its own sources, lists and cache under `work`: the system's mirrors with one
+    suite, and nothing of the system's own apt state touched."""
+
+    def __init__(self, work: Path, mirrors: list[str], suite: str):
+        self.work, self.mirrors, self.suite = work, mirrors, suite
+        self.sources = work / "sources.list.d"
+
+    def options(self) -> list[str]:
+        w = self.work
+        return ["-o", f"Dir::Etc::SourceList={self.sources / 'ipclab.list'}",
+                "-o", f"Dir::Etc::SourceParts={self.sources}",
+                "-o", f"Dir::Etc::PreferencesParts={w / 'preferences.d'}",
+                "-o", f"Dir::State::Lists={w / 'lists'}",
+                "-o", f"Dir::Cache={w / 'cache'}",
+                "-o", "Dir::State::status=/dev/null",
+                "-o", "Acquire::Languages=none",
+                # root's downloads would otherwise be handed to the _apt user, who cannot
+                # write to the lab's cache
+                *(["-o", "APT::Sandbox::User=root"] if os.geteuid() == 0 else [])]
+
+    def update(self) -> None:
+        for d in (self.sources, self.work / "preferences.d", self.work / "lists" / "partial",
+                  self.work / "cache" / "archives" / "partial"):
+            d.mkdir(parents=True, exist_ok=True)
+        keyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
+        signed = f" [signed-by={keyring}]" if Path(keyring).is_file() else ""
+        lines = [f"deb{signed} {m} {self.suite} main" for m in self.mirrors]
+        (self.sources / "ipclab.list").write_text("\n".join(lines) + "\n")
+        self.apt("apt-get", "update", "-q")
+
+    def apt(self, *argv: str, cwd: Path | None = None) -> str:
+        done = proc.run([argv[0], *self.options(), *argv[1:]], APT_TIMEOUT_S, capture=True,
+                        cwd=cwd)
+        if done.timed_out or done.rc != 0:
+            last = (done.err.strip().splitlines() or ["?"])[-1]
+            raise Error(f"{' '.join(argv[:2])} ({self.suite}) failed: {last}", EXIT_FAILED)
+        return done.out
+
+    def versions(self, package: str) -> list[str]:
+        out = self.apt("apt-cache", "madison", package) if self.packages(package) else ""
+        return [f.split("|")[1].strip() for f in out.splitlines() if f.count("|") >= 2]
+
+    def packages(self, prefix: str) -> list[str]:
+        out = self.apt("apt-cache", "pkgnames", prefix)
+        return sorted(p for p in out.split() if p.startswith(prefix))
+
+    def download(self, package: str, version: str, dest: Path) -> Path:
+        dest.mkdir(parents=True, exist_ok=True)
+        self.apt("apt-get", "download", "-q", f"{package}={version}", cwd=dest)
+        debs = sorted(dest.glob(f"{package}_*.deb"))
+        if not debs:
+            raise Error(f"apt-get download {package}={version} left no .deb in {dest}",
+                        EXIT_FAILED)
+        return debs[-1]
+
+
+def extract_tarball_from_deb(deb: Path, name: str, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".deb-"))
+    try:
+        done = proc.run(["dpkg-deb", "-x", str(deb), str(tmp)], 600, capture=True)
+        inside = tmp / "usr" / "src" / name
+        if done.rc != 0 or not inside.is_file():
+            raise Error(f"{deb.name}: no usr/src/{name} in it ({done.err.strip()[-200:]})",
+                        EXIT_FAILED)
+        os.replace(inside, dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+

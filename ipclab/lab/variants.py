@@ -1,0 +1,236 @@
+# SPDX-License-Identifier: MIT
+"""Kernel lab, what to build: the lab's variants (kernel/series), overlays of config and lab
+patches, and what a name on the command line builds (NAME+PATCH, --patch, --config, a ref of
+a user's git tree).
+
+A variant is a file kernel/series/NAME: an optional `base: BASE` line (default mainline; see
+bases.py), then one patch file name per line from kernel/patches/BASE/, applied in order;
+`#` starts a comment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+from ipclab import EXIT_FAILED, ROOT, Error, proc
+
+from . import bases, gittree, image
+from .cache import cache_root, sha256_bytes, sha256_file
+
+KERNEL_DIR = ROOT / "kernel"
+BASE_FRAGMENT = "lab.config"
+
+
+@dataclasses.dataclass
+class Variant:
+    """What to build: a series of the lab's, or a commit of a user's git tree; then patches
+    from outside the repository; with the lab's config fragments or the user's own config."""
+    name: str
+    patches: list[str]          # file names in kernel/patches/BASE, in order
+    fragments: list[str]        # file names in kernel/config, in merge order
+    base: str | None = None     # kernel/bases/BASE; None for a commit of a user's git tree
+    extra: list[Path] = dataclasses.field(default_factory=list)  # the user's, after the series
+    config: Path | None = None  # the user's own .config instead of tinyconfig + fragments
+    tree: Path | None = None    # a user's git tree, whose `commit` is built
+    commit: str | None = None
+    describe: str | None = None
+
+    def patch_paths(self) -> list[Path]:
+        own = bases.load(self.base).patch_dir if self.base else None
+        return [own / p for p in self.patches] + list(self.extra) if own else list(self.extra)
+
+    def fragment_paths(self) -> list[Path]:
+        return [] if self.config else [KERNEL_DIR / "config" / c for c in self.fragments]
+
+    @property
+    def config_name(self) -> str:
+        # Variants with the same config share a build dir; patches and commits only move
+        # objects.
+        if self.config:
+            return f"own-{sha256_file(self.config)[:12]}"
+        return "+".join(Path(f).stem for f in self.fragments)
+
+
+def slug(name: str) -> str:
+    """A variant's name as a piece of a file name (refs have slashes, patches paths)."""
+    return re.sub(r"[^A-Za-z0-9._+-]+", "_", name)[:80] or "_"
+
+
+VARIANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# VARIANT+OVERLAY...: a variant built with more config (and optionally a lab patch) on top.
+OVERLAID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\+[A-Za-z0-9][A-Za-z0-9._-]*)+$")
+
+
+def list_variants() -> list[str]:
+    d = KERNEL_DIR / "series"
+    if not d.is_dir():
+        return []
+    return sorted(p.name for p in d.iterdir()
+                  if p.is_file() and VARIANT_RE.match(p.name) and not p.name.endswith("~"))
+
+
+def load_variant(name: str) -> Variant:
+    if OVERLAID_RE.match(name):
+        return load_overlaid(name)
+    if not VARIANT_RE.match(name):
+        raise Error(f"bad variant name {name!r}")
+    path = KERNEL_DIR / "series" / name
+    if not path.is_file():
+        known = ", ".join(list_variants()) or "none"
+        raise Error(f"unknown variant {name!r} (known: {known})")
+    patches, base = [], bases.DEFAULT_BASE
+    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = re.match(r"^base:\s*(\S+)$", line)
+        if m:
+            if patches:
+                raise Error(f"kernel/series/{name}:{lineno}: `base:` comes before the patches",
+                            EXIT_FAILED)
+            base = m.group(1)
+            if base not in bases.names():
+                raise Error(f"kernel/series/{name}:{lineno}: unknown base {base!r} (known: "
+                            f"{', '.join(bases.names())})", EXIT_FAILED)
+            continue
+        where = bases.PATCHES_DIR / base
+        if "/" in line or not (where / line).is_file():
+            raise Error(f"kernel/series/{name}:{lineno}: no patch {line!r} in "
+                        f"kernel/patches/{base}", EXIT_FAILED)
+        patches.append(line)
+    # Convention instead of syntax, so series files stay plain patch lists: every variant gets
+    # lab.config, plus kernel/config/<variant>.config when it exists (e.g. debug.config).
+    fragments = [BASE_FRAGMENT]
+    if name != "lab" and (KERNEL_DIR / "config" / f"{name}.config").is_file():
+        fragments.append(f"{name}.config")
+    if not (KERNEL_DIR / "config" / BASE_FRAGMENT).is_file():
+        raise Error(f"missing kernel/config/{BASE_FRAGMENT}", EXIT_FAILED)
+    return Variant(name, patches, fragments, base)
+
+
+# --------------------------------------------------------------------------- kernels from outside
+
+
+def resolve(spec: str, tree: str | None = None, patches=(), config: str | None = None) -> Variant:
+    """What `kernel build`, `vm run` and `ab` are asked to build, checked before anything is
+    built: NAME[+PATCH...], where NAME is a variant of kernel/series or, with --tree of a git
+    tree, a ref there; PATCH files (or mboxes, one commit per mail) and `patches` go on top,
+    in order; `config` is the user's own .config. Error (exit 2) for what does not exist."""
+    git_tree = Path(tree).resolve() if tree else None
+    if git_tree is not None and not gittree.is_git_tree(git_tree):
+        git_tree = None
+    name, extra = spec, []
+    if "+" in spec and not (git_tree and _is_ref(git_tree, spec)):
+        name, *extra = spec.split("+")
+        if not name or not all(extra):
+            raise Error(f"{spec!r}: want NAME+PATCH[+PATCH...] or NAME+OVERLAY")
+    # A part naming kernel/config/PART.config is an overlay (load_overlaid), not a patch.
+    overlays = [p for p in extra if is_overlay(p)]
+    if overlays and git_tree is not None:
+        raise Error(f"{spec!r}: overlays ({', '.join(overlays)}) apply to the lab's variants,"
+                    " not to a git tree's refs")
+    own = user_config(config) if config else None
+    if git_tree is not None:
+        commit = gittree.resolve(git_tree, name)
+        v = Variant(name, [], [BASE_FRAGMENT], tree=git_tree, commit=commit,
+                    describe=gittree.describe(git_tree, commit))
+    else:
+        v = load_variant("+".join([name, *overlays]))
+    files = [patch_file(p, v.base) for p in [*extra, *patches] if p not in overlays]
+    v.name = "+".join([name, *overlays, *(f.name for f in files)])
+    v.extra = split_mboxes(files)
+    v.config = own
+    return v
+
+
+def is_overlay(part: str) -> bool:
+    return VARIANT_RE.match(part) is not None and part != "lab" and \
+        (KERNEL_DIR / "config" / f"{part}.config").is_file()
+
+
+def _is_ref(tree: Path, name: str) -> bool:
+    try:
+        gittree.resolve(tree, name)
+    except Error:
+        return False
+    return True
+
+
+def patch_file(given: str, base: str | None) -> Path:
+    """A patch named on the command line: a path, or a file of the base's kernel/patches/BASE
+    (of any base's, for a commit of a git tree, which has none)."""
+    dirs = [bases.PATCHES_DIR / b for b in ([base] if base else bases.names())]
+    for p in [Path(given), *(d / given for d in dirs)]:
+        if p.is_file():
+            return p.resolve()
+    raise Error(f"no patch file {given!r}")
+
+
+def user_config(given: str) -> Path:
+    """--config FILE: a kernel .config with what the suites need, or Error (exit 2)."""
+    path = Path(given)
+    if not path.is_file():
+        raise Error(f"--config {given}: no such file")
+    text = path.read_text(errors="replace")
+    if "CONFIG_" not in text:
+        raise Error(f"--config {given}: not a kernel config (no CONFIG_ lines)")
+    # The lab builds no modules: what the suites need must be built in.
+    missing = image.missing_options(text, modules=False)
+    if missing:
+        raise Error(f"--config {given} lacks what the suites need: {', '.join(missing)}")
+    return path.resolve()
+
+
+MAIL_START = re.compile(r"^From \S+ +[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ ", re.M)
+
+
+def split_mboxes(files: list[Path]) -> list[Path]:
+    """Every patch file as itself, except an mbox of several mails: one file per mail that
+    carries a diff (a cover letter carries none), named after its subject, in the cache
+    (content-addressed), so that a failure names the mail."""
+    out: list[Path] = []
+    for f in files:
+        text = f.read_text(errors="replace")
+        starts = [m.start() for m in MAIL_START.finditer(text)]
+        if len(starts) < 2:
+            out.append(f)
+            continue
+        d = cache_root() / "patches" / sha256_bytes(text.encode())[:16]
+        d.mkdir(parents=True, exist_ok=True)
+        for i, (a, b) in enumerate(zip(starts, starts[1:] + [len(text)]), 1):
+            mail = text[a:b]
+            if not re.search(r"^\+\+\+ ", mail, re.M):
+                continue
+            m = re.search(r"^Subject: *(?:\[[^]]*\] *)?(.*)$", mail, re.M)
+            what = re.sub(r"[^A-Za-z0-9]+", "-", m.group(1) if m else "").strip("-")[:48]
+            part = d / f"{f.stem}-{i:02d}-{what or 'mail'}.patch"
+            if not part.exists():
+                proc.write_text_atomic(part, mail)
+            out.append(part)
+    return out
+
+
+def load_overlaid(name: str) -> Variant:
+    """VARIANT+O1+O2: VARIANT's patches and fragments, then for each overlay O its fragment
+    kernel/config/O.config and, when it exists, kernel/patches/BASE/lab-O.patch after the series.
+    So one measurement configuration (counters, lock statistics, debug checks) applies to
+    any variant without a series file per pair."""
+    base, *overlays = name.split("+")
+    v = load_variant(base)
+    patches, fragments = list(v.patches), list(v.fragments)
+    for o in overlays:
+        frag = f"{o}.config"
+        if o == "lab" or not (KERNEL_DIR / "config" / frag).is_file():
+            known = ", ".join(sorted(p.stem for p in (KERNEL_DIR / "config").glob("*.config")
+                                     if p.name != BASE_FRAGMENT)) or "none"
+            raise Error(f"variant {name!r}: no overlay {o!r} (kernel/config/{o}.config; "
+                        f"known: {known})")
+        if frag not in fragments:
+            fragments.append(frag)
+        lab_patch = f"lab-{o}.patch"
+        if (bases.PATCHES_DIR / v.base / lab_patch).is_file() and lab_patch not in patches:
+            patches.append(lab_patch)
+    return Variant(name, patches, fragments, v.base)
+
