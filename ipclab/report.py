@@ -240,6 +240,11 @@ def build_text(build):
     if not isinstance(build, dict):
         return "?"
     parts = [str(build.get("release") or "?")]
+    base = build.get("base")
+    if isinstance(base, dict):
+        pkg = f"{base.get('package')} {base.get('version')}" if base.get("package") \
+            else base.get("tarball", "?")
+        parts.append(f"base {base.get('name')} ({pkg})")
     src = str(build.get("source") or "")
     if build.get("commit"):
         parts.append(f"commit {build['commit'][:12]} ({build.get('describe') or '?'})")

@@ -237,6 +237,12 @@ def test_build_text_says_what_was_measured():
     tar = report.build_text({"release": "6.12.117", "source": "tarball:linux.tar.xz:" + "d" * 64,
                              "patches": []})
     assert tar == "6.12.117, linux.tar.xz sha256 dddddddddddd, no patches, config unknown"
+    base = {"name": "mainline", "release": "7.3.4", "package": "linux-source-7.3",
+            "version": "7.3.4-1~bpo13+1", "sha256": "e" * 64}
+    ml = report.build_text({"release": "7.3.4", "source": "tarball:linux-source-7.3.tar.xz:"
+                            + "e" * 64, "base": base, "patches": []})
+    assert ml == ("7.3.4, base mainline (linux-source-7.3 7.3.4-1~bpo13+1), linux-source-7.3.tar.xz"
+                  " sha256 eeeeeeeeeeee, no patches, config unknown")
     res = {"id": "x", "meta": {"build": build}, "cells": []}
     assert json.dumps(res) and report.build_text(res["meta"]["build"]) in _show(res)
 
