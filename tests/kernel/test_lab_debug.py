@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT
-"""Kernel tier, debug variant: lockdep/kmemleak/fail_page_alloc kernel, and fault injection
-limited to the command under test. Builds `debug` once per machine (its own build dir)."""
+"""Kernel tier, debug kernel: lockdep, kmemleak and fail_page_alloc, fault injection limited
+to the command under test, and scripts/fault-runs' two boots. One image carries it all: the
+base's whole series with the debug and counters overlays (its own build dir), so that the
+tier builds one debug kernel, not one per test."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ipclab.lab import faults
-from test_lab_boot import REPO, missing_prereq
+from test_lab_boot import REPO, ROLE, missing_prereq
 
 pytestmark = pytest.mark.skipif(missing_prereq() is not None, reason=str(missing_prereq()))
 
@@ -26,9 +27,12 @@ def build(variant):
     assert r.returncode == 0, r.stderr[-3000:]
 
 
+DEBUG = ROLE["series"] + faults.OVERLAYS
+
+
 @pytest.fixture(scope="module")
 def debug_built():
-    build("debug")
+    build(DEBUG)
 
 
 def test_fail_page_alloc_hits_only_the_command(debug_built, tmp_path):
@@ -37,7 +41,7 @@ def test_fail_page_alloc_hits_only_the_command(debug_built, tmp_path):
     # below), at most 8 failures: dd's 64 MiB buffer crosses the budget for certain.
     script = ("cat /proc/self/make-it-fail; dd if=/dev/zero of=/dev/null bs=64M count=1 "
               "2>/dev/null; cat /sys/kernel/debug/fail_page_alloc/task-filter; true")
-    r = ipclab("vm", "run", "debug", "--fail-page-alloc", "100,1,8,8M", "--kmemleak",
+    r = ipclab("vm", "run", DEBUG, "--fail-page-alloc", "100,1,8,8M", "--kmemleak",
                "--timeout", "900", "--record", str(rec), "--", "sh", "-c", script)
     record = json.loads(rec.read_text())
     assert r.returncode == 0, r.stderr[-3000:]
@@ -55,26 +59,14 @@ def test_fail_page_alloc_hits_only_the_command(debug_built, tmp_path):
 
 def test_debug_kernel_has_lockdep_and_kmemleak(debug_built, tmp_path):
     script = "grep -c . /proc/lockdep_stats; test -e /sys/kernel/debug/kmemleak && echo kmemleak"
-    r = ipclab("vm", "run", "debug", "--kmemleak", "--timeout", "900", "--", "sh", "-c", script)
+    r = ipclab("vm", "run", DEBUG, "--kmemleak", "--timeout", "900", "--", "sh", "-c", script)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.splitlines()[-1] == "kmemleak"
 
 
-# ---------------------------------------------------------------------- fault runs (seeds)
-# scripts/fault-runs' two boots (ipclab/lab/faults.py), for the variant that has every
+# ---------------------------------------------------------------------- fault runs (series)
+# scripts/fault-runs' two boots (ipclab/lab/faults.py), for the series, which has every
 # change to a pipe write's page allocation, through the command line as a user runs them.
-
-
-@pytest.fixture(scope="module")
-def seeds_debug_built():
-    # An incremental build in debug's build dir (fs/pipe.c and ipc/mqueue.c).
-    build("seeds+debug")
-
-
-@pytest.fixture(scope="module")
-def seeds_counters_built():
-    # Its own build dir, as scripts/fault-runs leaves it built.
-    build("seeds" + faults.OVERLAYS)
 
 
 def plan_boot(variant, plan, tmp_path, duration):
@@ -87,28 +79,28 @@ def plan_boot(variant, plan, tmp_path, duration):
     r = ipclab("vm", "run", variant, *knobs, "--kmemleak", "--timeout", "1200",
                "--record", str(rec), "--", "env", *env, *plan.argv())
     assert rec.exists(), r.stderr[-3000:]
-    return r, faults.boot_row("seeds", plan, json.loads(rec.read_text()), r.stdout)
+    return r, faults.boot_row(ROLE["series"], plan, json.loads(rec.read_text()), r.stdout)
 
 
-def test_fault_boot_of_seeds_loses_nothing(seeds_debug_built, tmp_path):
+def test_fault_boot_of_the_series_loses_nothing(debug_built, tmp_path):
     plan = faults.PLANS[0]
-    r, row = plan_boot("seeds+debug", plan, tmp_path, duration=5)
+    r, row = plan_boot(DEBUG, plan, tmp_path, duration=5)
     assert r.returncode == 0, (row["problems"], r.stderr[-3000:])
     assert row["passed"] == list(plan.tests), row
     assert row["faults_injected"] > 0, row
     assert all(row["stress"].values()), r.stdout[-3000:]     # every summary line is there
     assert row["records_sent"] > 0 and row["records_lost"] == 0, row["stress"]
     # The injected failures came back as errors the tests handled: ENOMEM, or a short write
-    # (a failure after the write's first page; 0004/0005 make those the usual case).
+    # (a failure after the write's first page: the usual case once pages come from before
+    # the mutex or from the pipe's spare pages).
     assert row["enomem_retries"] + row["short_writes"] > 0, row["stress"]
     assert row["kmemleak"] == "clean" and row["lockdep"] == "clean", row
     assert row["ok"], row["problems"]
 
 
-def test_clean_boot_of_seeds_charges_nothing_for_failed_writes(seeds_counters_built,
-                                                               tmp_path):
+def test_clean_boot_of_the_series_charges_nothing_for_failed_writes(debug_built, tmp_path):
     plan = faults.PLANS[1]
-    r, row = plan_boot("seeds" + faults.OVERLAYS, plan, tmp_path, duration=5)
+    r, row = plan_boot(DEBUG, plan, tmp_path, duration=5)
     assert r.returncode == 0, (row["problems"], r.stderr[-3000:])
     assert "pipe_failed_write_allocates_nothing" in row["passed"], row
     # It ran both witnesses for the three cases: pgalloc (the counters overlay) and the

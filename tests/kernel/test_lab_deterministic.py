@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from ipclab import compare, results
-from test_lab_boot import REPO, ipclab, missing_prereq  # noqa: F401  (shared prerequisites)
+from test_lab_boot import PLAIN, REPO, ROLE, ipclab, missing_prereq
 
 pytestmark = pytest.mark.skipif(missing_prereq() is not None, reason=str(missing_prereq()))
 
@@ -22,11 +22,11 @@ CHANGE = ("better", "worse", "changed")
 
 @pytest.fixture(scope="module")
 def aa(tmp_path_factory):
-    for variant in ("base", "write-cost"):
+    for variant in (PLAIN, ROLE["write_cost"]):
         r = ipclab("kernel", "build", variant, timeout=3600)
         assert r.returncode == 0, r.stderr[-3000:]
     out = tmp_path_factory.mktemp("aa")
-    r = ipclab("ab", "base", "base", "--suite", "icount-check", "--deterministic", "-o", str(out),
+    r = ipclab("ab", PLAIN, PLAIN, "--suite", "icount-check", "--deterministic", "-o", str(out),
                timeout=2400)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return out, r.stdout
@@ -50,7 +50,7 @@ def test_aa_pair_agrees_within_the_floor(aa):
 
 def test_every_boot_and_sample_records_the_clock(aa):
     out, _ = aa
-    for path in sorted(out.glob("?-base-boot*.json")):
+    for path in sorted(out.glob(f"?-{PLAIN}-boot*.json")):
         res = json.loads(path.read_text())
         clock = res["meta"]["clock"]
         assert clock["mode"] == "deterministic" and clock["icount"]["shift"] == 0
@@ -64,10 +64,10 @@ def test_every_boot_and_sample_records_the_clock(aa):
 def test_thirty_instructions_per_write_are_a_change(aa, tmp_path):
     out, _ = aa
     wc = tmp_path / "write-cost.json"
-    r = ipclab("vm", "run", "write-cost", "icount-check", "--deterministic", "-o", str(wc),
+    r = ipclab("vm", "run", ROLE["write_cost"], "icount-check", "--deterministic", "-o", str(wc),
                timeout=2400)
     assert r.returncode == 0, r.stderr[-3000:]
-    base = next(out.glob("A-base-boot1.json"))
+    base = next(out.glob(f"A-{PLAIN}-boot1.json"))
     cmp = subprocess.run([sys.executable, "-m", "ipclab", "compare", str(base), str(wc)],
                          cwd=REPO, capture_output=True, text=True, timeout=120)
     assert cmp.returncode == 0, cmp.stderr
