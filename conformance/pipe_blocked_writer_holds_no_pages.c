@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pipe_blocked_writer_holds_no_pages: a writer asleep on a full pipe holds
+ * no pages for the data it has not written yet.
+ *
+ * WRITERS pipes are filled, and one child per pipe then blocks in a write
+ * to it.  The children are forked first and wait for a start signal, so
+ * that what is counted is their writes, not their creation.  The witness
+ * is /proc/vmstat pgalloc_* (the page allocator's own count, needs
+ * CONFIG_VM_EVENT_COUNTERS) from the start signal to when every writer
+ * sleeps, with 1-byte writes (twice: the control) and with 64 KiB writes.
+ * A kernel that allocates a write's pages before it looks for room, and
+ * keeps them while the writer sleeps, allocates several pages per 64 KiB
+ * writer; the test allows half a page per writer more than the controls.
+ * The counter is system-wide: when the two control runs differ by more
+ * than a quarter of a page per writer, the machine is too busy to count
+ * on and the test skips.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ct.h"
+
+#define WRITERS		64
+#define BIG_WRITE	(64 << 10)
+
+static char buf[BIG_WRITE];
+
+struct job {
+	int fd;		/* the full pipe to write to */
+	int go[2];	/* the start pipe: EOF on go[0] means start */
+	size_t size;
+};
+
+/* Sum of /proc/vmstat's pgalloc_* counters, or -1 without them. */
+static long long pgalloc(void)
+{
+	char key[64];
+	long long v, sum = -1;
+	FILE *f = fopen("/proc/vmstat", "r");
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %lld", key, &v) == 2)
+		if (!strncmp(key, "pgalloc_", 8))
+			sum = (sum < 0 ? 0 : sum) + v;
+	fclose(f);
+	return sum;
+}
+
+static int writer(void *arg)
+{
+	const struct job *j = arg;
+	char c;
+
+	close(j->go[1]);
+	if (read(j->go[0], &c, 1) != 0)
+		return 1;
+	/* Blocks until the parent drains the pipe. */
+	return write(j->fd, buf, j->size) != (ssize_t)j->size;
+}
+
+/* Pages allocated from the start signal until WRITERS writers of @size sleep. */
+static long long run(size_t size)
+{
+	static char fill[4096];
+	struct job jobs[WRITERS];
+	pid_t pids[WRITERS];
+	int rd[WRITERS], go[2], i;
+	long long a0, a1;
+
+	if (pipe(go))
+		ct_fatal("pipe: %m");
+	for (i = 0; i < WRITERS; i++) {
+		int fds[2];
+
+		if (pipe2(fds, O_NONBLOCK))
+			ct_fatal("pipe2: %m");
+		while (write(fds[1], fill, sizeof(fill)) > 0)
+			;
+		if (errno != EAGAIN)
+			ct_fatal("filling pipe %d: %m", i);
+		if (fcntl(fds[1], F_SETFL, 0))
+			ct_fatal("fcntl: %m");
+		rd[i] = fds[0];
+		jobs[i] = (struct job){ .fd = fds[1], .go = { go[0], go[1] }, .size = size };
+	}
+	for (i = 0; i < WRITERS; i++)
+		pids[i] = ct_spawn(writer, &jobs[i]);
+	for (i = 0; i < WRITERS; i++)
+		if (ct_wait_sleeping(pids[i], ct_scale(10) * 1000))
+			ct_fatal("writer %d never waited for the start", i);
+
+	a0 = pgalloc();
+	close(go[1]);
+	for (i = 0; i < WRITERS; i++)
+		if (ct_wait_sleeping(pids[i], ct_scale(10) * 1000))
+			ct_fatal("writer %d of %zu bytes never slept on its full pipe", i, size);
+	a1 = pgalloc();
+
+	/* Drain each pipe until its writer has written all and exited. */
+	for (i = 0; i < WRITERS; i++) {
+		int st, done;
+
+		while (!(done = ct_try_wait(pids[i], &st)))
+			if (read(rd[i], fill, sizeof(fill)) < 0 && errno == EAGAIN)
+				ct_sleep_ms(1);
+		if (done < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+			ct_fatal("writer %d of %zu bytes: wait status %#x", i, size, st);
+		close(rd[i]);
+		close(jobs[i].fd);
+	}
+	close(go[0]);
+	return a1 - a0;
+}
+
+int main(void)
+{
+	long long small1, small2, big, noise;
+
+	if (pgalloc() < 0)
+		ct_skip("no pgalloc counters in /proc/vmstat (CONFIG_VM_EVENT_COUNTERS off)");
+	memset(buf, 'x', sizeof(buf));		/* no page faults while counting */
+	ct_watchdog(120, "pipe_blocked_writer_holds_no_pages: a writer did not finish");
+
+	small1 = run(1);
+	big = run(BIG_WRITE);
+	small2 = run(1);
+	ct_log("pages allocated until %d writers sleep: %lld and %lld (1 byte each), %lld (64 KiB each)",
+	       WRITERS, small1, small2, big);
+	noise = small1 > small2 ? small1 - small2 : small2 - small1;
+	if (noise > WRITERS / 4)
+		ct_skip("the two control runs differ by %lld pages: too busy a machine to count on",
+			noise);
+	ct_expect(big - (small1 > small2 ? small1 : small2) < WRITERS / 2,
+		  "64 KiB writers allocated %lld pages where 1-byte writers allocated %lld and %lld (%d writers)",
+		  big, small1, small2, WRITERS);
+	return ct_result();
+}
