@@ -524,7 +524,8 @@ def add_lab_parsers(sub):
                        " the names leave).")
     a.add_argument("base", metavar="BASE", nargs="?")
     a.add_argument("new", metavar="NEW", nargs="?")
-    a.add_argument("--suite", required=True)
+    a.add_argument("--suite", default="seeds",
+                   help="suite (or workload) to run in each boot (default: seeds)")
     a.add_argument("--boots", type=positive_int,
                    help=f"boots of each variant, run A B A B ... ({ab.TIMED_PAIRS}; 1 with"
                         " --deterministic); the boot is the unit of the comparison, and fewer"
