@@ -29,60 +29,6 @@
 #define WRITES		4096
 #define WRITE_SIZE	(64 << 10)
 
-static char memstat[512];
-
-/* Sum of /proc/vmstat's pgalloc_* counters, or -1 without them. */
-static long long pgalloc(void)
-{
-	char key[64];
-	long long v, sum = -1;
-	FILE *f = fopen("/proc/vmstat", "r");
-
-	if (!f)
-		return -1;
-	while (fscanf(f, "%63s %lld", key, &v) == 2)
-		if (!strncmp(key, "pgalloc_", 8))
-			sum = (sum < 0 ? 0 : sum) + v;
-	fclose(f);
-	return sum;
-}
-
-/* "kernel" of our cgroup's memory.stat in bytes, or -1. */
-static long long memstat_kernel(void)
-{
-	char key[64];
-	long long v = -1, x;
-	FILE *f;
-
-	if (!memstat[0] || !(f = fopen(memstat, "r")))
-		return -1;
-	while (fscanf(f, "%63s %lld", key, &x) == 2)
-		if (!strcmp(key, "kernel"))
-			v = x;
-	fclose(f);
-	return v;
-}
-
-/* Our cgroup v2 memory.stat, if there is one. */
-static void find_memstat(void)
-{
-	char line[400];
-	FILE *f = fopen("/proc/self/cgroup", "r");
-
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = 0;
-		if (!strncmp(line, "0::", 3)) {
-			snprintf(memstat, sizeof(memstat), "/sys/fs/cgroup%s/memory.stat",
-				 line + 3);
-			if (access(memstat, R_OK))
-				memstat[0] = 0;
-		}
-	}
-	fclose(f);
-}
-
 static void check(const char *what, int fd, int err)
 {
 	static char buf[WRITE_SIZE];
@@ -91,13 +37,13 @@ static void check(const char *what, int fd, int err)
 	int i, wrong = 0;
 
 	memset(buf, 'x', sizeof(buf));		/* no page faults while counting */
-	a0 = pgalloc();
-	k0 = memstat_kernel();
+	a0 = ct_pgalloc();
+	k0 = ct_memcg_stat("kernel");
 	for (i = 0; i < WRITES; i++)
 		if (write(fd, buf, sizeof(buf)) != -1 || errno != err)
 			wrong++;
-	a1 = pgalloc();
-	k1 = memstat_kernel();
+	a1 = ct_pgalloc();
+	k1 = ct_memcg_stat("kernel");
 
 	ct_expect(!wrong, "%s: %d of %d writes did not fail with %s", what, wrong, WRITES,
 		  ct_errname(err));
@@ -120,12 +66,11 @@ int main(void)
 	static char fill[WRITE_SIZE];
 	int fds[2];
 
-	find_memstat();
-	if (pgalloc() < 0 && memstat_kernel() < 0)
+	if (ct_pgalloc() < 0 && ct_memcg_stat("kernel") < 0)
 		ct_skip("no pgalloc counters in /proc/vmstat and no cgroup v2 memory.stat");
-	if (pgalloc() < 0)
+	if (ct_pgalloc() < 0)
 		ct_log("no pgalloc counters (CONFIG_VM_EVENT_COUNTERS off): memory.stat only");
-	if (memstat_kernel() < 0)
+	if (ct_memcg_stat("kernel") < 0)
 		ct_log("not in a cgroup v2 memory controller: pgalloc only");
 	ct_watchdog(120, "pipe_failed_write_allocates_nothing: a write blocked");
 

@@ -748,3 +748,43 @@ int ct_pattern_read_stream(int fd, uint64_t seed, uint64_t rng, uint64_t *len, i
 	free(buf);
 	return 0;
 }
+
+/* ---- memory witnesses --------------------------------------------------- */
+
+long long ct_pgalloc(void)
+{
+	char key[64];
+	long long v, sum = -1;
+	FILE *f = fopen("/proc/vmstat", "r");
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %lld", key, &v) == 2)
+		if (!strncmp(key, "pgalloc_", 8))
+			sum = (sum < 0 ? 0 : sum) + v;
+	fclose(f);
+	return sum;
+}
+
+long long ct_memcg_stat(const char *key)
+{
+	char line[400], path[512] = "", k[64];
+	long long v = -1, x;
+	FILE *f = fopen("/proc/self/cgroup", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		if (!strncmp(line, "0::", 3))
+			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.stat", line + 3);
+	}
+	fclose(f);
+	if (!path[0] || !(f = fopen(path, "r")))
+		return -1;
+	while (fscanf(f, "%63s %lld", k, &x) == 2)
+		if (!strcmp(k, key))
+			v = x;
+	fclose(f);
+	return v;
+}

@@ -181,4 +181,11 @@ int ct_pattern_write_stream(int fd, uint64_t len, uint64_t seed, uint64_t rng);
  */
 int ct_pattern_read_stream(int fd, uint64_t seed, uint64_t rng, uint64_t *len, int64_t *bad);
 
+/* ---- memory witnesses --------------------------------------------------- */
+
+/* Sum of /proc/vmstat's pgalloc_* counters (system-wide), or -1 without them. */
+long long ct_pgalloc(void);
+/* Field @key of our cgroup v2 memory.stat, in bytes, or -1 outside one. */
+long long ct_memcg_stat(const char *key);
+
 #endif /* CT_H */
