@@ -45,6 +45,7 @@ struct sweep_opts {
 	bool sweep;
 	bool no_latency;
 	bool read_latency;
+	bool packet;
 	bool memory_pressure;
 	struct pressure_opts pressure;
 };
@@ -96,6 +97,10 @@ static const struct opt sweep_opt_table[] = {
 	  "do not time each write() (to measure what the timing costs)" },
 	{ "read-latency", OPT_FLAG, SO(read_latency),
 	  "also time each read(); includes the wait for data" },
+	{ "packet", OPT_FLAG, SO(packet),
+	  "open the pipe with O_DIRECT (packet mode): each write() up to a page is one "
+	  "packet in a slot of its own and each read() takes at most one packet, as "
+	  "stress-ng's pipe stressor does" },
 	{ "memory-pressure", OPT_FLAG, SO(memory_pressure),
 	  "run stress-ng --vm alongside, started anew for each sample (needs stress-ng in PATH)" },
 	{ "vm", OPT_INT, SO(pressure.vm),
@@ -365,6 +370,7 @@ static void report_cell_params(struct report *r, const struct sweep_opts *o,
 	report_param_int(r, "write_size", o->write_size);
 	report_param_int(r, "pipe_size", granted);
 	report_param_bool(r, "threads", o->threads);
+	report_param_bool(r, "packet", o->packet);
 	report_param_bool(r, "latency", !o->no_latency);
 	report_param_bool(r, "memory_pressure", o->memory_pressure);
 	if (o->memory_pressure) {
@@ -416,7 +422,8 @@ struct sweep_cell_state {
  * Map the shared results, make the pipe and the start gate, start every
  * worker and release them.  EXIT_OK with the workers running (a worker
  * that failed to start is left for sweep_cell_collect() to report), else
- * EXIT_FAIL with no descriptor left open.
+ * EXIT_FAIL (EXIT_SKIP where the kernel has no packet mode) with no
+ * descriptor left open.
  */
 static int sweep_cell_setup(struct sweep_cell_state *s)
 {
@@ -439,7 +446,11 @@ static int sweep_cell_setup(struct sweep_cell_state *s)
 		fail_reason("out of memory");
 		return EXIT_FAIL;
 	}
-	if (pipe2(s->pfd, O_CLOEXEC) < 0) {
+	if (pipe2(s->pfd, O_CLOEXEC | (o->packet ? O_DIRECT : 0)) < 0) {
+		if (o->packet && errno == EINVAL) {
+			skip_reason("--packet: pipe2(O_DIRECT): %s", strerror(errno));
+			return EXIT_SKIP;
+		}
 		fail_reason("pipe: %s", strerror(errno));
 		return EXIT_FAIL;
 	}
