@@ -276,7 +276,7 @@ PAIRS = (
          read_stress_ng_pipe,
          ("pipe-sweep/packet,512B", "pipe-sweep",
           ("--writers", "1", "--readers", "1", "--write-size", "512", "--pipe-size", "64K",
-           "--packet", "--no-latency", "--count", "200000")),
+           "--packet", "--fill", "--no-latency", "--count", "200000")),
          (Measure("MB/s", "metrics.throughput", "metrics.throughput"),),
          "unpinned; stress-ng times its writer's loop, ipcbench from the start to the"
          " reader's last read",
@@ -286,7 +286,7 @@ PAIRS = (
          read_stress_ng_pipe,
          ("pipe-sweep/packet,512B,cpus=0,0", "pipe-sweep",
           ("--writers", "1", "--readers", "1", "--write-size", "512", "--pipe-size", "64K",
-           "--packet", "--no-latency", "--count", "200000", "--cpus", "0,0")),
+           "--packet", "--fill", "--no-latency", "--count", "200000", "--cpus", "0,0")),
          (Measure("MB/s", "metrics.throughput", "metrics.throughput"),),
          "both processes on CPU 0 (taskset for stress-ng, --cpus 0,0 for ipcbench)",
          est_s=1.0, pin="0"),
