@@ -421,7 +421,6 @@ static int mq_validate(const struct common_opts *c, void *wopts)
 	long long msg_max = sysctl_read_ll(MQ_MSG_MAX);
 	long long size_max = sysctl_read_ll(MQ_MSGSIZE_MAX);
 
-	(void)c;
 	if (strcmp(o->receiver, "none")) {
 		if (o->msg_size < 8)
 			return usage_error("--msg-size %lld: a message carries its 8-byte send "
