@@ -151,8 +151,14 @@ def read_stress_ng_pipeherd(text, args, files):
     common = _stress_ng_common(t)
     out = {"transfers_per_s": _metric(t["ops_per_s"], "transfers/s", "higher"),
            "us_per_transfer": _metric(1e6 / t["ops_per_s"], "us")}
+    # It prints switches per op to two decimals, too coarse near 0.02: switches per second
+    # (more digits) times its real time over its ops is the same figure, within its
+    # fork and kill.
+    per_s = [v for k, v in t["misc"].items() if k.startswith("context switches per sec")]
     cs = [v for k, v in t["misc"].items() if k.startswith("context switches per bogo op")]
-    if cs:
+    if per_s:
+        out["cs_per_transfer"] = _metric(per_s[0] * t["real_s"] / t["bogo_ops"], "switches")
+    elif cs:
         out["cs_per_transfer"] = _metric(cs[0], "switches")
     return {**out, **common}
 

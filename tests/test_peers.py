@@ -87,6 +87,14 @@ def test_stress_ng_pipeherd_reads_switches_per_pass():
     assert m["transfers_per_s"] > 0
     assert m["us_per_transfer"] == pytest.approx(1e6 / m["transfers_per_s"])
     assert "cs_per_transfer" in m
+    # from switches per second, not from the two-decimal switches per op
+    t = peers.stress_ng_table(recorded("stress-ng-pipeherd.txt"), "pipeherd")
+    per_s = next(v for k, v in t["misc"].items() if k.startswith("context switches per sec"))
+    assert m["cs_per_transfer"] == pytest.approx(per_s * t["real_s"] / t["bogo_ops"])
+    no_rate = "\n".join(l for l in recorded("stress-ng-pipeherd.txt").splitlines()
+                        if "per sec" not in l)
+    rounded = next(v for k, v in t["misc"].items() if k.startswith("context switches per bogo"))
+    assert values(peers.read_stress_ng_pipeherd(no_rate, [], {}))["cs_per_transfer"] == rounded
 
 
 def test_pmqtest_prefers_its_json_to_the_rounded_text():
