@@ -139,7 +139,23 @@ def record(res, peers_run=None):
             rows.append(_summary_row(c.get("suite"), None, None, None, c["key"], path, unit,
                                      c, metrics.metric_values(c, path), det))
     return {"id": res.get("id"), "suite": res.get("suite"), "mode": res.get("mode"),
-            "clock": deterministic.clock_of(res), "rows": rows}
+            "clock": deterministic.clock_of(res), "rows": rows,
+            "pairs": [pair_record(r) for r in peer_rows(res)]}
+
+
+def pair_record(row):
+    """One PeerRow as data: both cells, each side's median, CV and n, ours/peer with its
+    95% interval, and the note of what still differs."""
+    ours, peer = stats.summarize(row.ours), stats.summarize(row.peer)
+    lo, hi = row.ratio_ci
+    return {"pair": row.pair.name, "figure": row.measure.label,
+            "ours_key": row.ours_cell["key"], "peer_key": row.peer_cell["key"],
+            "peer_command": row.pair.command,
+            "ours_status": row.ours_cell.get("status"), "peer_status": row.peer_cell.get("status"),
+            "ours_median": _number(ours.median), "ours_cv": _number(ours.cv), "ours_n": ours.n,
+            "peer_median": _number(peer.median), "peer_cv": _number(peer.cv), "peer_n": peer.n,
+            "ratio": _number(row.ratio), "ci": [_number(lo), _number(hi)],
+            "n": min(ours.n, peer.n), "note": row.pair.differs}
 
 
 @dataclass

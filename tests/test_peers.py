@@ -32,7 +32,8 @@ def test_every_metric_has_the_engine_shape():
         "pmqtest": recorded("pmqtest.txt"),
     }
     for p in peers.PAIRS:
-        text = outs.get(p.name.replace("-cpu0", "")) or recorded(p.name + ".txt")
+        base = p.name.replace("-cpu0", "")
+        text = outs.get(base) or recorded(base + ".txt")
         m = p.read(text, list(p.args), {})
         assert m, p.name
         for name, v in m.items():
@@ -86,6 +87,14 @@ def test_stress_ng_pipeherd_reads_switches_per_pass():
     assert m["transfers_per_s"] > 0
     assert m["us_per_transfer"] == pytest.approx(1e6 / m["transfers_per_s"])
     assert "cs_per_transfer" in m
+    # from switches per second, not from the two-decimal switches per op
+    t = peers.stress_ng_table(recorded("stress-ng-pipeherd.txt"), "pipeherd")
+    per_s = next(v for k, v in t["misc"].items() if k.startswith("context switches per sec"))
+    assert m["cs_per_transfer"] == pytest.approx(per_s * t["real_s"] / t["bogo_ops"])
+    no_rate = "\n".join(l for l in recorded("stress-ng-pipeherd.txt").splitlines()
+                        if "per sec" not in l)
+    rounded = next(v for k, v in t["misc"].items() if k.startswith("context switches per bogo"))
+    assert values(peers.read_stress_ng_pipeherd(no_rate, [], {}))["cs_per_transfer"] == rounded
 
 
 def test_pmqtest_prefers_its_json_to_the_rounded_text():
@@ -297,3 +306,38 @@ def test_metric_paths_add():
     assert metrics.metric_value(s, "metrics.a + metrics.b") == 5.0
     assert metrics.metric_value(s, "metrics.a + metrics.c") is None
     assert metrics.metric_value(s, "metrics.a / metrics.b * 3 + metrics.b") == 5.0
+
+
+def test_show_json_carries_the_pairs(tmp_path, capsys):
+    p = tmp_path / "p.json"
+    results.save(peers_run(ours_rate=80000.0, peer_rate=100000.0, n=6), p)
+    assert cli.main(["show", str(p), "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    (pair,) = rec["pairs"]
+    assert pair["pair"] == "perf-sched-pipe" and pair["figure"] == "round trips/s"
+    assert pair["ratio"] == pytest.approx(0.8)
+    lo, hi = pair["ci"]
+    assert lo <= pair["ratio"] <= hi
+    assert pair["n"] == pair["ours_n"] == pair["peer_n"] == 6
+    assert pair["ours_median"] == pytest.approx(80000.0 * 1.025)
+    assert pair["note"] == peers.BY_NAME["perf-sched-pipe"].differs
+    # a run with no peer cell has no pairs
+    s = tmp_path / "s.json"
+    results.save(seeds_run(), s)
+    assert cli.main(["show", str(s), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pairs"] == []
+
+
+def test_every_pair_runs_the_peers_own_shape():
+    # the engine cell of each stress-ng pair names the shape option that makes it the peer's
+    shapes = {"stress-ng-pipe": "--packet", "stress-ng-pipeherd": "--no-decoy",
+              "stress-ng-mq": "--stream", "stress-ng-vm-splice": "vmsplice",
+              "stress-ng-splice": "splice", "stress-ng-tee": "tee", "pmqtest": "--receiver",
+              "perf-sched-messaging": "messaging"}
+    for name, marker in shapes.items():
+        _, workload, args = peers.BY_NAME[name].ours
+        assert marker == workload or marker in args, name
+    for p in peers.PAIRS:
+        if p.pin:
+            _, _, args = p.ours
+            assert "--cpus" in args and args[args.index("--cpus") + 1] == f"{p.pin},{p.pin}"

@@ -24,7 +24,8 @@
 #include "strbuf.h"
 
 extern const struct bench bench_pipe_sweep, bench_token_ring, bench_pipe_throughput,
-	bench_pipe_context, bench_fastpipe, bench_mq_latency;
+	bench_pipe_context, bench_fastpipe, bench_mq_latency, bench_messaging,
+	bench_splice_chain;
 
 static const struct bench *const benches[] = {
 	&bench_pipe_sweep,
@@ -33,6 +34,8 @@ static const struct bench *const benches[] = {
 	&bench_pipe_context,
 	&bench_fastpipe,
 	&bench_mq_latency,
+	&bench_messaging,
+	&bench_splice_chain,
 };
 
 #define NR_BENCHES (sizeof(benches) / sizeof(benches[0]))

@@ -18,6 +18,9 @@
  *    pattern.  Each batch receives B messages, then sends B, so the queue
  *    stays between depth - B and depth; B = depth / 2, at most 256.
  *
+ * --receiver adds a second side asleep in mq_receive() (mq_wake.c): pmqtest's
+ * one message at a time and its wakeup latency, or --stream, stress-ng's mq.
+ *
  * Each result runs in a child process, so that pinning and the raised
  * RLIMIT_MSGQUEUE stay there.  Queue names are unique (engine pid and an
  * index), unlinked by the child right after mq_open() and, for the window
@@ -38,6 +41,7 @@
 #include <unistd.h>
 
 #include "ipcbench.h"
+#include "mq_wake.h"
 
 #define MQ_SYSCTL_DIR		"/proc/sys/fs/mqueue"
 #define MQ_MSG_MAX		MQ_SYSCTL_DIR "/msg_max"
@@ -53,7 +57,12 @@ struct mq_opts {
 	long long depth;		/* 0: fs.mqueue.msg_max */
 	long long msg_size;
 	const char *priorities;
+	const char *receiver;
+	bool stream;
+	double interval_us;
 };
+
+static const char *const mq_receivers[] = { "none", "thread", "process", NULL };
 
 static const char *const mq_patterns[] = {
 	"constant", "increasing", "decreasing", "random", "all", NULL
@@ -62,6 +71,7 @@ static const char *const mq_patterns[] = {
 static const struct mq_opts mq_defaults = {
 	.msg_size = 8,
 	.priorities = "constant",
+	.receiver = "none",
 };
 
 static const struct opt mq_opt_table[] = {
@@ -73,6 +83,18 @@ static const struct opt mq_opt_table[] = {
 	{ "priorities", OPT_CHOICE, offsetof(struct mq_opts, priorities),
 	  "priority pattern of the full-queue test; all = one result per pattern "
 	  "(default constant)", 0, 0, mq_patterns },
+	{ "receiver", OPT_CHOICE, offsetof(struct mq_opts, receiver),
+	  "a second side asleep in mq_receive(): a thread of the sender's process or a "
+	  "process of its own; each message carries its send time and the receiver reports "
+	  "the wakeup latency, one message at a time as rt-tests' pmqtest (default none: "
+	  "the empty and full queue tests in one process)", 0, 0, mq_receivers },
+	{ "interval", OPT_DOUBLE, offsetof(struct mq_opts, interval_us),
+	  "with --receiver: microseconds the receiver sleeps after each message before it "
+	  "asks for the next (pmqtest -i; default 0: not paced)", 0, 1e7 },
+	{ "stream", OPT_FLAG, offsetof(struct mq_opts, stream),
+	  "with --receiver: the sender sends as fast as the queue of --depth (default "
+	  "fs.mqueue.msg_default) takes messages and the receiver drains it, ns per "
+	  "message, as stress-ng's mq stressor (--priorities constant or random)" },
 	OPT_END
 };
 
@@ -399,7 +421,29 @@ static int mq_validate(const struct common_opts *c, void *wopts)
 	long long msg_max = sysctl_read_ll(MQ_MSG_MAX);
 	long long size_max = sysctl_read_ll(MQ_MSGSIZE_MAX);
 
-	(void)c;
+	if (strcmp(o->receiver, "none")) {
+		if (o->msg_size < 8)
+			return usage_error("--msg-size %lld: a message carries its 8-byte send "
+					   "time with --receiver", o->msg_size);
+		if (o->stream && strcmp(o->priorities, "constant") &&
+		    strcmp(o->priorities, "random"))
+			return usage_error("--priorities %s: --stream takes constant or random",
+					   o->priorities);
+		if (!o->stream && strcmp(o->priorities, "constant"))
+			return usage_error("--priorities %s: one message at a time has no "
+					   "queue to order (give --stream)", o->priorities);
+		if (!o->stream && o->depth)
+			return usage_error("--depth: one message at a time uses a queue of one "
+					   "(give --stream)");
+		if (o->stream && o->interval_us > 0)
+			return usage_error("--interval paces one message at a time, not "
+					   "--stream");
+		if (c->count_set && c->duration_set)
+			return usage_error("--count and --duration exclude each other");
+	} else if (o->stream || o->interval_us > 0) {
+		return usage_error("--%s needs --receiver thread or process",
+				   o->stream ? "stream" : "interval");
+	}
 	/* no sysctl directory means no mqueue support: run() skips */
 	if (msg_max < 0)
 		return 0;
@@ -517,6 +561,23 @@ static int mq_run(const struct common_opts *c, void *wopts, struct report *r)
 	const struct mq_opts *o = wopts;
 	int i, ret;
 
+	if (strcmp(o->receiver, "none")) {
+		struct mq_wake_opts w = {
+			.process = !strcmp(o->receiver, "process"),
+			.stream = o->stream,
+			.interval_us = o->interval_us,
+			.depth = o->depth,
+			.msg_size = o->msg_size,
+			.priorities = o->priorities,
+		};
+
+		if (sysctl_read_ll(MQ_MSG_MAX) < 0) {
+			skip_reason("POSIX message queues: %s missing (CONFIG_POSIX_MQUEUE?)",
+				    MQ_MSG_MAX);
+			return EXIT_SKIP;
+		}
+		return mq_wake_run(c, &w, r);
+	}
 	if (strcmp(o->priorities, "all"))
 		return mq_run_pattern(c, o, o->priorities, r);
 	for (i = 0; strcmp(mq_patterns[i], "all"); i++) {

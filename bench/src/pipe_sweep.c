@@ -45,6 +45,9 @@ struct sweep_opts {
 	bool sweep;
 	bool no_latency;
 	bool read_latency;
+	bool packet;
+	bool fill;
+	bool verify;
 	bool memory_pressure;
 	struct pressure_opts pressure;
 };
@@ -96,6 +99,16 @@ static const struct opt sweep_opt_table[] = {
 	  "do not time each write() (to measure what the timing costs)" },
 	{ "read-latency", OPT_FLAG, SO(read_latency),
 	  "also time each read(); includes the wait for data" },
+	{ "packet", OPT_FLAG, SO(packet),
+	  "open the pipe with O_DIRECT (packet mode): each write() up to a page is one "
+	  "packet in a slot of its own and each read() takes at most one packet, as "
+	  "stress-ng's pipe stressor does" },
+	{ "fill", OPT_FLAG, SO(fill),
+	  "the writers produce each write's bytes anew (an incrementing pattern, as "
+	  "stress-ng 0.15's pipe writer does) instead of writing one buffer again" },
+	{ "verify", OPT_FLAG, SO(verify),
+	  "with --fill, one writer and one reader: the reader checks every byte (costs it "
+	  "time; not for measuring)" },
 	{ "memory-pressure", OPT_FLAG, SO(memory_pressure),
 	  "run stress-ng --vm alongside, started anew for each sample (needs stress-ng in PATH)" },
 	{ "vm", OPT_INT, SO(pressure.vm),
@@ -114,6 +127,7 @@ struct sweep_slot {
 	uint64_t bytes;
 	uint64_t ops;
 	uint64_t end_ns;
+	uint64_t verified;	/* reader: bytes checked against the --fill pattern */
 	int err;		/* errno of the call that failed, 0 if none */
 	struct place place;
 	struct hist hist;
@@ -132,6 +146,8 @@ struct sweep_run {
 	uint64_t count;		/* writes per writer; 0: until stop */
 	bool time_writes;
 	bool time_reads;
+	bool fill;
+	bool verify;		/* --fill with one writer and one reader */
 	bool threads;
 	int go_rd;		/* EOF on it releases every worker at once */
 	int go_wr;
@@ -163,6 +179,9 @@ static int sweep_validate(const struct common_opts *c, void *wopts)
 	 * root in a container may lack; root raises the sysctl instead (see
 	 * raise_pipe_max_size()).
 	 */
+	if (o->verify && (!o->fill || o->sweep || o->writers != 1 || o->readers != 1))
+		return usage_error("--verify checks the --fill pattern of one writer read by one "
+				   "reader: give --fill, no --sweep, one writer and one reader");
 	if (max > 0 && o->pipe_size > max && geteuid() != 0)
 		return usage_error("--pipe-size %lld: above %s (%lld); needs root",
 				   o->pipe_size, PIPE_MAX_SIZE_PATH, max);
@@ -201,7 +220,22 @@ static int finish_slot(struct sweep_slot *s, uint64_t bytes, uint64_t ops, int r
 	return ret;
 }
 
-static int writer_loop(struct sweep_worker *w, const char *buf)
+/* --fill: byte @off of the stream is (write number + offset in it), mod 256. */
+static unsigned char fill_byte(uint64_t off, size_t write_size)
+{
+	return (unsigned char)(off / write_size + off % write_size);
+}
+
+static void fill_write(char *buf, size_t len, uint64_t nth)
+{
+	unsigned char v = (unsigned char)nth;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = (char)v++;
+}
+
+static int writer_loop(struct sweep_worker *w, char *buf)
 {
 	struct sweep_run *run = w->run;
 	struct sweep_slot *s = w->slot;
@@ -211,6 +245,8 @@ static int writer_loop(struct sweep_worker *w, const char *buf)
 	while (!atomic_load_explicit(&run->sh->stop, memory_order_relaxed)) {
 		if (run->count && ops == run->count)
 			break;
+		if (run->fill)
+			fill_write(buf, run->write_size, ops);
 		if (run->time_writes) {
 			t0 = now_ns();
 			ret = pipe_write(w->fd, buf, run->write_size, &bytes);
@@ -247,6 +283,19 @@ static int reader_loop(struct sweep_worker *w, char *buf)
 			break;		/* every write end is closed */
 		if (run->time_reads)
 			hist_add(&s->hist, now_ns() - t0);
+		if (run->verify) {
+			ssize_t k;
+
+			for (k = 0; k < n; k++) {
+				if ((unsigned char)buf[k] != fill_byte(bytes + k, run->write_size)) {
+					ret = -EILSEQ;
+					break;
+				}
+			}
+			if (ret)
+				break;
+			s->verified += n;
+		}
 		bytes += n;
 		ops++;
 	}
@@ -365,6 +414,8 @@ static void report_cell_params(struct report *r, const struct sweep_opts *o,
 	report_param_int(r, "write_size", o->write_size);
 	report_param_int(r, "pipe_size", granted);
 	report_param_bool(r, "threads", o->threads);
+	report_param_bool(r, "packet", o->packet);
+	report_param_bool(r, "fill", o->fill);
 	report_param_bool(r, "latency", !o->no_latency);
 	report_param_bool(r, "memory_pressure", o->memory_pressure);
 	if (o->memory_pressure) {
@@ -416,7 +467,8 @@ struct sweep_cell_state {
  * Map the shared results, make the pipe and the start gate, start every
  * worker and release them.  EXIT_OK with the workers running (a worker
  * that failed to start is left for sweep_cell_collect() to report), else
- * EXIT_FAIL with no descriptor left open.
+ * EXIT_FAIL (EXIT_SKIP where the kernel has no packet mode) with no
+ * descriptor left open.
  */
 static int sweep_cell_setup(struct sweep_cell_state *s)
 {
@@ -439,7 +491,11 @@ static int sweep_cell_setup(struct sweep_cell_state *s)
 		fail_reason("out of memory");
 		return EXIT_FAIL;
 	}
-	if (pipe2(s->pfd, O_CLOEXEC) < 0) {
+	if (pipe2(s->pfd, O_CLOEXEC | (o->packet ? O_DIRECT : 0)) < 0) {
+		if (o->packet && errno == EINVAL) {
+			skip_reason("--packet: pipe2(O_DIRECT): %s", strerror(errno));
+			return EXIT_SKIP;
+		}
 		fail_reason("pipe: %s", strerror(errno));
 		return EXIT_FAIL;
 	}
@@ -456,6 +512,8 @@ static int sweep_cell_setup(struct sweep_cell_state *s)
 	s->run.count = c->count_set ? (uint64_t)c->count : 0;
 	s->run.time_writes = !o->no_latency;
 	s->run.time_reads = o->read_latency;
+	s->run.fill = o->fill;
+	s->run.verify = o->verify;
 	s->run.threads = o->threads;
 	s->run.go_rd = s->go[0];
 	s->run.go_wr = s->go[1];
@@ -611,6 +669,9 @@ static int sweep_cell_report(const struct sweep_cell_state *s, const struct pres
 		report_sides(r, reader, 1, pl + s->writers, s->readers);
 	}
 	report_pressure(r, pr);
+	if (s->run.verify)
+		report_note(r, "fill", "%llu bytes read, every one as written",
+			    (unsigned long long)s->sh->slot[s->writers].verified);
 	if (raised_from)
 		report_note(r, "pipe_max_size", "raised from %lld to %lld for this run, restored on exit",
 			    raised_from, o->pipe_size);

@@ -26,6 +26,13 @@
  * next read), spent spinning on the clock or, with --wait sleep, asleep.
  * Both 0, the default, is the seed's exact loop.
  *
+ * --no-decoy drops the decoy and --packet opens the pipe in packet mode
+ * (O_DIRECT), which with --procs 101 and --duration is the shape of
+ * stress-ng's pipeherd stressor: it stops on a timer, not after T transfers.
+ * With --duration the engine raises a shared stop flag at the deadline; the
+ * process that next reads the token sees it, records the token's value (the
+ * transfers so far) and the time, and writes the termination token.
+ *
  * Ending: the process that reads T - 1 writes T, the termination token, and
  * exits.  Whoever reads a termination token writes it back and exits, so
  * every sleeper gets one and nobody is left blocked.  The engine keeps the
@@ -33,6 +40,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
@@ -44,19 +52,22 @@
 
 #include "ipcbench.h"
 
+#define RING_TRANSFERS	200000	/* default --transfers */
+
 struct ring_opts {
 	long long procs;
 	long long transfers;
 	double work_us;
 	double pause_us;
 	const char *wait;
+	bool no_decoy;
+	bool packet;
 };
 
 static const char *const ring_waits[] = { "spin", "sleep", NULL };
 
 static const struct ring_opts ring_defaults = {
 	.procs = 64,
-	.transfers = 200000,
 	.wait = "spin",
 };
 
@@ -64,7 +75,8 @@ static const struct opt ring_opt_table[] = {
 	{ "procs", OPT_INT, offsetof(struct ring_opts, procs),
 	  "processes sharing the pipe (default 64, as the seed)", 1, 4096 },
 	{ "transfers", OPT_INT, offsetof(struct ring_opts, transfers),
-	  "token transfers (default 200000; --count N is the same)", 1, INT_MAX - 1 },
+	  "token transfers (default 200000; --count N is the same; --duration S stops on "
+	  "a timer instead)", 1, INT_MAX - 1 },
 	{ "work-us", OPT_DOUBLE, offsetof(struct ring_opts, work_us),
 	  "microseconds a process holds the token before writing it back, like a "
 	  "jobserver client running its job (default 0: the seed's loop)", 0, 1e6 },
@@ -75,6 +87,10 @@ static const struct opt ring_opt_table[] = {
 	  "how --work-us and --pause-us pass: spin on the clock (a CPU-bound job) or "
 	  "sleep (a client waiting for its job, whose timer wakeups are counted apart "
 	  "as timer_wakeups) (default spin)", 0, 0, ring_waits },
+	{ "no-decoy", OPT_FLAG, offsetof(struct ring_opts, no_decoy),
+	  "pass the token alone, without the seed's decoy after every odd transfer" },
+	{ "packet", OPT_FLAG, offsetof(struct ring_opts, packet),
+	  "set O_DIRECT (packet mode) on the pipe's write end, as stress-ng's pipeherd does" },
 	OPT_END
 };
 
@@ -85,10 +101,22 @@ struct ring_slot {
 	uint64_t sleeps;	/* --wait sleep: timed sleeps, one timer wakeup each */
 };
 
+/*
+ * --duration: the stop flag the engine raises at the deadline, and what the
+ * process that saw it first recorded (in memory shared with the engine).
+ */
+struct ring_stop {
+	atomic_int stop;
+	int transfers;		/* the token's value when the stop was seen */
+	uint64_t end_ns;
+};
+
 struct ring_child {
 	int rd;
 	int wr;
 	int transfers;
+	bool decoy;
+	struct ring_stop *timer;	/* NULL: stop after transfers */
 	uint64_t work_ns;
 	uint64_t pause_ns;
 	bool sleep;
@@ -115,9 +143,16 @@ static void pass_time(uint64_t ns, bool sleep, uint64_t *sleeps)
 
 static int ring_validate(const struct common_opts *c, void *wopts)
 {
+	const struct ring_opts *o = wopts;
+
 	if (c->count_set && c->count > INT_MAX - 1)
 		return usage_error("--count %lld: at most %d transfers", c->count, INT_MAX - 1);
-	(void)wopts;
+	if (o->packet && !o->no_decoy)
+		return usage_error("--packet needs --no-decoy: a reader of one token would "
+				   "drop the decoy written with it in one packet");
+	if (c->duration_set && (c->count_set || o->transfers))
+		return usage_error("--duration stops on a timer: drop --%s",
+				   c->count_set ? "count" : "transfers");
 	return 0;
 }
 
@@ -139,6 +174,13 @@ static int ring_child_main(void *arg)
 			ret = write_full(rc->wr, &i, sizeof(i));
 			break;
 		}
+		if (rc->timer && atomic_load_explicit(&rc->timer->stop, memory_order_relaxed)) {
+			/* the deadline passed: i transfers were made; end the ring */
+			rc->timer->transfers = i;
+			rc->timer->end_ns = now_ns();
+			ret = write_full(rc->wr, &rc->transfers, sizeof(rc->transfers));
+			break;
+		}
 		/*
 		 * Our own token came back: no other process was woken and
 		 * scheduled in time to take it, so this transfer cost no switch.
@@ -149,7 +191,7 @@ static int ring_child_main(void *arg)
 		last = token[0];
 		if (rc->work_ns)
 			pass_time(rc->work_ns, rc->sleep, &sleeps);
-		ret = write_full(rc->wr, token, (1 + (i & 1)) * sizeof(int));
+		ret = write_full(rc->wr, token, (1 + (rc->decoy && (i & 1))) * sizeof(int));
 		if (ret)
 			break;
 		handled++;
@@ -173,18 +215,24 @@ static int ring_run(const struct common_opts *c, void *wopts, struct report *r)
 	struct counters cnt;
 	struct wakeup_counter wk;
 	struct ring_slot *slots;
-	uint64_t total = 0, own = 0, sleeps = 0, busiest = 0, t0, t1;
-	size_t len = procs * sizeof(*slots);
+	struct ring_stop *timer = NULL;
+	uint64_t total = 0, own = 0, sleeps = 0, busiest = 0, t_fork, t0, t1;
+	size_t len = procs * sizeof(*slots) + sizeof(*timer);
 	pid_t *pids;
 	bool failed = false;
 	double elapsed, cs;
 
-	transfers = c->count_set ? c->count : o->transfers;
+	transfers = c->count_set ? c->count : o->transfers ? o->transfers : RING_TRANSFERS;
 	slots = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (slots == MAP_FAILED) {
 		fail_reason("mmap: %s", strerror(errno));
 		return EXIT_FAIL;
+	}
+	if (c->duration_set) {
+		/* the termination token is one no transfer count reaches */
+		timer = (struct ring_stop *)(slots + procs);
+		transfers = INT_MAX;
 	}
 	pids = calloc(procs, sizeof(*pids));
 	if (!pids) {
@@ -195,6 +243,10 @@ static int ring_run(const struct common_opts *c, void *wopts, struct report *r)
 		fail_reason("pipe: %s", strerror(errno));
 		goto out_free;
 	}
+	if (o->packet && fcntl(fd[1], F_SETFL, O_DIRECT) < 0) {
+		fail_reason("--packet: F_SETFL O_DIRECT: %s", strerror(errno));
+		goto out_close;
+	}
 
 	rc.rd = fd[0];
 	rc.wr = fd[1];
@@ -202,9 +254,12 @@ static int ring_run(const struct common_opts *c, void *wopts, struct report *r)
 	rc.work_ns = o->work_us * 1000;
 	rc.pause_ns = o->pause_us * 1000;
 	rc.sleep = !strcmp(o->wait, "sleep");
+	rc.decoy = !o->no_decoy;
+	rc.timer = timer;
 	/* the counters must be running before the children are forked */
 	wakeups_start(&wk);
 	counters_start(&cnt);
+	t_fork = now_ns();
 	for (i = 0; i < procs; i++) {
 		rc.slot = &slots[i];
 		pids[i] = spawn(ring_child_main, &rc);
@@ -218,13 +273,23 @@ static int ring_run(const struct common_opts *c, void *wopts, struct report *r)
 		}
 	}
 	t0 = now_ns();
-	status = write_full(fd[1], token, sizeof(token));
+	status = write_full(fd[1], token, (1 + rc.decoy) * sizeof(int));
 	if (status) {
 		fail_reason("write the first token: %s", strerror(-status));
 		kill_children();
 		counters_stop(&cnt);
 		wakeups_stop(&wk);
 		goto out_close;
+	}
+	if (timer) {
+		struct timespec ts;
+		uint64_t deadline = t0 + (uint64_t)(c->duration * 1e9);
+
+		ts.tv_sec = deadline / 1000000000u;
+		ts.tv_nsec = deadline % 1000000000u;
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+		atomic_store(&timer->stop, 1);
 	}
 	for (i = 0; i < procs; i++) {
 		status = reap(pids[i]);
@@ -246,11 +311,29 @@ static int ring_run(const struct common_opts *c, void *wopts, struct report *r)
 		if (slots[i].handled > busiest)
 			busiest = slots[i].handled;
 	}
-	elapsed = (t1 - t0) / 1e9;
+	if (timer)
+		transfers = timer->transfers;
+	elapsed = ((timer ? timer->end_ns : t1) - t0) / 1e9;
 	cs = cnt.context_switches;
+	if (transfers <= 0) {
+		fail_reason("no transfer in --duration %g s", c->duration);
+		goto out_close;
+	}
 
 	report_param_int(r, "procs", procs);
 	report_param_int(r, "transfers", transfers);
+	report_param_bool(r, "decoy", rc.decoy);
+	report_param_bool(r, "packet", o->packet);
+	report_param_str(r, "stop", timer ? "timer" : "transfers");
+	if (timer) {
+		/*
+		 * What a clock from the first fork to the last reap (stress-ng's
+		 * pipeherd) adds to elapsed_s: forking the herd, and from the
+		 * stop to the last child reaped.
+		 */
+		report_metric(r, "fork_s", (t0 - t_fork) / 1e9, "s", BETTER_NONE);
+		report_metric(r, "reap_s", (t1 - timer->end_ns) / 1e9, "s", BETTER_NONE);
+	}
 	if (rc.work_ns || rc.pause_ns) {
 		report_param_int(r, "work_ns", rc.work_ns);
 		report_param_int(r, "pause_ns", rc.pause_ns);

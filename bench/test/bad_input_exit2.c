@@ -31,6 +31,9 @@ static const struct bad_case cases[] = {
 	{ { "token-ring", "--transfers", "0" }, "--transfers" },
 	{ { "token-ring", "--transfers", "-5" }, "--transfers" },
 	{ { "token-ring", "--duration", "-1" }, "--duration" },
+	{ { "token-ring", "--duration", "1", "--transfers", "10" }, "--transfers" },
+	{ { "token-ring", "--packet" }, "--no-decoy" },
+	{ { "pipe-sweep", "--packet", "--sweep", "--count", "0" }, "--count" },
 };
 
 static bool become_nobody(void)

@@ -6,7 +6,7 @@
 #include "engine_run.h"
 
 static const struct {
-	const char *args[4];
+	const char *args[6];
 	const char *names;
 } cases[] = {
 	{ { "--msg-size", "0" }, "--msg-size" },
@@ -16,6 +16,13 @@ static const struct {
 	{ { "--depth", "many" }, "--depth" },
 	{ { "--priorities", "sideways" }, "--priorities" },
 	{ { "--copies", "2" }, "--copies" },
+	{ { "--stream" }, "--receiver" },
+	{ { "--interval", "100" }, "--receiver" },
+	{ { "--receiver", "fork" }, "--receiver" },
+	{ { "--receiver", "thread", "--msg-size", "4" }, "--msg-size" },
+	{ { "--receiver", "thread", "--depth", "4" }, "--depth" },
+	{ { "--receiver", "thread", "--stream", "--interval", "5" }, "--interval" },
+	{ { "--receiver", "thread", "--stream", "--priorities", "all" }, "--priorities" },
 };
 
 int main(int argc, char **argv)
