@@ -357,12 +357,15 @@ def test_full_suite_and_deterministic_clock_reach_the_guest(capsys, tmp_path, mo
     assert "--cpus 1 " in vng
     assert job["env"]["IPCBENCH_CLOCK"] == "icount shift=0" and job["deterministic"]
     assert job["argv"][job["argv"].index("--reps") + 1] == "9"
+    # Guest time under icount is not host time: only the host's watchdog bounds the boot.
+    assert job["timeout"] is None
     # The timed mode is unchanged: the quick suite, no icount, two CPUs.
     lines = dry_run_lines(capsys, "vm", "run", "base", "seed-skip-wakeups")
     vng = next(l for l in lines if "would run:" in l and "vng" in l)
     job = json.loads(next(l for l in lines if "guest job:" in l).split("guest job: ", 1)[1])
     assert "--quick" in job["argv"] and "icount" not in vng and "--cpus 2 " in vng
     assert job["env"]["IPCBENCH_CLOCK"] == "real" and "--profile" not in job["argv"]
+    assert job["timeout"] == 900 - 120
     lines = dry_run_lines(capsys, "vm", "run", "base", "icount-check", "--deterministic",
                           "--profile")
     job = json.loads(next(l for l in lines if "guest job:" in l).split("guest job: ", 1)[1])
