@@ -52,7 +52,13 @@ class PairedComparison:
 
     @property
     def direction(self):
-        return (self.diff > 0) - (self.diff < 0)
+        """The sign of the test's effect (the mean log ratio), not of the difference of
+        the medians: the per-unit medians of each side can sit the other way round when
+        the units differ widely and one pair goes against the rest."""
+        if math.isfinite(self.test.effect) and self.test.effect > 0:
+            d = math.log(self.test.effect)
+            return (d > 0) - (d < 0)
+        return math.nan
 
     @property
     def p(self):
@@ -84,7 +90,8 @@ class Row:
     better: str
     cmp: object             # stats.Comparison, or PairedComparison
     primary: bool = True
-    verdict: str = ""       # better | worse | changed | within ±T | inconclusive
+    verdict: str = ""       # better | worse | changed | within ±T | changed, below ±T |
+                            # inconclusive
     mde: float = math.nan   # the smallest change this design detects (power 0.8)
 
 
@@ -316,23 +323,35 @@ def _mde(c):
                                            paired=False)
 
 
+def within_text(min_change):
+    return f"within ±{min_change * 100:g}%"
+
+
+def below_text(min_change):
+    return f"changed, below ±{min_change * 100:g}%"
+
+
 def verdict(row, min_change):
     """A primary row's verdict: a change beyond the threshold, a difference within it, or
-    inconclusive (the design could not tell; row.mde says what it could have seen)."""
-    c, within = row.cmp, f"within ±{min_change * 100:g}%"
+    inconclusive (the design could not tell; row.mde says what it could have seen).
+
+    "within ±T" needs the whole interval inside ±T, significant or not: a point estimate
+    under T whose interval reaches past it is a change of unknown size, "changed, below
+    ±T"."""
+    c = row.cmp
+    lo, hi = c.ci
+    inside = math.isfinite(lo) and math.isfinite(hi) and lo - 1 > -min_change and \
+        hi - 1 < min_change
     if c.significant:
-        big = not math.isfinite(c.ratio) or abs(c.delta) >= min_change
-        if not big:
-            return within
-        if row.better not in ("higher", "lower") or not c.direction:
+        if math.isfinite(c.ratio) and abs(c.delta) < min_change:
+            return within_text(min_change) if inside else below_text(min_change)
+        if row.better not in ("higher", "lower") or not c.direction or \
+                not math.isfinite(c.direction):
             return "changed"
         up = c.direction > 0
         return ("better" if up else "worse") if row.better == "higher" else \
             ("worse" if up else "better")
-    lo, hi = c.ci
-    if math.isfinite(lo) and math.isfinite(hi) and lo - 1 > -min_change and hi - 1 < min_change:
-        return within
-    return "inconclusive"
+    return within_text(min_change) if inside else "inconclusive"
 
 
 def _judge_deterministic(out, pairs, floor_file):

@@ -175,7 +175,8 @@ class Judgement:
     spread_new: float
     floor: float            # A/A floor for this cell and metric, NaN when none is known
     threshold: float        # |delta| beyond which this is a change
-    verdict: str            # better | worse | changed | within noise | too noisy | no data
+    verdict: str            # better | worse | changed | within noise | too noisy |
+                            # too few samples | no data
 
     @property
     def delta(self):
@@ -187,12 +188,15 @@ class Judgement:
 
 
 def median_ci_rank(n, level=0.95):
-    """k (1-based) such that [x(k), x(n+1-k)] covers the median with at least `level`.
+    """k (1-based) such that [x(k), x(n+1-k)] covers the median with at least `level`, or
+    0 when no interval of order statistics does: the full range covers it with probability
+    1 - 2 / 2^n, under 95% up to n = 5 (75% at n = 3).
 
-    Distribution-free: the number of samples below the median is Binomial(n, 1/2). Below
-    n = 9 no interval narrower than the full range reaches 95%, so one outlier in a handful
-    of samples widens it to that outlier.
+    Distribution-free: the number of samples below the median is Binomial(n, 1/2). From 6
+    to 8 samples only the full range reaches 95%, so one outlier widens it to that outlier.
     """
+    if n < 1 or 1 - 2 / 2 ** n < level:
+        return 0
     k, tail = 1, 0.0
     while k < (n + 1) // 2:
         tail += math.comb(n, k - 1) / 2 ** n
@@ -202,16 +206,22 @@ def median_ci_rank(n, level=0.95):
     return k
 
 
+# The fewest samples whose median has a 95% interval of order statistics.
+MIN_SAMPLES = next(n for n in range(1, 64) if median_ci_rank(n))
+TOO_FEW = "too few samples"
+
+
 def spread(xs):
     """How far the median could be off: the larger distance from the median to the ends of
-    its 95% order-statistics interval, relative to the median. 0 for a single value."""
+    its 95% order-statistics interval, relative to the median. NaN below MIN_SAMPLES
+    samples, which cannot give such an interval."""
     if not xs:
         return math.nan
     s = sorted(xs)
     m = stats.median(s)
-    if not m:
-        return math.nan
     k = median_ci_rank(len(s))
+    if not m or not k:
+        return math.nan
     return max(m - s[k - 1], s[len(s) - k] - m) / abs(m)
 
 
@@ -221,6 +231,9 @@ def judge(base_vals, new_vals, better, floor=math.nan):
         return Judgement(sb, sn, math.nan, math.nan, math.nan, floor, math.nan, "no data")
     ratio = sn.median / sb.median
     sp_b, sp_n = spread(base_vals), spread(new_vals)
+    if min(sb.n, sn.n) < MIN_SAMPLES:
+        # Below that the noise of a median is not known at 95%, so no threshold is.
+        return Judgement(sb, sn, ratio, sp_b, sp_n, floor, math.nan, TOO_FEW)
     noise = max(x for x in (floor, sp_b, sp_n, 0.0) if math.isfinite(x))
     threshold = SAFETY * noise
     delta = ratio - 1

@@ -100,6 +100,8 @@ def render_views(res, out=sys.stdout, markdown=False, peers=None):
                 if cell is not None and cell.get("status") in ("failed", "skipped") \
                         and not xs:
                     txt = cell["status"]
+                elif xs and det and len(xs) < deterministic.MIN_SAMPLES:
+                    txt = f"{fmt.count(stats.median(xs))} ±? (n={len(xs)})"
                 elif xs and det:
                     spread = fmt.pct(deterministic.spread(xs), False, 3)
                     txt = f"{fmt.count(stats.median(xs))} ±{spread}"
@@ -122,7 +124,8 @@ def render_views(res, out=sys.stdout, markdown=False, peers=None):
             title = f"{part.name}: {ref.get('title', '') if ref else part.summary}"
             out.write(f"### {title}\n\n" if markdown else f"== {title} ==\n")
         has_ref = any(_ref_text(ref, view, r, c) for r, _ in view.rows for c in view.columns)
-        legend = ("median ±how far it could be off (95% order-statistics interval)" if det
+        legend = ("median ±how far it could be off (95% order-statistics interval; ±? where"
+                  f" fewer than {deterministic.MIN_SAMPLES} samples cannot give one)" if det
                   else "ours: median ±CV")
         if has_ref:
             legend += f"; (seed: {' -> '.join(ref.get('columns', []))})"
@@ -186,12 +189,14 @@ def quality(res):
     if reps and min(reps) < stats.MIN_REPS and not det:
         warns.append(f"only {min(reps)} repetitions in some cells (fewer than {stats.MIN_REPS}):"
                      " compare will have little power; use --reps 10 or more")
-    by_suite = {}
+    by_suite, few = {}, 0
     for c in res["cells"]:
         paths = [p for p, _ in deterministic.cost_paths(c)] if det else metrics.metrics_for(c)
         if not paths:
             continue
         xs = metrics.metric_values(c, paths[0])
+        if det and xs and len(xs) < deterministic.MIN_SAMPLES:
+            few += 1
         cvs = deterministic.spread(xs) if det else stats.cv(xs)
         if math.isfinite(cvs):
             by_suite.setdefault(c.get("suite", ""), []).append((cvs, c["key"]))
@@ -204,6 +209,10 @@ def quality(res):
         med, top = fmt.pct(stats.median(vals), False, decimals), fmt.pct(vals[-1], False, decimals)
         lines.append(f"{suite}: {what}: median {med}, max {top} over {len(vals)} cells")
         noisy += sum(1 for v in vals if v > (deterministic.TOO_NOISY if det else stats.MAX_CV))
+    if few:
+        warns.append(f"fewer than {deterministic.MIN_SAMPLES} samples in {few} cells: too few for"
+                     " a 95% interval of the median, so compare gives them no verdict; use"
+                     f" --reps {deterministic.MIN_SAMPLES + 3} or more")
     if noisy and det:
         warns.append(f"spread over {deterministic.TOO_NOISY * 100:g}% in {noisy} cells: too noisy"
                      " for the deterministic mode")
@@ -449,6 +458,10 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
                   " both sides back to back, the first side alternating by round; one value"
                   " per round and side, a paired t test on the per-round log ratios; delta ="
                   " exp(mean log ratio) - 1.\n")
+    else:
+        out.write("Unpaired samples: delta is the Hodges-Lehmann estimate (the median of every"
+                  " new/base ratio of samples), and its CI the one the Mann-Whitney U test"
+                  " inverts, so it can differ from the ratio of the medians shown.\n")
     meds = {"boot": "per-boot medians", "round": "per-round values"}.get(unit, "n samples")
     out.write(f"All cells (median of {meds}; * ="
               f" significant after Holm over the primary metric of each cell, alpha"
@@ -466,8 +479,10 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
     else:
         test = {"boot": "paired t on per-boot log ratios",
                 "round": "paired t on per-round log ratios"}.get(unit, "Mann-Whitney U")
-        count, said = _tally(prim, ("better", "worse", "changed", f"within {t}", "inconclusive"))
-        changed = sum(count.get(v, 0) for v in ("better", "worse", "changed"))
+        below = f"changed, below {t}"
+        count, said = _tally(prim, ("better", "worse", "changed", below, f"within {t}",
+                                    "inconclusive"))
+        changed = sum(count.get(v, 0) for v in ("better", "worse", "changed", below))
         lead = "Changed" if changed else f"No significant change beyond {t}"
         out.write(f"{lead}: {len(prim)} cells ({test}, Holm, alpha {stats.ALPHA:.2f}): {said}.\n")
         mdes = sorted(r.mde for r in prim if r.verdict == "inconclusive" and math.isfinite(r.mde))
@@ -583,7 +598,7 @@ def _render_deterministic(outcome, out):
     else:
         ncells = len({r.key for r in prim})
         _, said = _tally(prim, ("better", "worse", "changed", "within noise", "too noisy",
-                                "no data"))
+                                deterministic.TOO_FEW, "no data"))
         out.write(f"Primary metrics: {len(prim)} rows in {ncells} cells: {said}.\n")
     for w in outcome.warnings:
         out.write(f"warning: {w}\n")

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: MIT
 """Statistics for ipclab, as docs/statistics.md describes them.
 
-Per cell: median, IQR and CV of the measured (non-warmup) samples.  The effect
-of B against A is the ratio of medians with a bootstrap 95% CI.  Significance
-is a two-sided Mann-Whitney U test, Holm-corrected across the family of one
-report.  Tests, intervals and distributions come from scipy; every random
-draw is seeded so that a report is reproducible byte for byte.
+Per cell: median, IQR and CV of the measured (non-warmup) samples.  Two independent
+samples are compared by the Hodges-Lehmann shift of their logs with the interval that
+inverts the two-sided Mann-Whitney U test, whose p-values are Holm-corrected across the
+family of one report (ipclab/ranks.py has the rank tests).  Every random draw is seeded
+so that a report is reproducible byte for byte.
 
 Samples of one boot (or one run) are not independent of each other: they share
 whatever that boot got (layout, frequency, interrupts).  With several boots per
@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from ipclab import ranks
 
 # scipy is imported inside the functions that use it: it takes a second to import, and
 # every command of the CLI imports this module, shell completion included.
@@ -127,68 +129,11 @@ def summarize(xs):
 
 
 def _rng(seed, stream):
-    # One stream per use, so that the bootstrap and the permutation test of one row do not
-    # share draws, and adding a draw to one leaves the other unchanged.
+    # One stream per use (ranks.py draws its permutations from streams 1 and 2).
     return np.random.default_rng([int(seed) & 0xFFFFFFFF, stream])
 
 
-# ---- Mann-Whitney U ------------------------------------------------------
-
-# scipy's exact null distribution of U is quick up to here (0.1 s at 150 against 150).
-EXACT_MAX_N = 200
-# A Monte Carlo permutation p-value cannot go below 2 / (resamples + 1).  Holm multiplies
-# the smallest p by the family size, so a p-value in the tail is drawn again with ten
-# times the resamples; the bulk of the rows, far from the tail, stay cheap.
-PERMUTATIONS = 9_999
-TAIL_PERMUTATIONS = 99_999
-TAIL = 0.01
-
-
-@dataclass
-class MWU:
-    u: float        # U of the first sample
-    p: float        # two-sided p-value
-    method: str     # exact | exact-permutation | permutation | none
-
-
-def mann_whitney_u(x, y, seed=0):
-    """Two-sided Mann-Whitney U test of x against y; u is U of x.
-
-    Without ties (and both samples at most EXACT_MAX_N) the exact null distribution of U
-    (scipy.stats.mannwhitneyu, method "exact").  With ties, or larger samples, a
-    permutation test of U (scipy.stats.permutation_test): exhaustive ("exact-permutation")
-    when there are no more splits of the pooled sample than resamples, else Monte Carlo
-    from a generator seeded by `seed` ("permutation"), so the same inputs and seed give
-    the same p.  Never the normal approximation: with ties it is off by a factor of two
-    or more, either way, in the tails where Holm decides.
-    """
-    import scipy.stats as ss
-    x = np.asarray(list(x), dtype=float)
-    y = np.asarray(list(y), dtype=float)
-    n1, n2 = x.size, y.size
-    if n1 == 0 or n2 == 0:
-        return MWU(math.nan, math.nan, "none")
-    pooled = np.concatenate([x, y])
-    if np.unique(pooled).size == pooled.size and max(n1, n2) <= EXACT_MAX_N:
-        r = ss.mannwhitneyu(x, y, method="exact")
-        return MWU(float(r.statistic), float(r.pvalue), "exact")
-    # The mid-ranks of the pooled sample are the same under every split, so U of a split
-    # is the sum of its ranks less a constant: scipy's permutation_test on the ranks runs
-    # three times as fast as mannwhitneyu(method=PermutationMethod), to the same p-value.
-    ranks = ss.rankdata(pooled)
-    offset = n1 * (n1 + 1) / 2
-
-    def u_of(a, b, axis=-1):
-        return a.sum(axis=axis) - offset
-    splits = math.comb(n1 + n2, n1)
-    for stream, resamples in ((1, PERMUTATIONS), (2, TAIL_PERMUTATIONS)):
-        r = ss.permutation_test((ranks[:n1], ranks[n1:]), u_of, n_resamples=resamples,
-                                vectorized=True, rng=_rng(seed, stream))
-        if splits <= resamples or r.pvalue >= TAIL:
-            break
-    method = "exact-permutation" if splits <= resamples else "permutation"
-    return MWU(float(r.statistic), min(1.0, float(r.pvalue)), method)
-
+# ---- Holm ----------------------------------------------------------------
 
 def holm(pvalues):
     """Holm step-down adjusted p-values, in the input order (NaN passes through)."""
@@ -269,22 +214,26 @@ def paired_ratio_ci(base, new, rounds=BOOTSTRAP_ROUNDS, level=0.95, seed=0):
 
 @dataclass
 class Comparison:
-    """new against base, one metric of one cell.
+    """new against base, one metric of one cell, from two independent samples.
 
-    The contract for a base median of 0: no ratio is formed.  `ratio`, `delta` and `ci`
-    are NaN, and `diff` (median(new) - median(base), always given when both sides have
-    samples) with `diff_ci` carries the change; `direction` is its sign.  So a
-    lower-is-better 0 -> 42 is diff = 42, direction = +1: worse.  Judge the direction by
-    `direction`, not by `ratio > 1`.  `p` is the Mann-Whitney p-value, valid either way.
+    The effect is the Hodges-Lehmann shift, the estimate that goes with the Mann-Whitney
+    test (ipclab/ranks.py): of the log values, as a ratio (`ratio`, with `ci`), when every
+    value is positive; and always of the raw values (`diff`, with `diff_ci`).  Each
+    interval is the set of shifts the test does not reject at its level, so an interval
+    at 1 - alpha/m that leaves out no change goes with a p-value below alpha/m (without
+    ties; with ties the p-value is a permutation test's and the two may differ at the
+    edge).  With a value of 0 or below on a side there is no ratio: `ratio`, `delta` and
+    `ci` are NaN and `diff` carries the change, so a lower-is-better 0 -> 42 is diff = 42,
+    direction = +1: worse.  Judge the direction by `direction`, not by `ratio > 1`.
     """
     base: Summary
     new: Summary
-    ratio: float        # median(new) / median(base); NaN when the base median is 0
-    ci: tuple           # bootstrap CI of the ratio
-    u: MWU
+    ratio: float        # exp(Hodges-Lehmann shift of the logs); NaN with a value <= 0
+    ci: tuple           # its interval, inverting the U test
+    u: ranks.MWU
     p_holm: float = math.nan
-    diff: float = math.nan                      # median(new) - median(base)
-    diff_ci: tuple = (math.nan, math.nan)       # bootstrap CI of diff
+    diff: float = math.nan                      # Hodges-Lehmann shift new - base
+    diff_ci: tuple = (math.nan, math.nan)       # its interval
 
     @property
     def p(self):
@@ -296,10 +245,13 @@ class Comparison:
 
     @property
     def direction(self):
-        """+1 when new's median is above base's, -1 below, 0 equal, NaN without data."""
-        if not math.isfinite(self.diff):
+        """+1 when the estimate says new is above base, -1 below, 0 no shift, NaN without
+        data: the estimate's sign, which is the side of 0 its interval lies on."""
+        est = math.log(self.ratio) if math.isfinite(self.ratio) and self.ratio > 0 else \
+            self.diff
+        if not math.isfinite(est):
             return math.nan
-        return (self.diff > 0) - (self.diff < 0)
+        return (est > 0) - (est < 0)
 
     @property
     def significant(self):
@@ -308,18 +260,18 @@ class Comparison:
 
 def compare_samples(base, new, seed=0, level=0.95):
     """Compare two independent samples (see Comparison for the contract).  `seed` seeds
-    the bootstrap and, with ties, the permutation test: pass stable_seed(cell key + metric)
-    so that each row draws its own numbers and draws them again identically.  `level` is
-    the CIs' coverage (wider for a member of a family, to agree with its adjusted p)."""
+    the permutation test with ties: pass stable_seed(cell key + metric) so that each row
+    draws its own numbers and draws them again identically.  `level` is the intervals'
+    coverage (wider for a member of a family, to agree with its adjusted p)."""
+    base, new = [float(x) for x in base], [float(x) for x in new]
     sb, sn = summarize(base), summarize(new)
-    both = sb.n and sn.n
-    diff = sn.median - sb.median if both else math.nan
-    ratio = sn.median / sb.median if both and sb.median else math.nan
-    ci, diff_ci = bootstrap_ci(base, new, level=level, seed=seed)
-    if not math.isfinite(ratio):
-        ci = (math.nan, math.nan)
-    return Comparison(sb, sn, ratio, ci, mann_whitney_u(new, base, seed=seed),
-                      diff=diff, diff_ci=diff_ci)
+    raw = ranks.hl_shift(base, new, level)
+    ratio, ci = math.nan, (math.nan, math.nan)
+    if base and new and min(base) > 0 and min(new) > 0:
+        lg = ranks.hl_shift(np.log(base), np.log(new), level)
+        ratio, ci = math.exp(lg.estimate), tuple(math.exp(x) for x in lg.ci)
+    return Comparison(sb, sn, ratio, ci, ranks.mann_whitney_u(new, base, seed=seed),
+                      diff=raw.estimate, diff_ci=raw.ci)
 
 
 def apply_holm(tests):
