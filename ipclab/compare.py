@@ -125,6 +125,7 @@ class Outcome:
     unit: str = "sample"    # what the tests treat as independent: sample, boot or round
     family: int = 0         # primary rows tested together (Holm)
     level: float = 0.95     # the primary rows' CI coverage: 1 - alpha / family
+    paired_test: str = "auto"   # of paired units: auto | t | wilcoxon
 
 
 @dataclass
@@ -219,8 +220,13 @@ def units_of(cell, field):
 
 
 def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=None,
-                    min_change=MIN_CHANGE):
-    out = Outcome(base=base, new=new, min_change=min_change)
+                    min_change=MIN_CHANGE, paired_test="auto"):
+    """The outcome of new against base.  `paired_test` is the test of paired units (rounds
+    or boots): "auto" (stats.choose_paired_test), "t" or "wilcoxon"."""
+    if paired_test not in stats.PAIRED_TESTS:
+        raise Error(f"unknown paired test {paired_test!r}: one of"
+                    f" {', '.join(stats.PAIRED_TESTS)}")
+    out = Outcome(base=base, new=new, min_change=min_change, paired_test=paired_test)
     out.clock = check_clocks(base, new, names)
     pairs = match_cells(base, new, common, names)
     if out.clock != deterministic.REAL:
@@ -245,8 +251,11 @@ def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=N
     for b, n, paths in todo:
         for i, path in enumerate(paths):
             level = out.level if i == 0 else 0.95
-            c = _paired_comparison(out.unit, *units[b["key"]], path, level) if field else \
-                _sample_comparison(b, n, path, level)
+            # A secondary row is no member of the family: it is tested as if alone.
+            family = out.family if i == 0 else 1
+            c = _paired_comparison(out.unit, *units[b["key"]], path, level, family,
+                                   paired_test, stats.stable_seed(b["key"] + path)) \
+                if field else _sample_comparison(b, n, path, level)
             if c is None:
                 continue
             unit, better = metrics.metric_info(b, path)
@@ -255,7 +264,7 @@ def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=N
                                 label, unit, better, c, primary=i == 0))
     stats.apply_holm([r.cmp for r in out.rows if r.primary])
     for r in out.rows:
-        r.mde = _mde(r.cmp)
+        r.mde = _mde(r.cmp, stats.ALPHA)
         r.verdict = verdict(r, min_change) if r.primary else ""
     out.warnings = quality_warnings(out.rows)
     if out.unit == "sample" and out.rows:
@@ -287,17 +296,20 @@ def _sample_comparison(b, n, path, level):
     return stats.compare_samples(xb, xn, seed=stats.stable_seed(b["key"] + path), level=level)
 
 
-def _paired_comparison(unit, bu, nu, path, level):
+def _paired_comparison(unit, bu, nu, path, level, family, paired_test, seed):
     """bu, nu: {unit number: [samples]} of one cell on each side (units_of); unit i of one
     side pairs with unit i of the other: boot i of each side ran one after the other, and
-    so did round i."""
+    so did round i.  The test is stats.choose_paired_test's for this many pairs in a
+    family of `family`."""
     vb = {k: metrics.metric_values({"samples": v}, path) for k, v in sorted(bu.items())}
     vn = {k: metrics.metric_values({"samples": v}, path) for k, v in sorted(nu.items())}
     if not any(vb.values()) or not any(vn.values()):
         return None
     common = [k for k in vb if k in vn]
     test = stats.paired_log_ratio(stats.per_unit_values([vb[k] for k in common]),
-                                  stats.per_unit_values([vn[k] for k in common]), level=level)
+                                  stats.per_unit_values([vn[k] for k in common]), level=level,
+                                  test=stats.choose_paired_test(len(common), family,
+                                                                paired_test), seed=seed)
     meds_b = [stats.median(v) for v in vb.values() if v]
     meds_n = [stats.median(v) for v in vn.values() if v]
     reps = min(len(v) for v in list(vb.values()) + list(vn.values()) if v)
@@ -306,20 +318,23 @@ def _paired_comparison(unit, bu, nu, path, level):
                             parts, reps)
 
 
-def _mde(c):
-    """The smallest relative change this comparison could have found (power 0.8)."""
+def _mde(c, alpha):
+    """The smallest relative change this comparison could have found (power 0.8) at
+    `alpha`: a primary's is alpha / family, the level Holm's first step asks of it, so it
+    is what the row needs to be found when nothing else in the family is."""
     if isinstance(c, PairedComparison):
-        if c.parts is None:
+        if c.parts is None or c.test.method == "wilcoxon":
             # Rounds side by side: the noise left is that of the ratios themselves.
-            return stats.paired_mde(c.test.sd_log, c.test.n)
+            return stats.paired_mde(c.test.scale_log, c.test.n, alpha, test=c.test.method)
         p = c.parts
         if not (math.isfinite(p.cv_between) and math.isfinite(p.cv_within)):
             return math.nan
-        return stats.minimum_detectable_effect(p.cv_between, p.cv_within, c.reps, c.test.n)
+        return stats.minimum_detectable_effect(p.cv_between, p.cv_within, c.reps, c.test.n,
+                                               alpha)
     cvs = [x for x in (c.base.cv, c.new.cv) if math.isfinite(x)]
     if not cvs or min(c.base.n, c.new.n) < 3:
         return math.nan
-    return stats.minimum_detectable_effect(max(cvs), 0.0, 1, min(c.base.n, c.new.n),
+    return stats.minimum_detectable_effect(max(cvs), 0.0, 1, min(c.base.n, c.new.n), alpha,
                                            paired=False)
 
 
@@ -519,6 +534,7 @@ def outcome_record(outcome):
                             "floor": j.floor if math.isfinite(j.floor) else None,
                             "threshold": j.threshold, "verdict": j.verdict})
     rec["unit"], rec["min_change"] = outcome.unit, outcome.min_change
+    rec["paired_test"] = outcome.paired_test
     rec["ci_level_primary"] = outcome.level
     for r in outcome.rows:
         c = r.cmp
@@ -528,5 +544,6 @@ def outcome_record(outcome):
                             "ci": list(c.ci), "p_holm": c.p_holm, "mde": r.mde,
                             "verdict": r.verdict})
         if isinstance(c, PairedComparison):
-            rec["rows"][-1].update(pairs=c.test.n, sd_log_ratio=c.test.sd_log)
+            rec["rows"][-1].update(pairs=c.test.n, sd_log_ratio=c.test.sd_log,
+                                   test=c.test.method)
     return json.loads(json.dumps(rec).replace("NaN", "null"))

@@ -158,3 +158,98 @@ def hl_shift(x, y, level=0.95):
     ci = (float(d[c]), float(d[d.size - 1 - c])) if c >= 0 else (math.nan, math.nan)
     return Shift(float(np.median(d)), ci, level)
 
+
+# ---- Wilcoxon signed-rank ------------------------------------------------
+
+@functools.lru_cache(maxsize=64)
+def _signed_rank_cdf(n):
+    """P(T+ <= t) for t = 0..n(n+1)/2 under the null, n nonzero differences without ties:
+    T+ is the sum of a random subset of the ranks 1..n, each rank in with probability 1/2,
+    so its counts are those of the subsets of {1..n} by their sum."""
+    counts = np.zeros(n * (n + 1) // 2 + 1)
+    counts[0] = 1.0
+    top = 0
+    for k in range(1, n + 1):
+        counts[k:top + k + 1] += counts[:top + 1].copy()
+        top += k
+    return np.cumsum(counts) / 2.0 ** n
+
+
+def signed_rank_critical(n, alpha):
+    """The largest c with P(T+ <= c) <= alpha / 2 for n pairs; -1 when even T+ = 0 (every
+    difference of one sign) is more likely than that, so that no interval at 1 - alpha
+    exists and the test cannot reject at alpha.  Exact up to SIGNED_RANK_EXACT_MAX_N, the
+    normal approximation (continuity-corrected) past it."""
+    if n <= 0:
+        return -1
+    if n > SIGNED_RANK_EXACT_MAX_N:
+        from scipy.special import ndtri
+        mu, sd = n * (n + 1) / 4, math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
+        return int(math.floor(mu - 0.5 + ndtri(alpha / 2) * sd))
+    cdf = _signed_rank_cdf(n)
+    above = np.nonzero(cdf > alpha / 2 * (1 + 1e-12))[0]
+    return int(above[0]) - 1
+
+
+def signed_rank_min_p(n):
+    """The smallest two-sided p-value the signed-rank test can give on n pairs: every
+    difference of one sign, 2 / 2^n."""
+    return min(1.0, 2.0 / 2.0 ** n) if n > 0 else 1.0
+
+
+@dataclass
+class SignedRank:
+    """Wilcoxon signed-rank test of differences d against 0, with the Hodges-Lehmann
+    estimate (the median of the Walsh averages (d_i + d_j) / 2, i <= j) and the interval
+    that inverts the test at `level`."""
+    n: int
+    t_plus: float       # the sum of the ranks of |d| over the positive d
+    p: float            # two-sided
+    estimate: float
+    ci: tuple
+    level: float
+    method: str         # exact | exact-permutation | permutation | none
+
+
+def signed_rank(d, level=0.95, seed=0):
+    """The two-sided Wilcoxon signed-rank test of the paired differences d (SignedRank).
+
+    Without ties among |d| and without zeros, the exact null distribution of T+.  With ties
+    or zeros, a permutation test that flips the signs of the signed mid-ranks (a zero
+    keeps rank and sign 0): exhaustive when 2^n is no more than the resamples, else drawn
+    from a generator seeded by `seed`.  The interval counts c Walsh averages off each end,
+    c from the untied distribution: T+ is the number of positive Walsh averages, so without
+    ties the interval leaves out 0 exactly when p < 1 - level."""
+    import scipy.stats as ss
+    d = np.asarray(list(d), dtype=float)
+    n = d.size
+    if n == 0:
+        return SignedRank(0, math.nan, math.nan, math.nan, (math.nan, math.nan), level, "none")
+    i, j = np.triu_indices(n)
+    walsh = np.sort((d[i] + d[j]) / 2)
+    c = signed_rank_critical(n, 1 - level)
+    ci = (float(walsh[c]), float(walsh[walsh.size - 1 - c])) if c >= 0 else \
+        (math.nan, math.nan)
+    est = float(np.median(walsh))
+    ranks = ss.rankdata(np.abs(d))
+    signed = np.sign(d) * ranks
+    t_plus = float(ranks[d > 0].sum())
+    untied = np.unique(np.abs(d)).size == n and not (d == 0).any()
+    if untied and n <= SIGNED_RANK_EXACT_MAX_N:
+        cdf = _signed_rank_cdf(n)
+        t = int(round(t_plus))
+        top = n * (n + 1) // 2
+        # The distribution is symmetric: P(T+ >= t) = P(T+ <= top - t).
+        lower, upper = cdf[t], cdf[top - t]
+        return SignedRank(n, t_plus, min(1.0, 2 * min(lower, upper)), est, ci, level, "exact")
+    flips = 2 ** n
+
+    def stat(x, axis=-1):
+        return (x * (x > 0)).sum(axis=axis)
+    for stream, resamples in ((1, PERMUTATIONS), (2, TAIL_PERMUTATIONS)):
+        r = ss.permutation_test((signed,), stat, permutation_type="samples",
+                                n_resamples=resamples, vectorized=True, rng=_rng(seed, stream))
+        if flips <= resamples or r.pvalue >= TAIL:
+            break
+    method = "exact-permutation" if flips <= resamples else "permutation"
+    return SignedRank(n, t_plus, min(1.0, float(r.pvalue)), est, ci, level, method)

@@ -451,13 +451,11 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
                      f"{int(c.base.n)}/{int(c.new.n)}"])
     if unit == "boot":
         out.write("The boot is the unit: one value per boot (the median of its samples), boots"
-                  " paired A B A B, a paired t test on the log ratios; delta = exp(mean log"
-                  " ratio) - 1.\n")
+                  f" paired A B A B, {_paired_tests_text(outcome)}.\n")
     elif unit == "round":
         out.write(f"Paired by round: {names[0]} and {names[1]} ran in one run, each cell on"
                   " both sides back to back, the first side alternating by round; one value"
-                  " per round and side, a paired t test on the per-round log ratios; delta ="
-                  " exp(mean log ratio) - 1.\n")
+                  f" per round and side, {_paired_tests_text(outcome)}.\n")
     else:
         out.write("Unpaired samples: delta is the Hodges-Lehmann estimate (the median of every"
                   " new/base ratio of samples), and its CI the one the Mann-Whitney U test"
@@ -477,8 +475,11 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
     if not prim:
         out.write("nothing to compare\n")
     else:
-        test = {"boot": "paired t on per-boot log ratios",
-                "round": "paired t on per-round log ratios"}.get(unit, "Mann-Whitney U")
+        methods = sorted({r.cmp.test.method for r in prim} if unit in ("boot", "round")
+                         else set())
+        what = " or ".join(PAIRED_NAMES[m] for m in methods)
+        test = {"boot": f"{what} on per-boot log ratios",
+                "round": f"{what} on per-round log ratios"}.get(unit, "Mann-Whitney U")
         below = f"changed, below {t}"
         count, said = _tally(prim, ("better", "worse", "changed", below, f"within {t}",
                                     "inconclusive"))
@@ -497,6 +498,26 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
             _render_pairing_gain(prim, names, out)
     for w in outcome.warnings:
         out.write(f"warning: {w}\n")
+
+
+PAIRED_NAMES = {"t": "paired t", "wilcoxon": "Wilcoxon signed-rank"}
+
+
+def _paired_tests_text(outcome):
+    """Which paired test the rows got, and what their delta is."""
+    methods = {r.cmp.test.method for r in outcome.rows if r.primary}
+    parts = []
+    if "wilcoxon" in methods:
+        parts.append("a Wilcoxon signed-rank test on the log ratios, delta = exp(Hodges-Lehmann"
+                     " estimate) - 1")
+    if "t" in methods:
+        parts.append("a paired t test on the log ratios, delta = exp(mean log ratio) - 1")
+    how = "; ".join(parts) or "a paired test on the log ratios"
+    if outcome.paired_test == "auto" and methods:
+        need = stats.wilcoxon_min_pairs(outcome.family) + stats.WILCOXON_EXTRA_PAIRS
+        how += (f" (the signed-rank test from {need} pairs, which in a family of"
+                f" {outcome.family} it needs to compete with t; else t)")
+    return how
 
 
 def _tally(rows, order):

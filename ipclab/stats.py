@@ -309,11 +309,15 @@ def per_unit_values(samples_by_unit):
 
 @dataclass
 class LogRatioTest:
-    """A t test on log ratios (paired_log_ratio, sweep_log_ratio_ci).
+    """A test on log ratios (paired_log_ratio, sweep_log_ratio_ci): a t test, or for
+    paired units the Wilcoxon signed-rank test (`method`).
 
-    effect = exp(mean log ratio) with its t interval `ci` at `level`, as ratios.  When
-    `can_claim` is False, `reason` says why and p (and, below 2 values, ci) is NaN: the
-    result is then an estimate, never a finding.
+    effect = exp(estimate) with its interval `ci` at `level`, as ratios: the estimate is
+    the mean log ratio for the t test, the Hodges-Lehmann estimate for the signed-rank
+    test.  When `can_claim` is False, `reason` says why and p (and, below 2 values, ci) is
+    NaN: the result is then an estimate, never a finding.  `scale_log` is the noise the
+    test sees, for its MDE: the sd of the log ratios for t, for the signed-rank test a
+    robust one (1.4826 x their median absolute deviation), which a hiccup does not inflate.
     """
     n: int
     effect: float
@@ -325,6 +329,8 @@ class LogRatioTest:
     reason: str = ""
     bad: list = field(default_factory=list)     # indices of values that were not usable
     p_holm: float = math.nan
+    method: str = "t"                           # t | wilcoxon
+    scale_log: float = math.nan
 
     @property
     def delta(self):
@@ -333,6 +339,42 @@ class LogRatioTest:
     @property
     def significant(self):
         return self.can_claim and math.isfinite(self.p_holm) and self.p_holm < ALPHA
+
+
+# The paired tests compare offers (`--paired-test`); "auto" is the default.
+PAIRED_TESTS = ("auto", "t", "wilcoxon")
+# "auto" wants this many pairs beyond the fewest on which the signed-rank test can reject:
+# on exactly those it rejects only when all ratios have one sign, and in
+# scripts/paired-tests-sim the t test had more power there (15.0% against 12.9% on 6 pairs
+# alone, with hiccups); one pair more and the signed-rank test led (22.6% against 18.6%).
+WILCOXON_EXTRA_PAIRS = 1
+
+
+def wilcoxon_min_pairs(family=1, alpha=ALPHA):
+    """The fewest pairs on which the signed-rank test can be significant in a family of
+    `family` rows: its smallest p-value, 2 / 2^n, must be below alpha / family, where Holm
+    starts (6 pairs alone, 8 in a family of 4, 10 in a family of 24)."""
+    n = 1
+    while ranks.signed_rank_min_p(n) >= alpha / max(1, family):
+        n += 1
+    return n
+
+
+def choose_paired_test(pairs, family=1, test="auto"):
+    """The test for `pairs` paired units in a family of `family` rows: "t" or "wilcoxon".
+
+    "auto" takes the signed-rank test from WILCOXON_EXTRA_PAIRS pairs beyond the fewest
+    that can reach the family's level, the t test below: scripts/paired-tests-sim shows
+    that under hiccups (a few rounds disturbed on one side) the signed-rank test holds its
+    level with more power and a closer estimate, and without them loses little, except at
+    the fewest pairs themselves, where it can reject only when every ratio has one sign
+    (docs/statistics.md has the figures).  The choice depends on the design only, never on
+    the data."""
+    if test not in PAIRED_TESTS:
+        raise ValueError(f"unknown paired test {test!r}: one of {', '.join(PAIRED_TESTS)}")
+    if test != "auto":
+        return test
+    return "wilcoxon" if pairs >= wilcoxon_min_pairs(family) + WILCOXON_EXTRA_PAIRS else "t"
 
 
 def _t_on_logs(d, level, min_n, what):
@@ -366,16 +408,21 @@ def _t_on_logs(d, level, min_n, what):
     return LogRatioTest(n, math.exp(m), ci, p, sd, level, True)
 
 
-def paired_log_ratio(base_units, new_units, level=0.95):
-    """Paired t test of boots run in ABAB pairs: base_units[i] pairs with new_units[i].
+def paired_log_ratio(base_units, new_units, level=0.95, test="t", seed=0):
+    """Paired test of units run in pairs (boots A B A B, or the rounds of one run):
+    base_units[i] pairs with new_units[i].
 
-    Both are per-unit log values (per_unit_values).  Tests the mean of the per-pair log
-    ratios new - base against 0; effect = exp(mean), ci its t interval as ratios, p
-    two-sided, sd_log the sd of the log ratios.  Pairing cancels a drift slower than one
-    pair.  With fewer than MIN_PAIRS pairs, or a pair with a non-finite log value (a boot
-    without samples or with a median <= 0, listed in `bad`), can_claim is False, p is NaN
-    and `reason` says why.  Unequal lengths are a caller's error (ValueError): a boot
-    whose partner is missing must be dropped by whoever knows the pairing.
+    Both are per-unit log values (per_unit_values).  Tests the per-pair log ratios new -
+    base against 0: by a t test on their mean (test "t": effect = exp(mean), ci its t
+    interval), or by the Wilcoxon signed-rank test (test "wilcoxon": effect = exp(the
+    Hodges-Lehmann estimate), ci the interval that inverts the test; `seed` seeds its
+    permutations when ratios tie).  p is two-sided, sd_log the sd of the log ratios.
+    Pairing cancels a drift slower than one pair.  With fewer than MIN_PAIRS pairs (for
+    the signed-rank test, too few to reach 1 - level at all), or a pair with a non-finite
+    log value (a unit without samples or with a median <= 0, listed in `bad`), can_claim
+    is False, p is NaN and `reason` says why.  Unequal lengths are a caller's error
+    (ValueError): a unit whose partner is missing must be dropped by whoever knows the
+    pairing.
     """
     if len(base_units) != len(new_units):
         raise ValueError(f"{len(base_units)} base boots against {len(new_units)} new ones:"
@@ -386,8 +433,30 @@ def paired_log_ratio(base_units, new_units, level=0.95):
     if bad:
         return LogRatioTest(b.size, math.nan, (math.nan, math.nan), math.nan, math.nan,
                             level, False, f"pair(s) {', '.join(map(str, bad))} lack a"
-                            " positive median on a side", bad)
-    return _t_on_logs(a - b, level, MIN_PAIRS, "pairs")
+                            " positive median on a side", bad, method=test)
+    if choose_paired_test(b.size, test=test) == "wilcoxon":
+        return _signed_rank_on_logs(a - b, level, seed)
+    r = _t_on_logs(a - b, level, MIN_PAIRS, "pairs")
+    r.scale_log = r.sd_log
+    return r
+
+
+def _signed_rank_on_logs(d, level, seed):
+    n = len(d)
+    sr = ranks.signed_rank(d, level, seed)
+    sd = float(np.std(d, ddof=1)) if n > 1 else math.nan
+    mad = float(1.4826 * np.median(np.abs(d - np.median(d)))) if n else math.nan
+    effect = math.exp(sr.estimate) if n else math.nan
+    if not math.isfinite(sr.ci[0]):
+        least = ranks.signed_rank_min_p(n)
+        return LogRatioTest(n, effect, (math.nan, math.nan), math.nan, sd, level, False,
+                            f"only {n} pairs: a signed-rank test on {n} cannot go below p ="
+                            f" {least:.3g}, so no {level * 100:.4g}% interval or finding",
+                            method="wilcoxon", scale_log=mad)
+    return LogRatioTest(n, effect, tuple(math.exp(x) for x in sr.ci), sr.p, sd, level,
+                        n >= MIN_PAIRS, "" if n >= MIN_PAIRS else
+                        f"only {n} pairs: fewer than {MIN_PAIRS} cannot support a claim",
+                        method="wilcoxon", scale_log=mad)
 
 
 def sweep_log_ratio_ci(ratios, level=0.95):
@@ -550,16 +619,28 @@ def minimum_detectable_effect(cv_between, cv_within, reps, units, alpha=ALPHA, p
     return _mde(*_design(cv_between, cv_within, reps, units, paired), alpha, power)
 
 
-def paired_mde(sd_log, pairs, alpha=ALPHA, power=POWER):
-    """The smallest relative change a paired t test on `pairs` log ratios finds with
-    probability `power`, given the sd of those log ratios (LogRatioTest.sd_log).
+# The signed-rank test's efficiency against the t test on normal data (its asymptotic
+# relative efficiency, 3 / pi): it needs 1 / 0.955 times the pairs for the same power.
+WILCOXON_ARE = 3 / math.pi
+
+
+def paired_mde(sd_log, pairs, alpha=ALPHA, power=POWER, test="t"):
+    """The smallest relative change a paired test on `pairs` log ratios finds with
+    probability `power` at `alpha`, given the noise of those log ratios
+    (LogRatioTest.scale_log).
 
     For pairs run side by side (A and B alternating in one run): their drift cancels in
-    the ratio, so the noise that counts is the ratios' own, not each side's.  inf with
-    fewer than MIN_PAIRS pairs, NaN when the sd is not known.
+    the ratio, so the noise that counts is the ratios' own, not each side's.  For the t
+    test the noncentral t; for the signed-rank test the same with the noise scaled by its
+    efficiency (WILCOXON_ARE), and inf where it cannot reach alpha at all.  inf with fewer
+    than MIN_PAIRS pairs, NaN when the noise is not known.
     """
     if pairs < MIN_PAIRS:
         return math.inf
+    if test == "wilcoxon":
+        if ranks.signed_rank_min_p(pairs) >= alpha:
+            return math.inf
+        sd_log = sd_log / math.sqrt(WILCOXON_ARE)
     if not (math.isfinite(sd_log) and sd_log >= 0):
         return math.nan
     return _mde(sd_log / math.sqrt(pairs), pairs - 1, alpha, power)
