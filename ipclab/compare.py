@@ -12,9 +12,9 @@ too, with the seed's own published change beside them.
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from ipclab import Error, deterministic, metrics, results, stats, views
+from ipclab import Error, deterministic, metrics, power, results, stats, views
 
 
 # A change smaller than this is no change worth a verdict (`compare --min-change`).
@@ -31,8 +31,9 @@ class PairedComparison:
     base: stats.Summary     # of the per-unit medians
     new: stats.Summary
     test: stats.LogRatioTest
-    parts: object           # stats.VarianceComponents of the base side (boots only)
+    parts: object           # stats.VarianceComponents pooled over both sides (boots only)
     reps: int               # the fewest samples behind one unit's value
+    plan: object = None     # power.RunPlan: the next run's design (boots only)
 
     @property
     def ratio(self):
@@ -126,6 +127,7 @@ class Outcome:
     family: int = 0         # primary rows tested together (Holm)
     level: float = 0.95     # the primary rows' CI coverage: 1 - alpha / family
     paired_test: str = "auto"   # of paired units: auto | t | wilcoxon
+    costs: object = None        # Costs of a boot and a repetition (boots only)
 
 
 @dataclass
@@ -263,8 +265,12 @@ def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=N
             out.rows.append(Row(b["key"], b.get("suite", ""), b.get("workload", ""), path,
                                 label, unit, better, c, primary=i == 0))
     stats.apply_holm([r.cmp for r in out.rows if r.primary])
+    if out.unit == "boot":
+        out.costs = measured_costs(base, new)
     for r in out.rows:
-        r.mde = _mde(r.cmp, stats.ALPHA)
+        r.mde = _mde(r.cmp, stats.ALPHA / max(1, out.family) if r.primary else stats.ALPHA)
+        if out.unit == "boot" and r.primary:
+            r.cmp.plan = _plan(r, out)
         r.verdict = verdict(r, min_change) if r.primary else ""
     out.warnings = quality_warnings(out.rows)
     if out.unit == "sample" and out.rows:
@@ -313,9 +319,60 @@ def _paired_comparison(unit, bu, nu, path, level, family, paired_test, seed):
     meds_b = [stats.median(v) for v in vb.values() if v]
     meds_n = [stats.median(v) for v in vn.values() if v]
     reps = min(len(v) for v in list(vb.values()) + list(vn.values()) if v)
-    parts = stats.variance_components(list(vb.values())) if unit == "boot" else None
+    parts = stats.variance_components([v for v in vb.values() if v],
+                                      [v for v in vn.values() if v]) \
+        if unit == "boot" else None
     return PairedComparison(unit, stats.summarize(meds_b), stats.summarize(meds_n), test,
                             parts, reps)
+
+
+@dataclass
+class Costs:
+    """What a boot and a repetition cost, for the next run's design: seconds."""
+    boot_s: float           # a boot beyond the samples it takes (median over every boot)
+    rep_s: dict             # {cell key: seconds per sample (median)}
+    measured: bool          # False: nothing measured them, and a boot is taken as 60 reps
+
+
+def measured_costs(base, new):
+    """Costs from the boots' own records (meta.lab: each boot's wall time from vng's start
+    to the guest's end) and the samples' own times (elapsed_s, the engine's wall time of a
+    sample, warmups included): a boot's cost is its wall time less its samples'."""
+    boot_s, rep_s = [], {}
+    for res in (base, new):
+        lab = res.get("meta", {}).get("lab")
+        lab = lab if isinstance(lab, list) else [lab]
+        spent = {}
+        for cell in res.get("cells", []):
+            for smp in cell.get("samples", []):
+                t = smp.get("elapsed_s")
+                if isinstance(t, (int, float)) and isinstance(smp.get("lab_boot"), int):
+                    spent[smp["lab_boot"]] = spent.get(smp["lab_boot"], 0.0) + t
+                    if not smp.get("warmup"):
+                        rep_s.setdefault(cell["key"], []).append(t)
+        for i, rec in enumerate(lab, 1):
+            total = ((rec or {}).get("timings") or {}).get("boot_total_s") \
+                if isinstance(rec, dict) else None
+            if isinstance(total, (int, float)) and i in spent:
+                boot_s.append(max(0.0, total - spent[i]))
+    reps = {k: stats.median(v) for k, v in rep_s.items() if v}
+    if not boot_s or not reps:
+        return Costs(60.0, {}, False)
+    return Costs(stats.median(boot_s), reps, True)
+
+
+def _plan(row, out):
+    """The next run's design for a primary row with boots as the unit, at the family's
+    level, with the costs measured (or a boot as 60 repetitions when nothing measured
+    them)."""
+    p = row.cmp.parts
+    if not (math.isfinite(p.cv_between) and math.isfinite(p.cv_within)):
+        return None
+    costs = out.costs
+    rep = costs.rep_s.get(row.key) if costs.measured else None
+    boot, rep = (costs.boot_s, rep) if rep else (60.0, 1.0)
+    return power.plan_next_run(p.cv_between, p.cv_within, out.min_change, boot, rep,
+                               alpha=stats.ALPHA / max(1, out.family))
 
 
 def _mde(c, alpha):
@@ -325,16 +382,16 @@ def _mde(c, alpha):
     if isinstance(c, PairedComparison):
         if c.parts is None or c.test.method == "wilcoxon":
             # Rounds side by side: the noise left is that of the ratios themselves.
-            return stats.paired_mde(c.test.scale_log, c.test.n, alpha, test=c.test.method)
+            return power.paired_mde(c.test.scale_log, c.test.n, alpha, test=c.test.method)
         p = c.parts
         if not (math.isfinite(p.cv_between) and math.isfinite(p.cv_within)):
             return math.nan
-        return stats.minimum_detectable_effect(p.cv_between, p.cv_within, c.reps, c.test.n,
+        return power.minimum_detectable_effect(p.cv_between, p.cv_within, c.reps, c.test.n,
                                                alpha)
     cvs = [x for x in (c.base.cv, c.new.cv) if math.isfinite(x)]
     if not cvs or min(c.base.n, c.new.n) < 3:
         return math.nan
-    return stats.minimum_detectable_effect(max(cvs), 0.0, 1, min(c.base.n, c.new.n), alpha,
+    return power.minimum_detectable_effect(max(cvs), 0.0, 1, min(c.base.n, c.new.n), alpha,
                                            paired=False)
 
 
@@ -391,8 +448,12 @@ def _judge_deterministic(out, pairs, floor_file):
             floor = floors.get(deterministic.floor_key(b["key"], path), math.nan)
             label = "cost" if primary and path in deterministic.OP_PATHS else \
                 metrics.metric_label(b, path).split(".", 1)[-1]
-            out.judged.append(JudgedRow(b["key"], path, label, unit, primary,
-                                        deterministic.judge(xb, xn, better, floor)))
+            j = deterministic.judge(xb, xn, better, floor)
+            if not primary:
+                # A verdict per row at the rule's level would multiply the false positives
+                # by the metrics of a cell: only the primaries get one, as in the timed mode.
+                j = replace(j, verdict="")
+            out.judged.append(JudgedRow(b["key"], path, label, unit, primary, j))
     if out.judged and not any(math.isfinite(r.j.floor) for r in out.judged if r.primary):
         out.warnings.append("no A/A floor is known for these cells in this mode: each side's"
                             " own spread stands in for it, which misses boot-to-boot noise;"
@@ -416,13 +477,24 @@ def quality_warnings(rows):
         n = min(_reps(r.cmp) for r in rows)
         w.append(f"only {n} repetitions in {len(few)} cell(s) (fewer than {stats.MIN_REPS}): the"
                  " test has little power; run with --reps 10 or more")
-    noisy = [(max(r.cmp.base.cv, r.cmp.new.cv), r) for r in rows
-             if max(r.cmp.base.cv, r.cmp.new.cv) > stats.MAX_CV]
+    noisy = [(cv, r) for r in rows if (cv := _noise_cv(r.cmp)) > stats.MAX_CV]
     if noisy:
         worst, r = max(noisy, key=lambda t: t[0])
         what = f"{len(rows)} rows (worst {worst * 100:.1f}% in {r.key} {r.label})"
+        if isinstance(r.cmp, PairedComparison):
+            what += ", the CV of the paired ratios"
         w.append(stats.noise_warning(len(noisy), what))
     return w
+
+
+def _noise_cv(c):
+    """The noise the row's test sees, as a CV: each side's for independent samples, the
+    paired ratios' for paired units (a drift slower than a pair moves each side's CV and
+    cancels in the ratios; what is left is what the test is up against)."""
+    if isinstance(c, PairedComparison):
+        sd = c.test.sd_log
+        return stats.cv_of_log_var(sd * sd) if math.isfinite(sd) else math.nan
+    return max(c.base.cv, c.new.cv)
 
 
 def _entry(outcome, index, key, path, scale, pub):
@@ -546,4 +618,9 @@ def outcome_record(outcome):
         if isinstance(c, PairedComparison):
             rec["rows"][-1].update(pairs=c.test.n, sd_log_ratio=c.test.sd_log,
                                    test=c.test.method)
+            if c.plan is not None:
+                rec["rows"][-1].update(next_reps=c.plan.reps, next_boots=c.plan.units)
+    if outcome.costs is not None:
+        rec["costs"] = {"boot_s": outcome.costs.boot_s, "rep_s": outcome.costs.rep_s,
+                        "measured": outcome.costs.measured}
     return json.loads(json.dumps(rec).replace("NaN", "null"))

@@ -466,7 +466,8 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
               f" {stats.ALPHA:.2f}; CI: {outcome.level * 100:.4g}% for the"
               f" {outcome.family} primaries (Bonferroni, so it agrees with the stars), 95% for"
               f" the rest; a verdict needs a change beyond {t}; MDE = the smallest change"
-              f" this design finds 80% of the time)\n")
+              f" this design finds 80% of the time at the family's level, alpha"
+              f" {stats.ALPHA:.2f}/{outcome.family})\n")
     out.write(fmt.table(header, rows, ["<", "<", ">", ">", ">", ">", ">", "<", ">", ">"])
               + "\n\n")
     for key, why in outcome.skipped:
@@ -493,7 +494,7 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
                     "too few repetitions to say what change they could find")
             out.write(f"Inconclusive is not 'no change': {what}.\n")
         if unit == "boot":
-            _render_boot_plan(prim, outcome.min_change, out)
+            _render_boot_plan(prim, outcome, out)
         elif unit == "round":
             _render_pairing_gain(prim, names, out)
     for w in outcome.warnings:
@@ -556,23 +557,27 @@ def _render_pairing_gain(rows, names, out):
             break
 
 
-def _render_boot_plan(rows, min_change, out):
-    """Boot-to-boot and within-boot noise, and the design the next run needs (Kalibera &
-    Jones): more boots when boots differ, more repetitions when samples do."""
+def _render_boot_plan(rows, outcome, out):
+    """Boot-to-boot and within-boot noise (both sides' boots), and the design the next run
+    needs (Kalibera & Jones): more boots when boots differ, more repetitions when samples
+    do."""
     lines = []
     for r in rows:
-        p = r.cmp.parts
-        if not (math.isfinite(p.cv_between) and math.isfinite(p.cv_within)):
+        p, plan = r.cmp.parts, r.cmp.plan
+        if plan is None:
             continue
-        plan = stats.plan_next_run(p.cv_between, p.cv_within, min_change, 60.0, 1.0)
         nxt = (f"{plan.reps} reps x {plan.units} boots per side" if plan.units else
                plan.reason or "out of reach")
         lines.append([r.key, fmt.pct(p.cv_between, False), fmt.pct(p.cv_within, False),
                       str(r.cmp.reps), str(r.cmp.test.n), nxt])
     if not lines:
         return
-    out.write(f"\nNoise by boot, and what a run needs to find ±{min_change * 100:g}% (power 0.8;"
-              " a boot costed as 60 repetitions):\n")
+    costs = outcome.costs
+    cost = (f"a boot costs {costs.boot_s:.0f} s beyond its samples and a repetition its cell's"
+            " own time, as these boots measured" if costs and costs.measured else
+            "a boot costed as 60 repetitions: these files carry no boot or sample times")
+    out.write(f"\nNoise by boot (both sides' boots), and what a run needs to find"
+              f" ±{outcome.min_change * 100:g}% (power 0.8 at the family's level; {cost}):\n")
     out.write(fmt.table(["cell", "boot-to-boot CV", "within-boot CV", "reps", "pairs",
                          "next run"], lines, ["<", ">", ">", ">", ">", "<"]) + "\n")
     for r in rows:
@@ -603,7 +608,7 @@ def _render_deterministic(outcome, out):
                          fmt.count(j.new.median), fmt.pct(j.delta, True, 3),
                          fmt.pct(j.spread_base, False, 3), fmt.pct(j.spread_new, False, 3),
                          fmt.pct(j.floor, False, 3) if math.isfinite(j.floor) else "-",
-                         j.verdict, f"{int(j.base.n)}/{int(j.new.n)}"])
+                         j.verdict or "(secondary)", f"{int(j.base.n)}/{int(j.new.n)}"])
         if not rows:
             continue
         out.write("Instructions per operation (primary)\n" if primary else

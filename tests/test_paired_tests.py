@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from ipclab import compare, ranks, results, stats
+from ipclab import compare, power, ranks, results, stats
 
 
 def load_script(name):
@@ -128,12 +128,12 @@ def test_signed_rank_interval_covers_at_its_level():
 def test_the_signed_rank_mde_is_found_80_percent_of_the_time():
     rng = np.random.default_rng(13)
     n, sd = 15, 0.03
-    mde = stats.paired_mde(sd, n, test="wilcoxon")
-    assert mde > stats.paired_mde(sd, n, test="t")
+    mde = power.paired_mde(sd, n, test="wilcoxon")
+    assert mde > power.paired_mde(sd, n, test="t")
     d = math.log1p(mde) + sd * rng.standard_normal((RUNS, n))
     hits = np.mean([ranks.signed_rank(x).p < stats.ALPHA for x in d])
     assert abs(hits - stats.POWER) <= 0.07, hits
-    assert stats.paired_mde(sd, 5, test="wilcoxon") == math.inf
+    assert power.paired_mde(sd, 5, test="wilcoxon") == math.inf
 
 
 def run_pair(tmp_path, rng, n, change, better="higher"):

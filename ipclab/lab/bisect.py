@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Callable
 
 from ipclab import EXIT_FAILED, EXIT_USAGE, Error, deterministic, fmt, metrics, proc, stats
-from ipclab import suites
+from ipclab import power, suites
 from ipclab.progress import log
 
 from . import ab, gittree, kernel, variants, vm
@@ -165,11 +165,11 @@ def check_power(good: Measurement, bad: Measurement, threshold: float) -> None:
     cvw = max((c.cv_within for c in cvs if math.isfinite(c.cv_within)), default=math.nan)
     if not math.isfinite(cvw):
         raise Error("a timed bisect needs 2 or more samples per boot to estimate its noise")
-    power = stats.detection_power(threshold, cvb, cvw, reps, units)
-    if power < stats.POWER:
-        mde = stats.minimum_detectable_effect(cvb, cvw, reps, units)
+    chance = power.detection_power(threshold, cvb, cvw, reps, units)
+    if chance < stats.POWER:
+        mde = power.minimum_detectable_effect(cvb, cvw, reps, units)
         raise Error(f"a timed bisect at a threshold of {threshold * 100:.3g}% would find such a"
-                    f" change in {power * 100:.0f}% of steps (wanted {stats.POWER * 100:.0f}%):"
+                    f" change in {chance * 100:.0f}% of steps (wanted {stats.POWER * 100:.0f}%):"
                     f" CV {cvb * 100:.2g}% between boots and {cvw * 100:.2g}% within, {units}"
                     f" boots of {reps} samples per step find {mde * 100:.3g}%; use more"
                     " --boots, a larger --threshold, or --deterministic", EXIT_USAGE)
