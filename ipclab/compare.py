@@ -14,7 +14,7 @@ import json
 import math
 from dataclasses import dataclass, field, replace
 
-from ipclab import Error, deterministic, metrics, power, results, stats, views
+from ipclab import Error, deterministic, floor, metrics, power, results, stats, views
 
 
 # A change smaller than this is no change worth a verdict (`compare --min-change`).
@@ -232,7 +232,7 @@ def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=N
     out.clock = check_clocks(base, new, names)
     pairs = match_cells(base, new, common, names)
     if out.clock != deterministic.REAL:
-        return _judge_deterministic(out, pairs, floor_file or deterministic.FLOOR_FILE)
+        return _judge_deterministic(out, pairs, floor_file or floor.FLOOR_FILE)
     out.unit = _unit(base, new, pairs)
     field = {"boot": "lab_boot", "round": "round"}.get(out.unit)
     units = {b["key"]: (units_of(b, field), units_of(n, field)) for b, n in pairs} \
@@ -426,38 +426,69 @@ def verdict(row, min_change):
     return within_text(min_change) if inside else "inconclusive"
 
 
+def kernel_base(res):
+    """The kernel base a results file's kernel was built on (meta.build.base.name: `mainline`,
+    `lts`), or None for a kernel the lab did not build from a base."""
+    base = (res.get("meta", {}).get("build") or {}).get("base")
+    return base.get("name") if isinstance(base, dict) else None
+
+
+def deterministic_rows(cell):
+    """[(path, unit, better, primary)] a deterministic comparison judges for a cell: its
+    instructions per operation (primary), then the metrics compare tests (secondary)."""
+    rows = [(p, unit, "lower", True) for p, unit in deterministic.cost_paths(cell)]
+    seen = {p for p, _, _, _ in rows}
+    for p in metrics.metrics_for(cell):
+        if p not in seen:
+            unit, better = metrics.metric_info(cell, p)
+            rows.append((p, deterministic.unit_in_icount(unit), better, False))
+    return rows
+
+
 def _judge_deterministic(out, pairs, floor_file):
-    floors, entry = deterministic.load_floor(out.clock, guest_cpus(out.base), floor_file)
-    out.floor_source = dict(entry, path=floor_file) if entry else None
+    clock, cpus, kbase = out.clock, guest_cpus(out.base), kernel_base(out.base)
+    floors, entry = floor.load(clock, cpus, kbase, floor_file)
+    out.floor_source = dict(entry, path=str(floor_file)) if entry else None
     for b, n in pairs:
         if not_comparable(b, n, out):
             continue
         if not results.measured(b) or not results.measured(n):
             out.skipped.append((b["key"], "no measured samples"))
             continue
-        rows = [(p, unit, "lower", True) for p, unit in deterministic.cost_paths(b)]
-        seen = {p for p, _, _, _ in rows}
-        for p in metrics.metrics_for(b):
-            if p not in seen:
-                unit, better = metrics.metric_info(b, p)
-                rows.append((p, deterministic.unit_in_icount(unit), better, False))
-        for path, unit, better, primary in rows:
+        for path, unit, better, primary in deterministic_rows(b):
             xb, xn = metrics.metric_values(b, path), metrics.metric_values(n, path)
             if not xb or not xn:
                 continue
-            floor = floors.get(deterministic.floor_key(b["key"], path), math.nan)
+            fl = floors.get(floor.key(b["key"], path))
             label = "cost" if primary and path in deterministic.OP_PATHS else \
                 metrics.metric_label(b, path).split(".", 1)[-1]
-            j = deterministic.judge(xb, xn, better, floor)
+            j = deterministic.judge(xb, xn, better, fl)
+            if j.verdict == deterministic.BIMODAL:
+                boots_b, boots_n = (
+                    [metrics.metric_values({"samples": v}, path)
+                     for _, v in sorted(units_of(c, "lab_boot").items())] for c in (b, n))
+                if min(len(boots_b), len(boots_n)) >= deterministic.BIMODAL_BOOTS:
+                    j = deterministic.judge_boots(boots_b, boots_n, better, fl)
             if not primary:
                 # A verdict per row at the rule's level would multiply the false positives
                 # by the metrics of a cell: only the primaries get one, as in the timed mode.
                 j = replace(j, verdict="")
             out.judged.append(JudgedRow(b["key"], path, label, unit, primary, j))
-    if out.judged and not any(math.isfinite(r.j.floor) for r in out.judged if r.primary):
-        out.warnings.append("no A/A floor is known for these cells in this mode: each side's"
-                            " own spread stands in for it, which misses boot-to-boot noise;"
-                            " run `ipclab ab base base --deterministic` to measure one")
+    prim = [r for r in out.judged if r.primary]
+    if prim and not any(r.j.floor_pairs for r in prim):
+        have = sorted({x for c, k, x in floor.bases_in(floor_file) if c == clock and k == cpus})
+        where = f"kernel base {kbase}" if kbase else "a kernel the lab did not build from a base"
+        out.warnings.append(
+            f"no A/A floor for {where} in this mode ({clock}, {cpus} CPU(s)); the floor file"
+            f" has {', '.join(have) or 'none'}: each side's own spread stands in for it,"
+            " which misses boot-to-boot noise; measure one with `ipclab ab BASE BASE --suite"
+            " SUITE --deterministic --boots 8` and scripts/icount-floor")
+    short = sorted({r.j.floor_pairs for r in prim if 0 < r.j.floor_pairs < floor.TRUST_PAIRS})
+    if short:
+        out.warnings.append(f"the A/A floor of some cells comes from {short[0]}"
+                            f"{'-' + str(short[-1]) if len(short) > 1 else ''} pairs, fewer"
+                            f" than the {floor.TRUST_PAIRS} it is trusted from: their"
+                            " thresholds are wide and a rare mode may not have been seen")
     out.views = view_changes(out)
     return out
 
@@ -604,7 +635,8 @@ def outcome_record(outcome):
                             "delta": j.delta, "spread_base": j.spread_base,
                             "spread_new": j.spread_new,
                             "floor": j.floor if math.isfinite(j.floor) else None,
-                            "threshold": j.threshold, "verdict": j.verdict})
+                            "floor_pairs": j.floor_pairs, "threshold": j.threshold,
+                            "verdict": j.verdict, "note": j.note})
     rec["unit"], rec["min_change"] = outcome.unit, outcome.min_change
     rec["paired_test"] = outcome.paired_test
     rec["ci_level_primary"] = outcome.level

@@ -588,34 +588,48 @@ def _render_boot_plan(rows, outcome, out):
 
 def _render_deterministic(outcome, out):
     out.write(f"Deterministic clock ({outcome.clock}): guest instructions, not time. A change"
-              f" must exceed {deterministic.SAFETY:g} x the noise: the A/A floor of the cell, or"
-              " how far either side's median could be off (\u00b1, its 95% order-statistics"
-              " interval), whichever is larger.\n")
+              " must exceed the threshold: t(k, 0.975) x the cell's A/A floor (the rms of its k"
+              " A/A differences), a 95% prediction bound, or the two medians' own \u00b1 (their"
+              " 95% order-statistics half-widths) in quadrature, whichever is larger; without"
+              f" a floor, {deterministic.SAFETY:g} x the larger \u00b1. Each primary row is at"
+              " 5%: an A/A of m rows flags 0.05 m of them on average.\n")
     src = outcome.floor_source
     if src:
-        out.write(f"A/A floor: {os.path.relpath(src['path'])} ({src.get('measured', '')})\n")
+        out.write(f"A/A floor: {os.path.relpath(src['path'])}, kernel base {src.get('base')}"
+                  f" ({src.get('release', '?')}), QEMU {src.get('qemu', '?')}\n")
     out.write("\n")
     _views_text(outcome, out)
-    header = ["cell", "metric", "base", "new", "delta", "\u00b1 A", "\u00b1 B", "floor",
-              "verdict", "n"]
+    header = ["cell", "metric", "base", "new", "delta", "\u00b1 A", "\u00b1 B", "floor (k)",
+              "threshold", "verdict", "n"]
+    notes = []
     for primary in (True, False):
         rows = []
         for r in outcome.judged:
             if r.primary != primary:
                 continue
             j = r.j
+            fl = f"{fmt.pct(j.floor, False, 3)} ({j.floor_pairs})" if j.floor_pairs else "-"
+            verdict = j.verdict or "(secondary)"
+            if primary and j.note:
+                if j.note not in notes:
+                    notes.append(j.note)
+                verdict += f" [{notes.index(j.note) + 1}]"
             rows.append([r.key, (f"{r.label} {r.unit}").strip(), fmt.count(j.base.median),
                          fmt.count(j.new.median), fmt.pct(j.delta, True, 3),
                          fmt.pct(j.spread_base, False, 3), fmt.pct(j.spread_new, False, 3),
-                         fmt.pct(j.floor, False, 3) if math.isfinite(j.floor) else "-",
-                         j.verdict or "(secondary)", f"{int(j.base.n)}/{int(j.new.n)}"])
+                         fl, fmt.pct(j.threshold, False, 3), verdict,
+                         f"{int(j.base.n)}/{int(j.new.n)}"])
         if not rows:
             continue
         out.write("Instructions per operation (primary)\n" if primary else
-                  "Other metrics (secondary: rates are per 10^9 guest instructions, times are"
-                  " guest instructions)\n")
-        out.write(fmt.table(header, rows, ["<", "<", ">", ">", ">", ">", ">", ">", "<", ">"])
-                  + "\n\n")
+                  "Other metrics (secondary, no verdict: rates are per 10^9 guest instructions,"
+                  " times are guest instructions)\n")
+        out.write(fmt.table(header, rows, ["<", "<", ">", ">", ">", ">", ">", ">", ">", "<",
+                                           ">"]) + "\n\n")
+    for i, note in enumerate(notes, 1):
+        out.write(f"[{i}] {note}\n")
+    if notes:
+        out.write("\n")
     for key, why in outcome.skipped:
         out.write(f"not compared: {key}: {why}\n")
     prim = [r for r in outcome.judged if r.primary]
@@ -624,13 +638,10 @@ def _render_deterministic(outcome, out):
     else:
         ncells = len({r.key for r in prim})
         _, said = _tally(prim, ("better", "worse", "changed", "within noise", "too noisy",
-                                deterministic.TOO_FEW, "no data"))
+                                deterministic.BIMODAL, deterministic.TOO_FEW, "no data"))
         out.write(f"Primary metrics: {len(prim)} rows in {ncells} cells: {said}.\n")
     for w in outcome.warnings:
         out.write(f"warning: {w}\n")
-
-
-
 
 
 def render_profile_diff(base, new, out, unit="insn"):

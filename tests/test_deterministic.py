@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from ipclab import Error, compare, deterministic, profile, report, suites
+from ipclab import Error, compare, deterministic, floor, profile, report, suites
 
 
 def sample(loops, task_clock_ns, clock="icount shift=0"):
@@ -55,22 +55,61 @@ def test_identical_runs_are_within_noise_and_a_small_cost_is_a_change():
     assert any("no A/A floor" in w for w in worse.warnings)
 
 
-def test_the_floor_raises_the_bar(tmp_path):
-    floors = {"floors": [{"clock": "icount shift=0", "cpus": 1, "measured": "test",
-                          "cells": {deterministic.floor_key(
-                              "pipe-throughput/copies=1",
-                              "counters.task_clock_ns / metrics.loops"): {"floor": 0.02}}}]}
+def floor_file(tmp_path, deltas, base="lts"):
+    pairs = [{"delta": d, "medians": [1000.0, 1000.0 * (1 + d)], "n": [9, 9], "run": "r",
+              "pair": i + 1, "date": "2026-11-25"} for i, d in enumerate(deltas)]
+    data = {"schema": floor.SCHEMA, "floors": [{
+        "clock": "icount shift=0", "cpus": 1, "base": base, "cells": {floor.key(
+            "pipe-throughput/copies=1", "counters.task_clock_ns / metrics.loops"):
+            {"pairs": pairs}}}]}
     path = tmp_path / "floor.json"
-    path.write_text(json.dumps(floors))
-    # +0.5% is a change on its spreads alone, but not against a 2% floor (x2); a floor
-    # that high is more than the mode is for.
-    out = compare.compare_results(results_of([1000.0] * 9), results_of([1005.0] * 9),
-                                  floor_file=str(path))
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def on_base(res, base="lts"):
+    res["meta"]["build"] = {"base": {"name": base, "release": "6.12.117"}}
+    return res
+
+
+def test_the_floor_raises_the_bar(tmp_path):
+    path = floor_file(tmp_path, [0.01, -0.01] * 4)
+    # +0.5% is a change on its spreads alone, but not against 8 A/A pairs 1% apart: their
+    # bound, t(8) x 1% = 2.3%, is more than the mode is for.
+    out = compare.compare_results(on_base(results_of([1000.0] * 9)),
+                                  on_base(results_of([1005.0] * 9)), floor_file=path)
     row = [r for r in out.judged if r.primary][0]
-    assert row.j.floor == 0.02 and row.verdict == "too noisy"
-    out = compare.compare_results(results_of([1000.0] * 9), results_of([1050.0] * 9),
-                                  floor_file=str(path))
+    assert row.j.floor == pytest.approx(0.01, rel=1e-3) and row.j.floor_pairs == 8
+    assert row.j.threshold == pytest.approx(2.306 * 0.01, rel=1e-3)
+    assert row.verdict == "too noisy"
+    out = compare.compare_results(on_base(results_of([1000.0] * 9)),
+                                  on_base(results_of([1050.0] * 9)), floor_file=path)
     assert [r for r in out.judged if r.primary][0].verdict == "worse"
+    rec = compare.outcome_record(out)
+    assert rec["rows"][0]["floor_pairs"] == 8
+
+
+def test_a_floor_is_the_kernel_bases_own(tmp_path):
+    path = floor_file(tmp_path, [0.01, -0.01] * 4, base="lts")
+    out = compare.compare_results(on_base(results_of([1000.0] * 9), "mainline"),
+                                  on_base(results_of([1005.0] * 9), "mainline"),
+                                  floor_file=path)
+    row = [r for r in out.judged if r.primary][0]
+    assert row.j.floor_pairs == 0 and row.verdict == "worse"
+    (w,) = [w for w in out.warnings if "no A/A floor" in w]
+    assert "kernel base mainline" in w and "has lts" in w
+
+
+def test_a_floor_from_few_pairs_is_flagged(tmp_path):
+    path = floor_file(tmp_path, [0.0001, -0.0002, 0.0001])
+    out = compare.compare_results(on_base(results_of([1000.0] * 9)),
+                                  on_base(results_of([1010.0] * 9)), floor_file=path)
+    row = [r for r in out.judged if r.primary][0]
+    assert row.verdict == "worse" and row.j.note == "floor from 3 pairs"
+    assert any("comes from 3 pairs" in w for w in out.warnings)
+    buf = io.StringIO()
+    report.render_compare(out, buf)
+    assert "[1] floor from 3 pairs" in buf.getvalue()
 
 
 def test_judge_edge_cases():
