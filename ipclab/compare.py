@@ -475,14 +475,16 @@ def _judge_deterministic(out, pairs, floor_file):
                 j = replace(j, verdict="")
             out.judged.append(JudgedRow(b["key"], path, label, unit, primary, j))
     prim = [r for r in out.judged if r.primary]
+    if not any(r.j.floor_pairs for r in out.judged):
+        out.floor_source = None
     if prim and not any(r.j.floor_pairs for r in prim):
         have = sorted({x for c, k, x in floor.bases_in(floor_file) if c == clock and k == cpus})
         where = f"kernel base {kbase}" if kbase else "a kernel the lab did not build from a base"
         out.warnings.append(
             f"no A/A floor for {where} in this mode ({clock}, {cpus} CPU(s)); the floor file"
-            f" has {', '.join(have) or 'none'}: each side's own spread stands in for it,"
-            " which misses boot-to-boot noise; measure one with `ipclab ab BASE BASE --suite"
-            " SUITE --deterministic --boots 8` and scripts/icount-floor")
+            f" has pairs for {', '.join(have) or 'no base'}: each side's own spread stands in"
+            " for it, which misses boot-to-boot noise; measure one with `ipclab ab BASE BASE"
+            " --suite SUITE --deterministic --boots 8` and scripts/icount-floor")
     short = sorted({r.j.floor_pairs for r in prim if 0 < r.j.floor_pairs < floor.TRUST_PAIRS})
     if short:
         out.warnings.append(f"the A/A floor of some cells comes from {short[0]}"

@@ -187,12 +187,14 @@ def load(clock, cpus, base, path=FLOOR_FILE):
 
 
 def bases_in(path=FLOOR_FILE):
-    """[(clock, cpus, base)] the file has floors for."""
+    """[(clock, cpus, base)] the file has A/A pairs for (an entry of legacy maxima alone
+    gives the rule nothing)."""
     try:
         data = read(path)
     except (OSError, ValueError):
         return []
-    return [(e.get("clock"), e.get("cpus"), e.get("base")) for e in data.get("floors", [])]
+    return [(e.get("clock"), e.get("cpus"), e.get("base")) for e in data.get("floors", [])
+            if any(c.get("pairs") for c in e.get("cells", {}).values())]
 
 
 def dumps(data):

@@ -97,7 +97,7 @@ def test_a_floor_is_the_kernel_bases_own(tmp_path):
     row = [r for r in out.judged if r.primary][0]
     assert row.j.floor_pairs == 0 and row.verdict == "worse"
     (w,) = [w for w in out.warnings if "no A/A floor" in w]
-    assert "kernel base mainline" in w and "has lts" in w
+    assert "kernel base mainline" in w and "has pairs for lts" in w
 
 
 def test_a_floor_from_few_pairs_is_flagged(tmp_path):
