@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 from ipclab import EXIT_INTERRUPTED, EXIT_USAGE, Error, __version__, compare, engine, envinfo
-from ipclab import fmt, peers, proc, profile, progress, report, results, runner, suites, views
+from ipclab import fmt, peers, proc, profile, progress, report, results, runner, stats, suites
+from ipclab import views
 from ipclab.lab import ab, bases, gittree, kernel, variants, vm
 from ipclab.lab import bisect as lab_bisect
 
@@ -222,7 +223,8 @@ def cmd_compare(args):
     names = (base["pair"]["side"], new["pair"]["side"]) \
         if results.sides_of_one_run(base, new) else ("baseline", "new")
     outcome = compare.compare_results(base, new, common=args.common,
-                                      min_change=args.min_change / 100)
+                                      min_change=args.min_change / 100,
+                                      paired_test=args.paired_test)
     if args.json or args.csv:
         return _export(compare.outcome_record(outcome), args)
     report.render_compare(outcome, sys.stdout, names=names)
@@ -346,6 +348,11 @@ def build_parser():
                 "the comparison's rows as CSV, one per cell and metric: the fields of --json,"
                 " n and ci split in two (ci bounds the ratio new/base)")
     add_min_change(s)
+    s.add_argument("--paired-test", choices=stats.PAIRED_TESTS, default="auto",
+                   help="the test of paired rounds or boots: t (paired t on the log ratios),"
+                   " wilcoxon (signed-rank, Hodges-Lehmann estimate), or auto (default:"
+                   " wilcoxon where the pairs can reach the family's level, else t;"
+                   " docs/statistics.md)")
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("report", help="Markdown report with PNG plots")

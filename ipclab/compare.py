@@ -12,9 +12,9 @@ too, with the seed's own published change beside them.
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from ipclab import Error, deterministic, metrics, results, stats, views
+from ipclab import Error, deterministic, floor, metrics, power, results, stats, views
 
 
 # A change smaller than this is no change worth a verdict (`compare --min-change`).
@@ -31,8 +31,9 @@ class PairedComparison:
     base: stats.Summary     # of the per-unit medians
     new: stats.Summary
     test: stats.LogRatioTest
-    parts: object           # stats.VarianceComponents of the base side (boots only)
+    parts: object           # stats.VarianceComponents pooled over both sides (boots only)
     reps: int               # the fewest samples behind one unit's value
+    plan: object = None     # power.RunPlan: the next run's design (boots only)
 
     @property
     def ratio(self):
@@ -52,7 +53,13 @@ class PairedComparison:
 
     @property
     def direction(self):
-        return (self.diff > 0) - (self.diff < 0)
+        """The sign of the test's effect (the mean log ratio), not of the difference of
+        the medians: the per-unit medians of each side can sit the other way round when
+        the units differ widely and one pair goes against the rest."""
+        if math.isfinite(self.test.effect) and self.test.effect > 0:
+            d = math.log(self.test.effect)
+            return (d > 0) - (d < 0)
+        return math.nan
 
     @property
     def p(self):
@@ -84,7 +91,8 @@ class Row:
     better: str
     cmp: object             # stats.Comparison, or PairedComparison
     primary: bool = True
-    verdict: str = ""       # better | worse | changed | within ±T | inconclusive
+    verdict: str = ""       # better | worse | changed | within ±T | changed, below ±T |
+                            # inconclusive
     mde: float = math.nan   # the smallest change this design detects (power 0.8)
 
 
@@ -118,6 +126,8 @@ class Outcome:
     unit: str = "sample"    # what the tests treat as independent: sample, boot or round
     family: int = 0         # primary rows tested together (Holm)
     level: float = 0.95     # the primary rows' CI coverage: 1 - alpha / family
+    paired_test: str = "auto"   # of paired units: auto | t | wilcoxon
+    costs: object = None        # Costs of a boot and a repetition (boots only)
 
 
 @dataclass
@@ -212,12 +222,17 @@ def units_of(cell, field):
 
 
 def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=None,
-                    min_change=MIN_CHANGE):
-    out = Outcome(base=base, new=new, min_change=min_change)
+                    min_change=MIN_CHANGE, paired_test="auto"):
+    """The outcome of new against base.  `paired_test` is the test of paired units (rounds
+    or boots): "auto" (stats.choose_paired_test), "t" or "wilcoxon"."""
+    if paired_test not in stats.PAIRED_TESTS:
+        raise Error(f"unknown paired test {paired_test!r}: one of"
+                    f" {', '.join(stats.PAIRED_TESTS)}")
+    out = Outcome(base=base, new=new, min_change=min_change, paired_test=paired_test)
     out.clock = check_clocks(base, new, names)
     pairs = match_cells(base, new, common, names)
     if out.clock != deterministic.REAL:
-        return _judge_deterministic(out, pairs, floor_file or deterministic.FLOOR_FILE)
+        return _judge_deterministic(out, pairs, floor_file or floor.FLOOR_FILE)
     out.unit = _unit(base, new, pairs)
     field = {"boot": "lab_boot", "round": "round"}.get(out.unit)
     units = {b["key"]: (units_of(b, field), units_of(n, field)) for b, n in pairs} \
@@ -238,8 +253,11 @@ def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=N
     for b, n, paths in todo:
         for i, path in enumerate(paths):
             level = out.level if i == 0 else 0.95
-            c = _paired_comparison(out.unit, *units[b["key"]], path, level) if field else \
-                _sample_comparison(b, n, path, level)
+            # A secondary row is no member of the family: it is tested as if alone.
+            family = out.family if i == 0 else 1
+            c = _paired_comparison(out.unit, *units[b["key"]], path, level, family,
+                                   paired_test, stats.stable_seed(b["key"] + path)) \
+                if field else _sample_comparison(b, n, path, level)
             if c is None:
                 continue
             unit, better = metrics.metric_info(b, path)
@@ -247,8 +265,12 @@ def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=N
             out.rows.append(Row(b["key"], b.get("suite", ""), b.get("workload", ""), path,
                                 label, unit, better, c, primary=i == 0))
     stats.apply_holm([r.cmp for r in out.rows if r.primary])
+    if out.unit == "boot":
+        out.costs = measured_costs(base, new)
     for r in out.rows:
-        r.mde = _mde(r.cmp)
+        r.mde = _mde(r.cmp, stats.ALPHA / max(1, out.family) if r.primary else stats.ALPHA)
+        if out.unit == "boot" and r.primary:
+            r.cmp.plan = _plan(r, out)
         r.verdict = verdict(r, min_change) if r.primary else ""
     out.warnings = quality_warnings(out.rows)
     if out.unit == "sample" and out.rows:
@@ -280,89 +302,195 @@ def _sample_comparison(b, n, path, level):
     return stats.compare_samples(xb, xn, seed=stats.stable_seed(b["key"] + path), level=level)
 
 
-def _paired_comparison(unit, bu, nu, path, level):
+def _paired_comparison(unit, bu, nu, path, level, family, paired_test, seed):
     """bu, nu: {unit number: [samples]} of one cell on each side (units_of); unit i of one
     side pairs with unit i of the other: boot i of each side ran one after the other, and
-    so did round i."""
+    so did round i.  The test is stats.choose_paired_test's for this many pairs in a
+    family of `family`."""
     vb = {k: metrics.metric_values({"samples": v}, path) for k, v in sorted(bu.items())}
     vn = {k: metrics.metric_values({"samples": v}, path) for k, v in sorted(nu.items())}
     if not any(vb.values()) or not any(vn.values()):
         return None
     common = [k for k in vb if k in vn]
     test = stats.paired_log_ratio(stats.per_unit_values([vb[k] for k in common]),
-                                  stats.per_unit_values([vn[k] for k in common]), level=level)
+                                  stats.per_unit_values([vn[k] for k in common]), level=level,
+                                  test=stats.choose_paired_test(len(common), family,
+                                                                paired_test), seed=seed)
     meds_b = [stats.median(v) for v in vb.values() if v]
     meds_n = [stats.median(v) for v in vn.values() if v]
     reps = min(len(v) for v in list(vb.values()) + list(vn.values()) if v)
-    parts = stats.variance_components(list(vb.values())) if unit == "boot" else None
+    parts = stats.variance_components([v for v in vb.values() if v],
+                                      [v for v in vn.values() if v]) \
+        if unit == "boot" else None
     return PairedComparison(unit, stats.summarize(meds_b), stats.summarize(meds_n), test,
                             parts, reps)
 
 
-def _mde(c):
-    """The smallest relative change this comparison could have found (power 0.8)."""
+@dataclass
+class Costs:
+    """What a boot and a repetition cost, for the next run's design: seconds."""
+    boot_s: float           # a boot beyond the samples it takes (median over every boot)
+    rep_s: dict             # {cell key: seconds per sample (median)}
+    measured: bool          # False: nothing measured them, and a boot is taken as 60 reps
+
+
+def measured_costs(base, new):
+    """Costs from the boots' own records (meta.lab: each boot's wall time from vng's start
+    to the guest's end) and the samples' own times (elapsed_s, the engine's wall time of a
+    sample, warmups included): a boot's cost is its wall time less its samples'."""
+    boot_s, rep_s = [], {}
+    for res in (base, new):
+        lab = res.get("meta", {}).get("lab")
+        lab = lab if isinstance(lab, list) else [lab]
+        spent = {}
+        for cell in res.get("cells", []):
+            for smp in cell.get("samples", []):
+                t = smp.get("elapsed_s")
+                if isinstance(t, (int, float)) and isinstance(smp.get("lab_boot"), int):
+                    spent[smp["lab_boot"]] = spent.get(smp["lab_boot"], 0.0) + t
+                    if not smp.get("warmup"):
+                        rep_s.setdefault(cell["key"], []).append(t)
+        for i, rec in enumerate(lab, 1):
+            total = ((rec or {}).get("timings") or {}).get("boot_total_s") \
+                if isinstance(rec, dict) else None
+            if isinstance(total, (int, float)) and i in spent:
+                boot_s.append(max(0.0, total - spent[i]))
+    reps = {k: stats.median(v) for k, v in rep_s.items() if v}
+    if not boot_s or not reps:
+        return Costs(60.0, {}, False)
+    return Costs(stats.median(boot_s), reps, True)
+
+
+def _plan(row, out):
+    """The next run's design for a primary row with boots as the unit, at the family's
+    level, with the costs measured (or a boot as 60 repetitions when nothing measured
+    them)."""
+    p = row.cmp.parts
+    if not (math.isfinite(p.cv_between) and math.isfinite(p.cv_within)):
+        return None
+    costs = out.costs
+    rep = costs.rep_s.get(row.key) if costs.measured else None
+    boot, rep = (costs.boot_s, rep) if rep else (60.0, 1.0)
+    return power.plan_next_run(p.cv_between, p.cv_within, out.min_change, boot, rep,
+                               alpha=stats.ALPHA / max(1, out.family))
+
+
+def _mde(c, alpha):
+    """The smallest relative change this comparison could have found (power 0.8) at
+    `alpha`: a primary's is alpha / family, the level Holm's first step asks of it, so it
+    is what the row needs to be found when nothing else in the family is."""
     if isinstance(c, PairedComparison):
-        if c.parts is None:
+        if c.parts is None or c.test.method == "wilcoxon":
             # Rounds side by side: the noise left is that of the ratios themselves.
-            return stats.paired_mde(c.test.sd_log, c.test.n)
+            return power.paired_mde(c.test.scale_log, c.test.n, alpha, test=c.test.method)
         p = c.parts
         if not (math.isfinite(p.cv_between) and math.isfinite(p.cv_within)):
             return math.nan
-        return stats.minimum_detectable_effect(p.cv_between, p.cv_within, c.reps, c.test.n)
+        return power.minimum_detectable_effect(p.cv_between, p.cv_within, c.reps, c.test.n,
+                                               alpha)
     cvs = [x for x in (c.base.cv, c.new.cv) if math.isfinite(x)]
     if not cvs or min(c.base.n, c.new.n) < 3:
         return math.nan
-    return stats.minimum_detectable_effect(max(cvs), 0.0, 1, min(c.base.n, c.new.n),
+    return power.minimum_detectable_effect(max(cvs), 0.0, 1, min(c.base.n, c.new.n), alpha,
                                            paired=False)
+
+
+def within_text(min_change):
+    return f"within ±{min_change * 100:g}%"
+
+
+def below_text(min_change):
+    return f"changed, below ±{min_change * 100:g}%"
 
 
 def verdict(row, min_change):
     """A primary row's verdict: a change beyond the threshold, a difference within it, or
-    inconclusive (the design could not tell; row.mde says what it could have seen)."""
-    c, within = row.cmp, f"within ±{min_change * 100:g}%"
+    inconclusive (the design could not tell; row.mde says what it could have seen).
+
+    "within ±T" needs the whole interval inside ±T, significant or not: a point estimate
+    under T whose interval reaches past it is a change of unknown size, "changed, below
+    ±T"."""
+    c = row.cmp
+    lo, hi = c.ci
+    inside = math.isfinite(lo) and math.isfinite(hi) and lo - 1 > -min_change and \
+        hi - 1 < min_change
     if c.significant:
-        big = not math.isfinite(c.ratio) or abs(c.delta) >= min_change
-        if not big:
-            return within
-        if row.better not in ("higher", "lower") or not c.direction:
+        if math.isfinite(c.ratio) and abs(c.delta) < min_change:
+            return within_text(min_change) if inside else below_text(min_change)
+        if row.better not in ("higher", "lower") or not c.direction or \
+                not math.isfinite(c.direction):
             return "changed"
         up = c.direction > 0
         return ("better" if up else "worse") if row.better == "higher" else \
             ("worse" if up else "better")
-    lo, hi = c.ci
-    if math.isfinite(lo) and math.isfinite(hi) and lo - 1 > -min_change and hi - 1 < min_change:
-        return within
-    return "inconclusive"
+    return within_text(min_change) if inside else "inconclusive"
+
+
+def kernel_base(res):
+    """The kernel base a results file's kernel was built on (meta.build.base.name: `mainline`,
+    `lts`), or None for a kernel the lab did not build from a base."""
+    base = (res.get("meta", {}).get("build") or {}).get("base")
+    return base.get("name") if isinstance(base, dict) else None
+
+
+def deterministic_rows(cell):
+    """[(path, unit, better, primary)] a deterministic comparison judges for a cell: its
+    instructions per operation (primary), then the metrics compare tests (secondary)."""
+    rows = [(p, unit, "lower", True) for p, unit in deterministic.cost_paths(cell)]
+    seen = {p for p, _, _, _ in rows}
+    for p in metrics.metrics_for(cell):
+        if p not in seen:
+            unit, better = metrics.metric_info(cell, p)
+            rows.append((p, deterministic.unit_in_icount(unit), better, False))
+    return rows
 
 
 def _judge_deterministic(out, pairs, floor_file):
-    floors, entry = deterministic.load_floor(out.clock, guest_cpus(out.base), floor_file)
-    out.floor_source = dict(entry, path=floor_file) if entry else None
+    clock, cpus, kbase = out.clock, guest_cpus(out.base), kernel_base(out.base)
+    floors, entry = floor.load(clock, cpus, kbase, floor_file)
+    out.floor_source = dict(entry, path=str(floor_file)) if entry else None
     for b, n in pairs:
         if not_comparable(b, n, out):
             continue
         if not results.measured(b) or not results.measured(n):
             out.skipped.append((b["key"], "no measured samples"))
             continue
-        rows = [(p, unit, "lower", True) for p, unit in deterministic.cost_paths(b)]
-        seen = {p for p, _, _, _ in rows}
-        for p in metrics.metrics_for(b):
-            if p not in seen:
-                unit, better = metrics.metric_info(b, p)
-                rows.append((p, deterministic.unit_in_icount(unit), better, False))
-        for path, unit, better, primary in rows:
+        for path, unit, better, primary in deterministic_rows(b):
             xb, xn = metrics.metric_values(b, path), metrics.metric_values(n, path)
             if not xb or not xn:
                 continue
-            floor = floors.get(deterministic.floor_key(b["key"], path), math.nan)
+            fl = floors.get(floor.key(b["key"], path))
             label = "cost" if primary and path in deterministic.OP_PATHS else \
                 metrics.metric_label(b, path).split(".", 1)[-1]
-            out.judged.append(JudgedRow(b["key"], path, label, unit, primary,
-                                        deterministic.judge(xb, xn, better, floor)))
-    if out.judged and not any(math.isfinite(r.j.floor) for r in out.judged if r.primary):
-        out.warnings.append("no A/A floor is known for these cells in this mode: each side's"
-                            " own spread stands in for it, which misses boot-to-boot noise;"
-                            " run `ipclab ab base base --deterministic` to measure one")
+            j = deterministic.judge(xb, xn, better, fl)
+            if j.verdict == deterministic.BIMODAL:
+                boots_b, boots_n = (
+                    [metrics.metric_values({"samples": v}, path)
+                     for _, v in sorted(units_of(c, "lab_boot").items())] for c in (b, n))
+                if min(len(boots_b), len(boots_n)) >= deterministic.BIMODAL_BOOTS:
+                    j = deterministic.judge_boots(boots_b, boots_n, better, fl)
+            if not primary:
+                # A verdict per row at the rule's level would multiply the false positives
+                # by the metrics of a cell: only the primaries get one, as in the timed mode.
+                j = replace(j, verdict="")
+            out.judged.append(JudgedRow(b["key"], path, label, unit, primary, j))
+    prim = [r for r in out.judged if r.primary]
+    if not any(r.j.floor_pairs for r in out.judged):
+        out.floor_source = None
+    if prim and not any(r.j.floor_pairs for r in prim):
+        have = sorted({x for c, k, x in floor.bases_in(floor_file) if c == clock and k == cpus})
+        where = f"kernel base {kbase}" if kbase else "a kernel the lab did not build from a base"
+        out.warnings.append(
+            f"no A/A floor for {where} in this mode ({clock}, {cpus} CPU(s)); the floor file"
+            f" has pairs for {', '.join(have) or 'no base'}: each side's own spread stands in"
+            " for it, which misses boot-to-boot noise; measure one with `ipclab ab BASE BASE"
+            " --suite SUITE --deterministic --boots 8` and scripts/icount-floor")
+    short = sorted({r.j.floor_pairs for r in prim if 0 < r.j.floor_pairs < floor.TRUST_PAIRS})
+    if short:
+        out.warnings.append(f"the A/A floor of some cells comes from {short[0]}"
+                            f"{'-' + str(short[-1]) if len(short) > 1 else ''} pairs, fewer"
+                            f" than the {floor.TRUST_PAIRS} it is trusted from: their"
+                            " thresholds are wide and a rare mode may not have been seen")
     out.views = view_changes(out)
     return out
 
@@ -382,13 +510,24 @@ def quality_warnings(rows):
         n = min(_reps(r.cmp) for r in rows)
         w.append(f"only {n} repetitions in {len(few)} cell(s) (fewer than {stats.MIN_REPS}): the"
                  " test has little power; run with --reps 10 or more")
-    noisy = [(max(r.cmp.base.cv, r.cmp.new.cv), r) for r in rows
-             if max(r.cmp.base.cv, r.cmp.new.cv) > stats.MAX_CV]
+    noisy = [(cv, r) for r in rows if (cv := _noise_cv(r.cmp)) > stats.MAX_CV]
     if noisy:
         worst, r = max(noisy, key=lambda t: t[0])
         what = f"{len(rows)} rows (worst {worst * 100:.1f}% in {r.key} {r.label})"
+        if isinstance(r.cmp, PairedComparison):
+            what += ", the CV of the paired ratios"
         w.append(stats.noise_warning(len(noisy), what))
     return w
+
+
+def _noise_cv(c):
+    """The noise the row's test sees, as a CV: each side's for independent samples, the
+    paired ratios' for paired units (a drift slower than a pair moves each side's CV and
+    cancels in the ratios; what is left is what the test is up against)."""
+    if isinstance(c, PairedComparison):
+        sd = c.test.sd_log
+        return stats.cv_of_log_var(sd * sd) if math.isfinite(sd) else math.nan
+    return max(c.base.cv, c.new.cv)
 
 
 def _entry(outcome, index, key, path, scale, pub):
@@ -498,8 +637,10 @@ def outcome_record(outcome):
                             "delta": j.delta, "spread_base": j.spread_base,
                             "spread_new": j.spread_new,
                             "floor": j.floor if math.isfinite(j.floor) else None,
-                            "threshold": j.threshold, "verdict": j.verdict})
+                            "floor_pairs": j.floor_pairs, "threshold": j.threshold,
+                            "verdict": j.verdict, "note": j.note})
     rec["unit"], rec["min_change"] = outcome.unit, outcome.min_change
+    rec["paired_test"] = outcome.paired_test
     rec["ci_level_primary"] = outcome.level
     for r in outcome.rows:
         c = r.cmp
@@ -509,5 +650,11 @@ def outcome_record(outcome):
                             "ci": list(c.ci), "p_holm": c.p_holm, "mde": r.mde,
                             "verdict": r.verdict})
         if isinstance(c, PairedComparison):
-            rec["rows"][-1].update(pairs=c.test.n, sd_log_ratio=c.test.sd_log)
+            rec["rows"][-1].update(pairs=c.test.n, sd_log_ratio=c.test.sd_log,
+                                   test=c.test.method)
+            if c.plan is not None:
+                rec["rows"][-1].update(next_reps=c.plan.reps, next_boots=c.plan.units)
+    if outcome.costs is not None:
+        rec["costs"] = {"boot_s": outcome.costs.boot_s, "rep_s": outcome.costs.rep_s,
+                        "measured": outcome.costs.measured}
     return json.loads(json.dumps(rec).replace("NaN", "null"))

@@ -13,27 +13,27 @@ guest instructions. This module owns that reading:
   operations, and the seed views restated in it (`view_for`);
 - the decision rule (`judge`): with one boot per side and samples that repeat to a few parts
   in 10^4, a rank test over identical values says nothing. A difference is a change when it
-  exceeds the noise: the A/A floor measured for the cell, or how far either side's median
-  could be off (its 95% order-statistics interval), whichever is larger, times a safety
-  factor.
+  exceeds a 95% prediction bound built from the cell's A/A pairs (ipclab/floor.py keeps
+  them) and how far either side's median could be off (its 95% order-statistics interval).
 """
 
-import json
 import math
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from ipclab import metrics, stats
 
 REAL = "real"
-FLOOR_FILE = Path(__file__).parent / "reference" / "icount-floor.json"
 
-# A change must exceed this many times the noise (the larger of the A/A floor and the
-# spreads): the floor is the largest A/A difference seen over a few boot pairs, and a
-# later pair may go a little past it.
+# Without an A/A floor a change must exceed this many times the larger 95% half-width of
+# the two medians: that is all the noise a pair of boots shows of itself, and it misses the
+# boots' own differences (tests/test_judge_sim.py measures what this keeps and misses).
 SAFETY = 2.0
-# Noise above this is more than the mode is for: the cell is reported as too noisy.
+# A median's 95% half-width above this is more than the mode is for (`show` warns) ...
 TOO_NOISY = 0.01
+# ... and so is a rule that cannot see a change below this: the row reads "too noisy".
+MAX_THRESHOLD = 0.02
+BIMODAL = "bimodal"
+BIMODAL_BOOTS = 3
 
 # What a workload counts its operations in: (path in a sample, units per operation, what one
 # operation is).
@@ -173,9 +173,12 @@ class Judgement:
     ratio: float
     spread_base: float      # relative half-width of the base median's 95% interval
     spread_new: float
-    floor: float            # A/A floor for this cell and metric, NaN when none is known
+    floor: float            # rms of the cell's A/A differences, NaN when none is known
     threshold: float        # |delta| beyond which this is a change
-    verdict: str            # better | worse | changed | within noise | too noisy | no data
+    verdict: str            # better | worse | changed | within noise | too noisy |
+                            # bimodal | too few samples | no data
+    floor_pairs: int = 0    # the A/A pairs behind `floor`
+    note: str = ""          # what qualifies the verdict: a floor from few pairs, the modes
 
     @property
     def delta(self):
@@ -187,12 +190,15 @@ class Judgement:
 
 
 def median_ci_rank(n, level=0.95):
-    """k (1-based) such that [x(k), x(n+1-k)] covers the median with at least `level`.
+    """k (1-based) such that [x(k), x(n+1-k)] covers the median with at least `level`, or
+    0 when no interval of order statistics does: the full range covers it with probability
+    1 - 2 / 2^n, under 95% up to n = 5 (75% at n = 3).
 
-    Distribution-free: the number of samples below the median is Binomial(n, 1/2). Below
-    n = 9 no interval narrower than the full range reaches 95%, so one outlier in a handful
-    of samples widens it to that outlier.
+    Distribution-free: the number of samples below the median is Binomial(n, 1/2). From 6
+    to 8 samples only the full range reaches 95%, so one outlier widens it to that outlier.
     """
+    if n < 1 or 1 - 2 / 2 ** n < level:
+        return 0
     k, tail = 1, 0.0
     while k < (n + 1) // 2:
         tail += math.comb(n, k - 1) / 2 ** n
@@ -202,27 +208,62 @@ def median_ci_rank(n, level=0.95):
     return k
 
 
+# The fewest samples whose median has a 95% interval of order statistics.
+MIN_SAMPLES = next(n for n in range(1, 64) if median_ci_rank(n))
+TOO_FEW = "too few samples"
+
+
 def spread(xs):
     """How far the median could be off: the larger distance from the median to the ends of
-    its 95% order-statistics interval, relative to the median. 0 for a single value."""
+    its 95% order-statistics interval, relative to the median. NaN below MIN_SAMPLES
+    samples, which cannot give such an interval."""
     if not xs:
         return math.nan
     s = sorted(xs)
     m = stats.median(s)
-    if not m:
-        return math.nan
     k = median_ci_rank(len(s))
+    if not m or not k:
+        return math.nan
     return max(m - s[k - 1], s[len(s) - k] - m) / abs(m)
 
 
-def judge(base_vals, new_vals, better, floor=math.nan):
+def judge(base_vals, new_vals, better, floor=None):
+    """The decision rule for one cell and metric, one boot a side (docs/statistics.md).
+
+    With an A/A floor (floor.Floor, k pairs of boots of the base's kernel): a change when
+    |delta| exceeds t(k, 0.975) times the floor's rms, a 95% prediction bound for one more
+    A/A difference, or the 95% half-width of this pair's own difference of medians (their
+    half-widths in quadrature), whichever is larger.  Under boot-level noise that is a 5%
+    false-positive rate per row (tests/test_judge_sim.py); the note says "floor from k
+    pairs" below floor.TRUST_PAIRS.  A cell whose A/A boots split into
+    two modes gets no threshold from them: "bimodal" (compare then tests its boots, given 3
+    a side: judge_boots).  Without a floor, SAFETY times the larger half-width, which
+    counts no boot-to-boot noise (compare warns).  Either way, a threshold over
+    MAX_THRESHOLD reads "too noisy", and fewer than MIN_SAMPLES samples on a side "too few
+    samples".
+    """
     sb, sn = stats.summarize(base_vals), stats.summarize(new_vals)
+    k = floor.k if floor is not None else 0
+    rms = floor.rms if k else math.nan
     if not sb.n or not sn.n or not sb.median:
-        return Judgement(sb, sn, math.nan, math.nan, math.nan, floor, math.nan, "no data")
+        return Judgement(sb, sn, math.nan, math.nan, math.nan, rms, math.nan, "no data", k)
     ratio = sn.median / sb.median
     sp_b, sp_n = spread(base_vals), spread(new_vals)
-    noise = max(x for x in (floor, sp_b, sp_n, 0.0) if math.isfinite(x))
-    threshold = SAFETY * noise
+    if min(sb.n, sn.n) < MIN_SAMPLES:
+        # Below that the noise of a median is not known at 95%, so no threshold is.
+        return Judgement(sb, sn, ratio, sp_b, sp_n, rms, math.nan, TOO_FEW, k)
+    if floor is not None and floor.modes is not None:
+        return Judgement(sb, sn, ratio, sp_b, sp_n, rms, math.nan, BIMODAL, k,
+                         f"{floor.modes.text()}: boot each side {BIMODAL_BOOTS} times or"
+                         " more to test it")
+    if k:
+        # The floor's bound, or this pair's own medians' when they are noisier than the
+        # floor's boots were (a change that makes the cell noisy).
+        threshold = max(floor.quantile(0.975) * rms, math.hypot(sp_b, sp_n))
+        note = "" if floor.trusted else f"floor from {k} pair{'s' if k > 1 else ''}"
+    else:
+        threshold = SAFETY * max(sp_b, sp_n)
+        note = "no A/A floor"
     delta = ratio - 1
     if abs(delta) > threshold:
         if better == "lower":
@@ -231,11 +272,35 @@ def judge(base_vals, new_vals, better, floor=math.nan):
             verdict = "better" if delta > 0 else "worse"
         else:
             verdict = "changed"
-    elif noise > TOO_NOISY:
+    elif threshold > MAX_THRESHOLD:
         verdict = "too noisy"
     else:
         verdict = "within noise"
-    return Judgement(sb, sn, ratio, sp_b, sp_n, floor, threshold, verdict)
+    return Judgement(sb, sn, ratio, sp_b, sp_n, rms, threshold, verdict, k, note)
+
+
+def judge_boots(base_boots, new_boots, better, floor):
+    """A bimodal cell with BIMODAL_BOOTS boots a side or more: boot i of each side pairs,
+    each boot gives the log of its median, and the paired t test (stats.paired_log_ratio)
+    at 5% decides, as the timed mode's boots are tested.  A boot in the other mode is one
+    wild pair, which the t test meets with a wider interval instead of a false change."""
+    pooled_b = [x for b in base_boots for x in b]
+    pooled_n = [x for b in new_boots for x in b]
+    sb, sn = stats.summarize(pooled_b), stats.summarize(pooled_n)
+    pairs = min(len(base_boots), len(new_boots))
+    t = stats.paired_log_ratio(stats.per_unit_values(base_boots[:pairs]),
+                               stats.per_unit_values(new_boots[:pairs]))
+    note = f"{floor.modes.text()}; paired t over {pairs} boots a side"
+    j = Judgement(sb, sn, t.effect, spread(pooled_b), spread(pooled_n), floor.rms, math.nan,
+                  "within noise", floor.k, note)
+    if not t.can_claim:
+        j.verdict, j.note = BIMODAL, f"{note}: {t.reason}"
+        return j
+    if t.p < stats.ALPHA:
+        up = t.effect > 1
+        j.verdict = ("changed" if better not in ("higher", "lower") else
+                     ("better" if up == (better == "higher") else "worse"))
+    return j
 
 
 def unit_in_icount(unit):
@@ -245,20 +310,3 @@ def unit_in_icount(unit):
     if unit.endswith("/s"):
         return unit[:-2] + " per 1e9 insn"
     return unit
-
-
-def floor_key(cell_key, path):
-    return f"{cell_key} | {path}"
-
-
-def load_floor(clock, cpus, path=FLOOR_FILE):
-    """{floor_key: relative floor} measured for this clock and CPU count, or {}."""
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return {}, None
-    for entry in data.get("floors", []):
-        if entry.get("clock") == clock and entry.get("cpus") == cpus:
-            return {k: v["floor"] for k, v in entry.get("cells", {}).items()}, entry
-    return {}, None

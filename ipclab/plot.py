@@ -137,14 +137,15 @@ def judged_plot(outcome, out_dir):
     colors = [{"better": "tab:green", "worse": "tab:red", "changed": "tab:orange"}.get(
         r.verdict, "tab:gray") for r in rows]
     ax.barh(y, [r.j.delta * 100 for r in rows], color=colors)
-    ax.errorbar([0] * len(rows), y, xerr=[r.j.threshold * 100 for r in rows], fmt="none",
+    ax.errorbar([0] * len(rows), y, xerr=[r.j.threshold * 100 if math.isfinite(r.j.threshold)
+                                          else 0 for r in rows], fmt="none",
                 ecolor="k", capsize=3, lw=0.8)
     ax.axvline(0, color="k", lw=0.8)
     ax.set_yticks(y)
     ax.set_yticklabels([f"{r.key} {r.unit}" for r in rows], fontsize=7)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlabel(f"delta % of guest instructions per operation ({outcome.clock}); whiskers:"
-                  f" {deterministic.SAFETY:g} x noise, coloured = a change")
+                  " the rule's threshold, coloured = a change")
     ax.set_title(f"{outcome.base.get('id')} -> {outcome.new.get('id')}")
     name = f"compare-{outcome.base.get('id')}-vs-{outcome.new.get('id')}.png"
     return _save(fig, out_dir, re.sub(r"[^A-Za-z0-9_.-]+", "_", name))

@@ -100,6 +100,8 @@ def render_views(res, out=sys.stdout, markdown=False, peers=None):
                 if cell is not None and cell.get("status") in ("failed", "skipped") \
                         and not xs:
                     txt = cell["status"]
+                elif xs and det and len(xs) < deterministic.MIN_SAMPLES:
+                    txt = f"{fmt.count(stats.median(xs))} ±? (n={len(xs)})"
                 elif xs and det:
                     spread = fmt.pct(deterministic.spread(xs), False, 3)
                     txt = f"{fmt.count(stats.median(xs))} ±{spread}"
@@ -122,7 +124,8 @@ def render_views(res, out=sys.stdout, markdown=False, peers=None):
             title = f"{part.name}: {ref.get('title', '') if ref else part.summary}"
             out.write(f"### {title}\n\n" if markdown else f"== {title} ==\n")
         has_ref = any(_ref_text(ref, view, r, c) for r, _ in view.rows for c in view.columns)
-        legend = ("median ±how far it could be off (95% order-statistics interval)" if det
+        legend = ("median ±how far it could be off (95% order-statistics interval; ±? where"
+                  f" fewer than {deterministic.MIN_SAMPLES} samples cannot give one)" if det
                   else "ours: median ±CV")
         if has_ref:
             legend += f"; (seed: {' -> '.join(ref.get('columns', []))})"
@@ -186,12 +189,14 @@ def quality(res):
     if reps and min(reps) < stats.MIN_REPS and not det:
         warns.append(f"only {min(reps)} repetitions in some cells (fewer than {stats.MIN_REPS}):"
                      " compare will have little power; use --reps 10 or more")
-    by_suite = {}
+    by_suite, few = {}, 0
     for c in res["cells"]:
         paths = [p for p, _ in deterministic.cost_paths(c)] if det else metrics.metrics_for(c)
         if not paths:
             continue
         xs = metrics.metric_values(c, paths[0])
+        if det and xs and len(xs) < deterministic.MIN_SAMPLES:
+            few += 1
         cvs = deterministic.spread(xs) if det else stats.cv(xs)
         if math.isfinite(cvs):
             by_suite.setdefault(c.get("suite", ""), []).append((cvs, c["key"]))
@@ -204,6 +209,10 @@ def quality(res):
         med, top = fmt.pct(stats.median(vals), False, decimals), fmt.pct(vals[-1], False, decimals)
         lines.append(f"{suite}: {what}: median {med}, max {top} over {len(vals)} cells")
         noisy += sum(1 for v in vals if v > (deterministic.TOO_NOISY if det else stats.MAX_CV))
+    if few:
+        warns.append(f"fewer than {deterministic.MIN_SAMPLES} samples in {few} cells: too few for"
+                     " a 95% interval of the median, so compare gives them no verdict; use"
+                     f" --reps {deterministic.MIN_SAMPLES + 3} or more")
     if noisy and det:
         warns.append(f"spread over {deterministic.TOO_NOISY * 100:g}% in {noisy} cells: too noisy"
                      " for the deterministic mode")
@@ -442,20 +451,23 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
                      f"{int(c.base.n)}/{int(c.new.n)}"])
     if unit == "boot":
         out.write("The boot is the unit: one value per boot (the median of its samples), boots"
-                  " paired A B A B, a paired t test on the log ratios; delta = exp(mean log"
-                  " ratio) - 1.\n")
+                  f" paired A B A B, {_paired_tests_text(outcome)}.\n")
     elif unit == "round":
         out.write(f"Paired by round: {names[0]} and {names[1]} ran in one run, each cell on"
                   " both sides back to back, the first side alternating by round; one value"
-                  " per round and side, a paired t test on the per-round log ratios; delta ="
-                  " exp(mean log ratio) - 1.\n")
+                  f" per round and side, {_paired_tests_text(outcome)}.\n")
+    else:
+        out.write("Unpaired samples: delta is the Hodges-Lehmann estimate (the median of every"
+                  " new/base ratio of samples), and its CI the one the Mann-Whitney U test"
+                  " inverts, so it can differ from the ratio of the medians shown.\n")
     meds = {"boot": "per-boot medians", "round": "per-round values"}.get(unit, "n samples")
     out.write(f"All cells (median of {meds}; * ="
               f" significant after Holm over the primary metric of each cell, alpha"
               f" {stats.ALPHA:.2f}; CI: {outcome.level * 100:.4g}% for the"
               f" {outcome.family} primaries (Bonferroni, so it agrees with the stars), 95% for"
               f" the rest; a verdict needs a change beyond {t}; MDE = the smallest change"
-              f" this design finds 80% of the time)\n")
+              f" this design finds 80% of the time at the family's level, alpha"
+              f" {stats.ALPHA:.2f}/{outcome.family})\n")
     out.write(fmt.table(header, rows, ["<", "<", ">", ">", ">", ">", ">", "<", ">", ">"])
               + "\n\n")
     for key, why in outcome.skipped:
@@ -464,10 +476,15 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
     if not prim:
         out.write("nothing to compare\n")
     else:
-        test = {"boot": "paired t on per-boot log ratios",
-                "round": "paired t on per-round log ratios"}.get(unit, "Mann-Whitney U")
-        count, said = _tally(prim, ("better", "worse", "changed", f"within {t}", "inconclusive"))
-        changed = sum(count.get(v, 0) for v in ("better", "worse", "changed"))
+        methods = sorted({r.cmp.test.method for r in prim} if unit in ("boot", "round")
+                         else set())
+        what = " or ".join(PAIRED_NAMES[m] for m in methods)
+        test = {"boot": f"{what} on per-boot log ratios",
+                "round": f"{what} on per-round log ratios"}.get(unit, "Mann-Whitney U")
+        below = f"changed, below {t}"
+        count, said = _tally(prim, ("better", "worse", "changed", below, f"within {t}",
+                                    "inconclusive"))
+        changed = sum(count.get(v, 0) for v in ("better", "worse", "changed", below))
         lead = "Changed" if changed else f"No significant change beyond {t}"
         out.write(f"{lead}: {len(prim)} cells ({test}, Holm, alpha {stats.ALPHA:.2f}): {said}.\n")
         mdes = sorted(r.mde for r in prim if r.verdict == "inconclusive" and math.isfinite(r.mde))
@@ -477,11 +494,31 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
                     "too few repetitions to say what change they could find")
             out.write(f"Inconclusive is not 'no change': {what}.\n")
         if unit == "boot":
-            _render_boot_plan(prim, outcome.min_change, out)
+            _render_boot_plan(prim, outcome, out)
         elif unit == "round":
             _render_pairing_gain(prim, names, out)
     for w in outcome.warnings:
         out.write(f"warning: {w}\n")
+
+
+PAIRED_NAMES = {"t": "paired t", "wilcoxon": "Wilcoxon signed-rank"}
+
+
+def _paired_tests_text(outcome):
+    """Which paired test the rows got, and what their delta is."""
+    methods = {r.cmp.test.method for r in outcome.rows if r.primary}
+    parts = []
+    if "wilcoxon" in methods:
+        parts.append("a Wilcoxon signed-rank test on the log ratios, delta = exp(Hodges-Lehmann"
+                     " estimate) - 1")
+    if "t" in methods:
+        parts.append("a paired t test on the log ratios, delta = exp(mean log ratio) - 1")
+    how = "; ".join(parts) or "a paired test on the log ratios"
+    if outcome.paired_test == "auto" and methods:
+        need = stats.wilcoxon_min_pairs(outcome.family) + stats.WILCOXON_EXTRA_PAIRS
+        how += (f" (the signed-rank test from {need} pairs, which in a family of"
+                f" {outcome.family} it needs to compete with t; else t)")
+    return how
 
 
 def _tally(rows, order):
@@ -520,23 +557,27 @@ def _render_pairing_gain(rows, names, out):
             break
 
 
-def _render_boot_plan(rows, min_change, out):
-    """Boot-to-boot and within-boot noise, and the design the next run needs (Kalibera &
-    Jones): more boots when boots differ, more repetitions when samples do."""
+def _render_boot_plan(rows, outcome, out):
+    """Boot-to-boot and within-boot noise (both sides' boots), and the design the next run
+    needs (Kalibera & Jones): more boots when boots differ, more repetitions when samples
+    do."""
     lines = []
     for r in rows:
-        p = r.cmp.parts
-        if not (math.isfinite(p.cv_between) and math.isfinite(p.cv_within)):
+        p, plan = r.cmp.parts, r.cmp.plan
+        if plan is None:
             continue
-        plan = stats.plan_next_run(p.cv_between, p.cv_within, min_change, 60.0, 1.0)
         nxt = (f"{plan.reps} reps x {plan.units} boots per side" if plan.units else
                plan.reason or "out of reach")
         lines.append([r.key, fmt.pct(p.cv_between, False), fmt.pct(p.cv_within, False),
                       str(r.cmp.reps), str(r.cmp.test.n), nxt])
     if not lines:
         return
-    out.write(f"\nNoise by boot, and what a run needs to find ±{min_change * 100:g}% (power 0.8;"
-              " a boot costed as 60 repetitions):\n")
+    costs = outcome.costs
+    cost = (f"a boot costs {costs.boot_s:.0f} s beyond its samples and a repetition its cell's"
+            " own time, as these boots measured" if costs and costs.measured else
+            "a boot costed as 60 repetitions: these files carry no boot or sample times")
+    out.write(f"\nNoise by boot (both sides' boots), and what a run needs to find"
+              f" ±{outcome.min_change * 100:g}% (power 0.8 at the family's level; {cost}):\n")
     out.write(fmt.table(["cell", "boot-to-boot CV", "within-boot CV", "reps", "pairs",
                          "next run"], lines, ["<", ">", ">", ">", ">", "<"]) + "\n")
     for r in rows:
@@ -547,34 +588,48 @@ def _render_boot_plan(rows, min_change, out):
 
 def _render_deterministic(outcome, out):
     out.write(f"Deterministic clock ({outcome.clock}): guest instructions, not time. A change"
-              f" must exceed {deterministic.SAFETY:g} x the noise: the A/A floor of the cell, or"
-              " how far either side's median could be off (\u00b1, its 95% order-statistics"
-              " interval), whichever is larger.\n")
+              " must exceed the threshold: t(k, 0.975) x the cell's A/A floor (the rms of its k"
+              " A/A differences), a 95% prediction bound, or the two medians' own \u00b1 (their"
+              " 95% order-statistics half-widths) in quadrature, whichever is larger; without"
+              f" a floor, {deterministic.SAFETY:g} x the larger \u00b1. Each primary row is at"
+              " 5%: an A/A of m rows flags 0.05 m of them on average.\n")
     src = outcome.floor_source
     if src:
-        out.write(f"A/A floor: {os.path.relpath(src['path'])} ({src.get('measured', '')})\n")
+        out.write(f"A/A floor: {os.path.relpath(src['path'])}, kernel base {src.get('base')}"
+                  f" ({src.get('release', '?')}), QEMU {src.get('qemu', '?')}\n")
     out.write("\n")
     _views_text(outcome, out)
-    header = ["cell", "metric", "base", "new", "delta", "\u00b1 A", "\u00b1 B", "floor",
-              "verdict", "n"]
+    header = ["cell", "metric", "base", "new", "delta", "\u00b1 A", "\u00b1 B", "floor (k)",
+              "threshold", "verdict", "n"]
+    notes = []
     for primary in (True, False):
         rows = []
         for r in outcome.judged:
             if r.primary != primary:
                 continue
             j = r.j
+            fl = f"{fmt.pct(j.floor, False, 3)} ({j.floor_pairs})" if j.floor_pairs else "-"
+            verdict = j.verdict or "(secondary)"
+            if primary and j.note:
+                if j.note not in notes:
+                    notes.append(j.note)
+                verdict += f" [{notes.index(j.note) + 1}]"
             rows.append([r.key, (f"{r.label} {r.unit}").strip(), fmt.count(j.base.median),
                          fmt.count(j.new.median), fmt.pct(j.delta, True, 3),
                          fmt.pct(j.spread_base, False, 3), fmt.pct(j.spread_new, False, 3),
-                         fmt.pct(j.floor, False, 3) if math.isfinite(j.floor) else "-",
-                         j.verdict, f"{int(j.base.n)}/{int(j.new.n)}"])
+                         fl, fmt.pct(j.threshold, False, 3), verdict,
+                         f"{int(j.base.n)}/{int(j.new.n)}"])
         if not rows:
             continue
         out.write("Instructions per operation (primary)\n" if primary else
-                  "Other metrics (secondary: rates are per 10^9 guest instructions, times are"
-                  " guest instructions)\n")
-        out.write(fmt.table(header, rows, ["<", "<", ">", ">", ">", ">", ">", ">", "<", ">"])
-                  + "\n\n")
+                  "Other metrics (secondary, no verdict: rates are per 10^9 guest instructions,"
+                  " times are guest instructions)\n")
+        out.write(fmt.table(header, rows, ["<", "<", ">", ">", ">", ">", ">", ">", ">", "<",
+                                           ">"]) + "\n\n")
+    for i, note in enumerate(notes, 1):
+        out.write(f"[{i}] {note}\n")
+    if notes:
+        out.write("\n")
     for key, why in outcome.skipped:
         out.write(f"not compared: {key}: {why}\n")
     prim = [r for r in outcome.judged if r.primary]
@@ -583,13 +638,10 @@ def _render_deterministic(outcome, out):
     else:
         ncells = len({r.key for r in prim})
         _, said = _tally(prim, ("better", "worse", "changed", "within noise", "too noisy",
-                                "no data"))
+                                deterministic.BIMODAL, deterministic.TOO_FEW, "no data"))
         out.write(f"Primary metrics: {len(prim)} rows in {ncells} cells: {said}.\n")
     for w in outcome.warnings:
         out.write(f"warning: {w}\n")
-
-
-
 
 
 def render_profile_diff(base, new, out, unit="insn"):

@@ -1,31 +1,31 @@
 # SPDX-License-Identifier: MIT
 """Statistics for ipclab, as docs/statistics.md describes them.
 
-Per cell: median, IQR and CV of the measured (non-warmup) samples.  The effect
-of B against A is the ratio of medians with a bootstrap 95% CI.  Significance
-is a two-sided Mann-Whitney U test, Holm-corrected across the family of one
-report.  Tests, intervals and distributions come from scipy; every random
-draw is seeded so that a report is reproducible byte for byte.
+Per cell: median, IQR and CV of the measured (non-warmup) samples.  Two independent
+samples are compared by the Hodges-Lehmann shift of their logs with the interval that
+inverts the two-sided Mann-Whitney U test, whose p-values are Holm-corrected across the
+family of one report (ipclab/ranks.py has the rank tests).  Every random draw is seeded
+so that a report is reproducible byte for byte.
 
 Samples of one boot (or one run) are not independent of each other: they share
 whatever that boot got (layout, frequency, interrupts).  With several boots per
 side the boot is the unit: per_unit_values() gives one value per boot,
-paired_log_ratio() tests ABAB pairs of boots, variance_components() splits the
-noise into its within-boot and between-boot parts, and minimum_detectable_effect()
-and plan_next_run() say what a design can see and what the next one should be
-(Kalibera & Jones, "Rigorous benchmarking in reasonable time", ISMM 2013).
+paired_log_ratio() tests ABAB pairs of boots, and variance_components() splits the
+noise into its within-boot and between-boot parts; what a design can see and what the
+next one should be is ipclab/power.py's.
 
 Noise is given as a CV and handled in logs: a CV c is the log-normal sigma
 sqrt(log(1 + c^2)), and a log-scale variance v is reported as the CV sqrt(e^v - 1).
 """
 
-import functools
 import math
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from ipclab import ranks
 
 # scipy is imported inside the functions that use it: it takes a second to import, and
 # every command of the CLI imports this module, shell completion included.
@@ -127,68 +127,11 @@ def summarize(xs):
 
 
 def _rng(seed, stream):
-    # One stream per use, so that the bootstrap and the permutation test of one row do not
-    # share draws, and adding a draw to one leaves the other unchanged.
+    # One stream per use (ranks.py draws its permutations from streams 1 and 2).
     return np.random.default_rng([int(seed) & 0xFFFFFFFF, stream])
 
 
-# ---- Mann-Whitney U ------------------------------------------------------
-
-# scipy's exact null distribution of U is quick up to here (0.1 s at 150 against 150).
-EXACT_MAX_N = 200
-# A Monte Carlo permutation p-value cannot go below 2 / (resamples + 1).  Holm multiplies
-# the smallest p by the family size, so a p-value in the tail is drawn again with ten
-# times the resamples; the bulk of the rows, far from the tail, stay cheap.
-PERMUTATIONS = 9_999
-TAIL_PERMUTATIONS = 99_999
-TAIL = 0.01
-
-
-@dataclass
-class MWU:
-    u: float        # U of the first sample
-    p: float        # two-sided p-value
-    method: str     # exact | exact-permutation | permutation | none
-
-
-def mann_whitney_u(x, y, seed=0):
-    """Two-sided Mann-Whitney U test of x against y; u is U of x.
-
-    Without ties (and both samples at most EXACT_MAX_N) the exact null distribution of U
-    (scipy.stats.mannwhitneyu, method "exact").  With ties, or larger samples, a
-    permutation test of U (scipy.stats.permutation_test): exhaustive ("exact-permutation")
-    when there are no more splits of the pooled sample than resamples, else Monte Carlo
-    from a generator seeded by `seed` ("permutation"), so the same inputs and seed give
-    the same p.  Never the normal approximation: with ties it is off by a factor of two
-    or more, either way, in the tails where Holm decides.
-    """
-    import scipy.stats as ss
-    x = np.asarray(list(x), dtype=float)
-    y = np.asarray(list(y), dtype=float)
-    n1, n2 = x.size, y.size
-    if n1 == 0 or n2 == 0:
-        return MWU(math.nan, math.nan, "none")
-    pooled = np.concatenate([x, y])
-    if np.unique(pooled).size == pooled.size and max(n1, n2) <= EXACT_MAX_N:
-        r = ss.mannwhitneyu(x, y, method="exact")
-        return MWU(float(r.statistic), float(r.pvalue), "exact")
-    # The mid-ranks of the pooled sample are the same under every split, so U of a split
-    # is the sum of its ranks less a constant: scipy's permutation_test on the ranks runs
-    # three times as fast as mannwhitneyu(method=PermutationMethod), to the same p-value.
-    ranks = ss.rankdata(pooled)
-    offset = n1 * (n1 + 1) / 2
-
-    def u_of(a, b, axis=-1):
-        return a.sum(axis=axis) - offset
-    splits = math.comb(n1 + n2, n1)
-    for stream, resamples in ((1, PERMUTATIONS), (2, TAIL_PERMUTATIONS)):
-        r = ss.permutation_test((ranks[:n1], ranks[n1:]), u_of, n_resamples=resamples,
-                                vectorized=True, rng=_rng(seed, stream))
-        if splits <= resamples or r.pvalue >= TAIL:
-            break
-    method = "exact-permutation" if splits <= resamples else "permutation"
-    return MWU(float(r.statistic), min(1.0, float(r.pvalue)), method)
-
+# ---- Holm ----------------------------------------------------------------
 
 def holm(pvalues):
     """Holm step-down adjusted p-values, in the input order (NaN passes through)."""
@@ -245,46 +188,28 @@ def bootstrap_ci(base, new, rounds=BOOTSTRAP_ROUNDS, level=0.95, seed=0):
     return (float(lo[0]), float(hi[0])), (float(lo[1]), float(hi[1]))
 
 
-def paired_ratio_ci(base, new, rounds=BOOTSTRAP_ROUNDS, level=0.95, seed=0):
-    """Median of the per-pair ratios new[i] / base[i], with a bootstrap CI.
-
-    For samples taken in pairs side by side (one pair per round of an
-    interleaved run): a drift of the machine that lasts longer than a pair
-    moves both halves and cancels in the ratio, which the unpaired
-    bootstrap above cannot see.  Pairs are resampled whole.  Returns
-    (ratio, (lo, hi), n); n counts the pairs with a finite ratio.
-    """
-    b = np.asarray(base[:len(new)], dtype=float)
-    a = np.asarray(new[:len(base)], dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = a / b
-    r = r[np.isfinite(r)]
-    if r.size == 0:
-        return math.nan, (math.nan, math.nan), 0
-    if r.size == 1:
-        return float(r[0]), (math.nan, math.nan), 1
-    lo, hi = _bootstrap((r,), lambda x, axis=-1: np.median(x, axis=axis), rounds, level, seed)
-    return float(np.median(r)), (float(lo), float(hi)), int(r.size)
-
-
 @dataclass
 class Comparison:
-    """new against base, one metric of one cell.
+    """new against base, one metric of one cell, from two independent samples.
 
-    The contract for a base median of 0: no ratio is formed.  `ratio`, `delta` and `ci`
-    are NaN, and `diff` (median(new) - median(base), always given when both sides have
-    samples) with `diff_ci` carries the change; `direction` is its sign.  So a
-    lower-is-better 0 -> 42 is diff = 42, direction = +1: worse.  Judge the direction by
-    `direction`, not by `ratio > 1`.  `p` is the Mann-Whitney p-value, valid either way.
+    The effect is the Hodges-Lehmann shift, the estimate that goes with the Mann-Whitney
+    test (ipclab/ranks.py): of the log values, as a ratio (`ratio`, with `ci`), when every
+    value is positive; and always of the raw values (`diff`, with `diff_ci`).  Each
+    interval is the set of shifts the test does not reject at its level, so an interval
+    at 1 - alpha/m that leaves out no change goes with a p-value below alpha/m (without
+    ties; with ties the p-value is a permutation test's and the two may differ at the
+    edge).  With a value of 0 or below on a side there is no ratio: `ratio`, `delta` and
+    `ci` are NaN and `diff` carries the change, so a lower-is-better 0 -> 42 is diff = 42,
+    direction = +1: worse.  Judge the direction by `direction`, not by `ratio > 1`.
     """
     base: Summary
     new: Summary
-    ratio: float        # median(new) / median(base); NaN when the base median is 0
-    ci: tuple           # bootstrap CI of the ratio
-    u: MWU
+    ratio: float        # exp(Hodges-Lehmann shift of the logs); NaN with a value <= 0
+    ci: tuple           # its interval, inverting the U test
+    u: ranks.MWU
     p_holm: float = math.nan
-    diff: float = math.nan                      # median(new) - median(base)
-    diff_ci: tuple = (math.nan, math.nan)       # bootstrap CI of diff
+    diff: float = math.nan                      # Hodges-Lehmann shift new - base
+    diff_ci: tuple = (math.nan, math.nan)       # its interval
 
     @property
     def p(self):
@@ -296,10 +221,13 @@ class Comparison:
 
     @property
     def direction(self):
-        """+1 when new's median is above base's, -1 below, 0 equal, NaN without data."""
-        if not math.isfinite(self.diff):
+        """+1 when the estimate says new is above base, -1 below, 0 no shift, NaN without
+        data: the estimate's sign, which is the side of 0 its interval lies on."""
+        est = math.log(self.ratio) if math.isfinite(self.ratio) and self.ratio > 0 else \
+            self.diff
+        if not math.isfinite(est):
             return math.nan
-        return (self.diff > 0) - (self.diff < 0)
+        return (est > 0) - (est < 0)
 
     @property
     def significant(self):
@@ -308,18 +236,18 @@ class Comparison:
 
 def compare_samples(base, new, seed=0, level=0.95):
     """Compare two independent samples (see Comparison for the contract).  `seed` seeds
-    the bootstrap and, with ties, the permutation test: pass stable_seed(cell key + metric)
-    so that each row draws its own numbers and draws them again identically.  `level` is
-    the CIs' coverage (wider for a member of a family, to agree with its adjusted p)."""
+    the permutation test with ties: pass stable_seed(cell key + metric) so that each row
+    draws its own numbers and draws them again identically.  `level` is the intervals'
+    coverage (wider for a member of a family, to agree with its adjusted p)."""
+    base, new = [float(x) for x in base], [float(x) for x in new]
     sb, sn = summarize(base), summarize(new)
-    both = sb.n and sn.n
-    diff = sn.median - sb.median if both else math.nan
-    ratio = sn.median / sb.median if both and sb.median else math.nan
-    ci, diff_ci = bootstrap_ci(base, new, level=level, seed=seed)
-    if not math.isfinite(ratio):
-        ci = (math.nan, math.nan)
-    return Comparison(sb, sn, ratio, ci, mann_whitney_u(new, base, seed=seed),
-                      diff=diff, diff_ci=diff_ci)
+    raw = ranks.hl_shift(base, new, level)
+    ratio, ci = math.nan, (math.nan, math.nan)
+    if base and new and min(base) > 0 and min(new) > 0:
+        lg = ranks.hl_shift(np.log(base), np.log(new), level)
+        ratio, ci = math.exp(lg.estimate), tuple(math.exp(x) for x in lg.ci)
+    return Comparison(sb, sn, ratio, ci, ranks.mann_whitney_u(new, base, seed=seed),
+                      diff=raw.estimate, diff_ci=raw.ci)
 
 
 def apply_holm(tests):
@@ -357,11 +285,15 @@ def per_unit_values(samples_by_unit):
 
 @dataclass
 class LogRatioTest:
-    """A t test on log ratios (paired_log_ratio, sweep_log_ratio_ci).
+    """A test on log ratios (paired_log_ratio, sweep_log_ratio_ci): a t test, or for
+    paired units the Wilcoxon signed-rank test (`method`).
 
-    effect = exp(mean log ratio) with its t interval `ci` at `level`, as ratios.  When
-    `can_claim` is False, `reason` says why and p (and, below 2 values, ci) is NaN: the
-    result is then an estimate, never a finding.
+    effect = exp(estimate) with its interval `ci` at `level`, as ratios: the estimate is
+    the mean log ratio for the t test, the Hodges-Lehmann estimate for the signed-rank
+    test.  When `can_claim` is False, `reason` says why and p (and, below 2 values, ci) is
+    NaN: the result is then an estimate, never a finding.  `scale_log` is the noise the
+    test sees, for its MDE: the sd of the log ratios for t, for the signed-rank test a
+    robust one (1.4826 x their median absolute deviation), which a hiccup does not inflate.
     """
     n: int
     effect: float
@@ -373,6 +305,8 @@ class LogRatioTest:
     reason: str = ""
     bad: list = field(default_factory=list)     # indices of values that were not usable
     p_holm: float = math.nan
+    method: str = "t"                           # t | wilcoxon
+    scale_log: float = math.nan
 
     @property
     def delta(self):
@@ -381,6 +315,42 @@ class LogRatioTest:
     @property
     def significant(self):
         return self.can_claim and math.isfinite(self.p_holm) and self.p_holm < ALPHA
+
+
+# The paired tests compare offers (`--paired-test`); "auto" is the default.
+PAIRED_TESTS = ("auto", "t", "wilcoxon")
+# "auto" wants this many pairs beyond the fewest on which the signed-rank test can reject:
+# on exactly those it rejects only when all ratios have one sign, and in
+# scripts/paired-tests-sim the t test had more power there (15.0% against 12.9% on 6 pairs
+# alone, with hiccups); one pair more and the signed-rank test led (22.6% against 18.6%).
+WILCOXON_EXTRA_PAIRS = 1
+
+
+def wilcoxon_min_pairs(family=1, alpha=ALPHA):
+    """The fewest pairs on which the signed-rank test can be significant in a family of
+    `family` rows: its smallest p-value, 2 / 2^n, must be below alpha / family, where Holm
+    starts (6 pairs alone, 8 in a family of 4, 10 in a family of 24)."""
+    n = 1
+    while ranks.signed_rank_min_p(n) >= alpha / max(1, family):
+        n += 1
+    return n
+
+
+def choose_paired_test(pairs, family=1, test="auto"):
+    """The test for `pairs` paired units in a family of `family` rows: "t" or "wilcoxon".
+
+    "auto" takes the signed-rank test from WILCOXON_EXTRA_PAIRS pairs beyond the fewest
+    that can reach the family's level, the t test below: scripts/paired-tests-sim shows
+    that under hiccups (a few rounds disturbed on one side) the signed-rank test holds its
+    level with more power and a closer estimate, and without them loses little, except at
+    the fewest pairs themselves, where it can reject only when every ratio has one sign
+    (docs/statistics.md has the figures).  The choice depends on the design only, never on
+    the data."""
+    if test not in PAIRED_TESTS:
+        raise ValueError(f"unknown paired test {test!r}: one of {', '.join(PAIRED_TESTS)}")
+    if test != "auto":
+        return test
+    return "wilcoxon" if pairs >= wilcoxon_min_pairs(family) + WILCOXON_EXTRA_PAIRS else "t"
 
 
 def _t_on_logs(d, level, min_n, what):
@@ -414,16 +384,21 @@ def _t_on_logs(d, level, min_n, what):
     return LogRatioTest(n, math.exp(m), ci, p, sd, level, True)
 
 
-def paired_log_ratio(base_units, new_units, level=0.95):
-    """Paired t test of boots run in ABAB pairs: base_units[i] pairs with new_units[i].
+def paired_log_ratio(base_units, new_units, level=0.95, test="t", seed=0):
+    """Paired test of units run in pairs (boots A B A B, or the rounds of one run):
+    base_units[i] pairs with new_units[i].
 
-    Both are per-unit log values (per_unit_values).  Tests the mean of the per-pair log
-    ratios new - base against 0; effect = exp(mean), ci its t interval as ratios, p
-    two-sided, sd_log the sd of the log ratios.  Pairing cancels a drift slower than one
-    pair.  With fewer than MIN_PAIRS pairs, or a pair with a non-finite log value (a boot
-    without samples or with a median <= 0, listed in `bad`), can_claim is False, p is NaN
-    and `reason` says why.  Unequal lengths are a caller's error (ValueError): a boot
-    whose partner is missing must be dropped by whoever knows the pairing.
+    Both are per-unit log values (per_unit_values).  Tests the per-pair log ratios new -
+    base against 0: by a t test on their mean (test "t": effect = exp(mean), ci its t
+    interval), or by the Wilcoxon signed-rank test (test "wilcoxon": effect = exp(the
+    Hodges-Lehmann estimate), ci the interval that inverts the test; `seed` seeds its
+    permutations when ratios tie).  p is two-sided, sd_log the sd of the log ratios.
+    Pairing cancels a drift slower than one pair.  With fewer than MIN_PAIRS pairs (for
+    the signed-rank test, too few to reach 1 - level at all), or a pair with a non-finite
+    log value (a unit without samples or with a median <= 0, listed in `bad`), can_claim
+    is False, p is NaN and `reason` says why.  Unequal lengths are a caller's error
+    (ValueError): a unit whose partner is missing must be dropped by whoever knows the
+    pairing.
     """
     if len(base_units) != len(new_units):
         raise ValueError(f"{len(base_units)} base boots against {len(new_units)} new ones:"
@@ -434,8 +409,30 @@ def paired_log_ratio(base_units, new_units, level=0.95):
     if bad:
         return LogRatioTest(b.size, math.nan, (math.nan, math.nan), math.nan, math.nan,
                             level, False, f"pair(s) {', '.join(map(str, bad))} lack a"
-                            " positive median on a side", bad)
-    return _t_on_logs(a - b, level, MIN_PAIRS, "pairs")
+                            " positive median on a side", bad, method=test)
+    if choose_paired_test(b.size, test=test) == "wilcoxon":
+        return _signed_rank_on_logs(a - b, level, seed)
+    r = _t_on_logs(a - b, level, MIN_PAIRS, "pairs")
+    r.scale_log = r.sd_log
+    return r
+
+
+def _signed_rank_on_logs(d, level, seed):
+    n = len(d)
+    sr = ranks.signed_rank(d, level, seed)
+    sd = float(np.std(d, ddof=1)) if n > 1 else math.nan
+    mad = float(1.4826 * np.median(np.abs(d - np.median(d)))) if n else math.nan
+    effect = math.exp(sr.estimate) if n else math.nan
+    if not math.isfinite(sr.ci[0]):
+        least = ranks.signed_rank_min_p(n)
+        return LogRatioTest(n, effect, (math.nan, math.nan), math.nan, sd, level, False,
+                            f"only {n} pairs: a signed-rank test on {n} cannot go below p ="
+                            f" {least:.3g}, so no {level * 100:.4g}% interval or finding",
+                            method="wilcoxon", scale_log=mad)
+    return LogRatioTest(n, effect, tuple(math.exp(x) for x in sr.ci), sr.p, sd, level,
+                        n >= MIN_PAIRS, "" if n >= MIN_PAIRS else
+                        f"only {n} pairs: fewer than {MIN_PAIRS} cannot support a claim",
+                        method="wilcoxon", scale_log=mad)
 
 
 def sweep_log_ratio_ci(ratios, level=0.95):
@@ -467,205 +464,57 @@ class VarianceComponents:
     reason: str = ""
 
 
-def variance_components(values_by_unit):
-    """Within-unit and between-unit CV of several boots (or runs) of one side.
+def variance_components(*sides):
+    """Within-unit and between-unit CV of several boots (or runs) of one side, or pooled
+    over the sides of an A/B.
 
-    values_by_unit: raw positive samples per unit (a sequence or a mapping).  On logs,
+    Each side: raw positive samples per unit (a sequence or a mapping).  On logs,
     MS_within and MS_between of the one-way ANOVA; var_within = MS_within, var_between =
     max(0, MS_between - MS_within) / n0, with n0 = (N - sum n_i^2 / N) / (k - 1) (the reps
-    per unit when balanced).  Reported as CVs.  A value <= 0 or an empty unit gives NaN
-    and a reason; so does a lone unit (no between) or one sample per unit (no within).
+    per unit when balanced).  With several sides, each side's units vary about that side's
+    own mean (the difference between the sides is the effect, not noise) and the sums of
+    squares, their degrees of freedom and n0's numerator are pooled: both sides' boots
+    then say what a boot costs in noise, not one side's.  Reported as CVs.  A value <= 0
+    or an empty unit gives NaN and a reason; so does a lone unit per side (no between) or
+    one sample per unit (no within).
     """
-    groups = list(values_by_unit.values() if isinstance(values_by_unit, Mapping)
-                  else values_by_unit)
-    groups = [np.asarray(list(g), dtype=float) for g in groups]
-    k = len(groups)
-    n = np.array([g.size for g in groups])
-    N = int(n.sum())
+    ss_w = ss_b = n0_num = 0.0
+    df_w = df_b = units = total = 0
 
     def fail(why):
-        return VarianceComponents(k, math.nan, math.nan, math.nan, math.nan, math.nan, why)
-    if k == 0 or (n == 0).any():
-        return fail("a unit without samples")
-    if any((g <= 0).any() or not np.isfinite(g).all() for g in groups):
-        return fail("values must be positive and finite (the split is on logs)")
-    logs = [np.log(g) for g in groups]
-    means = np.array([x.mean() for x in logs])
-    grand = float(np.concatenate(logs).mean())
-    ss_within = float(sum(((x - m) ** 2).sum() for x, m in zip(logs, means)))
-    ms_within = ss_within / (N - k) if N > k else math.nan
-    if k < 2:
+        return VarianceComponents(units, math.nan, math.nan, math.nan, math.nan, math.nan,
+                                  why)
+    for side in sides:
+        groups = list(side.values() if isinstance(side, Mapping) else side)
+        groups = [np.asarray(list(g), dtype=float) for g in groups]
+        k = len(groups)
+        n = np.array([g.size for g in groups])
+        N = int(n.sum())
+        units += k
+        if k == 0 or (n == 0).any():
+            return fail("a unit without samples")
+        if any((g <= 0).any() or not np.isfinite(g).all() for g in groups):
+            return fail("values must be positive and finite (the split is on logs)")
+        logs = [np.log(g) for g in groups]
+        means = np.array([x.mean() for x in logs])
+        grand = float(np.concatenate(logs).mean())
+        ss_w += float(sum(((x - m) ** 2).sum() for x, m in zip(logs, means)))
+        df_w += N - k
+        total += N
+        if k >= 2:
+            ss_b += float((n * (means - grand) ** 2).sum())
+            df_b += k - 1
+            n0_num += N - float((n * n).sum()) / N
+    ms_within = ss_w / df_w if df_w else math.nan
+    if not df_b:
         cvw = cv_of_log_var(ms_within) if math.isfinite(ms_within) else math.nan
-        return VarianceComponents(k, float(N), cvw, math.nan, ms_within, math.nan,
+        return VarianceComponents(units, float(total), cvw, math.nan, ms_within, math.nan,
                                   "one unit: nothing to say between units")
-    ms_between = float((n * (means - grand) ** 2).sum()) / (k - 1)
-    n0 = (N - float((n * n).sum()) / N) / (k - 1)
+    ms_between = ss_b / df_b
+    n0 = n0_num / df_b
     if not math.isfinite(ms_within):
-        return VarianceComponents(k, n0, math.nan, math.nan, math.nan, ms_between,
+        return VarianceComponents(units, n0, math.nan, math.nan, math.nan, ms_between,
                                   "one sample per unit: within and between are confounded")
     var_between = max(0.0, ms_between - ms_within) / n0
-    return VarianceComponents(k, n0, cv_of_log_var(ms_within), cv_of_log_var(var_between),
-                              ms_within, ms_between)
-
-
-# ---- power and planning --------------------------------------------------
-
-@functools.lru_cache(maxsize=256)
-def median_variance_factor(n):
-    """n * Var(median of n iid standard normals): how much noisier a unit's median is than
-    its mean (1 for n <= 2, 1.346 for 3, towards pi/2).  From the order-statistic
-    densities, integrated on a fine grid; past 1001 it is within 0.1% of pi/2, and the
-    value at 1000 or 1001 (same parity) is returned."""
-    import scipy.special as sps
-    from scipy.integrate import cumulative_trapezoid, trapezoid
-    if n <= 2:
-        return 1.0
-    n = min(n, 1000 + n % 2)
-    # The median's sd is about 1.25 / sqrt(n), the gap between the middle two order
-    # statistics about 2.5 / n: the grid spans 12 sds and resolves the gap.
-    span = min(12.0, 15 / math.sqrt(n))
-    x = np.linspace(-span, span, 48_001)
-    phi = np.exp(-x * x / 2) / math.sqrt(2 * math.pi)
-    with np.errstate(divide="ignore"):
-        lcdf, lsf = sps.log_ndtr(x), sps.log_ndtr(-x)
-    m = n // 2
-    if n % 2:
-        c = sps.gammaln(n + 1) - 2 * sps.gammaln(m + 1)
-        f = np.exp(c + m * lcdf + m * lsf) * phi
-        return float(n * trapezoid(x * x * f, x))
-    # Even n: the median is the mean of X(m) and X(m+1).  E[X(m)^2] = E[X(m+1)^2] by
-    # symmetry; the cross moment integrates x over X(m) < y inside the density of y.  The
-    # constant is split between the two factors, each of which alone would overflow.
-    c_m = sps.gammaln(n + 1) - sps.gammaln(m) - sps.gammaln(n - m + 1)
-    second = trapezoid(x * x * np.exp(c_m + (m - 1) * lcdf + (n - m) * lsf) * phi, x)
-    half = (sps.gammaln(n + 1) - 2 * sps.gammaln(m)) / 2
-    inner = cumulative_trapezoid(x * np.exp(half + (m - 1) * lcdf) * phi, x, initial=0)
-    cross = trapezoid(x * phi * np.exp(half + (m - 1) * lsf) * inner, x)
-    return float(n * (2 * second + 2 * cross) / 4)
-
-
-def unit_log_var(cv_between, cv_within, reps):
-    """Variance of one unit's value (log of the median of `reps` samples) in this model:
-    log(sample) = unit level + noise, both normal; unit levels vary with cv_between and
-    samples about their unit's level with cv_within."""
-    return log_var(cv_between) + median_variance_factor(reps) * log_var(cv_within) / reps
-
-
-def _design(cv_between, cv_within, reps, units, paired):
-    """Standard error of the mean log ratio, and the t test's degrees of freedom."""
-    # Each side's boots are distinct boots, so a pair's log ratio carries the between-unit
-    # variance of both; pairing cancels only drift, which the model leaves out.  The
-    # standard error is then the same paired or not, and pairing costs degrees of freedom.
-    se = math.sqrt(2 * unit_log_var(cv_between, cv_within, reps) / units)
-    return se, (units - 1 if paired else 2 * (units - 1))
-
-
-def detection_power(change, cv_between, cv_within, reps, units, alpha=ALPHA, paired=True):
-    """Probability that the boot-level t test (two-sided, at alpha) finds a relative change
-    `change` (0.05 = 5%) with `units` boots per side of `reps` samples each.
-
-    Exact for normal logs: the noncentral t distribution, with the noise of a unit's median
-    from median_variance_factor.  0 with fewer than MIN_PAIRS units, where nothing is
-    claimed.
-    """
-    if units < MIN_PAIRS:
-        return 0.0
-    se, df = _design(cv_between, cv_within, reps, units, paired)
-    return _t_power(df, abs(math.log1p(change)) / se, alpha)
-
-
-def _t_power(df, nc, alpha):
-    """P(|T| > t crit) for T noncentral t with df and noncentrality nc >= 0."""
-    import scipy.special as sps
-    t = float(sps.stdtrit(df, 1 - alpha / 2))
-    # nctdtr gives NaN far in its tails: the lower rejection region is taken as the upper
-    # one of -nc, and past nc = 30 (with df >= 2 the critical t is below 4.31) power is 1.
-    nc = min(nc, 30.0)
-    return float((1 - sps.nctdtr(df, nc, t)) + (1 - sps.nctdtr(df, -nc, t)))
-
-
-def minimum_detectable_effect(cv_between, cv_within, reps, units, alpha=ALPHA, power=POWER,
-                              paired=True):
-    """The smallest relative increase that the design finds with probability `power`.
-
-    The inverse of detection_power (noncentral t, exact for normal logs, not the normal
-    approximation, which at 5 pairs understates the MDE by a quarter).  Returned as
-    exp(d) - 1 for the smallest log change d: a decrease to exp(-d) is found as often.
-    inf with fewer than MIN_PAIRS units.
-    """
-    if units < MIN_PAIRS:
-        return math.inf
-    return _mde(*_design(cv_between, cv_within, reps, units, paired), alpha, power)
-
-
-def paired_mde(sd_log, pairs, alpha=ALPHA, power=POWER):
-    """The smallest relative change a paired t test on `pairs` log ratios finds with
-    probability `power`, given the sd of those log ratios (LogRatioTest.sd_log).
-
-    For pairs run side by side (A and B alternating in one run): their drift cancels in
-    the ratio, so the noise that counts is the ratios' own, not each side's.  inf with
-    fewer than MIN_PAIRS pairs, NaN when the sd is not known.
-    """
-    if pairs < MIN_PAIRS:
-        return math.inf
-    if not (math.isfinite(sd_log) and sd_log >= 0):
-        return math.nan
-    return _mde(sd_log / math.sqrt(pairs), pairs - 1, alpha, power)
-
-
-def _mde(se, df, alpha, power):
-    from scipy.optimize import brentq
-    nc = brentq(lambda nc: _t_power(df, nc, alpha) - power, 0.0, 30.0, xtol=1e-10)
-    return math.expm1(nc * se)
-
-
-@dataclass
-class RunPlan:
-    reps: int               # samples per boot
-    units: int              # boots per side (pairs); 0 when the target is out of reach
-    mde: float              # what this design detects at the power asked
-    cost_per_side: float    # units * (cost_boot + reps * cost_rep)
-    reason: str = ""
-
-
-def plan_next_run(cv_between, cv_within, target_change, cost_boot, cost_rep, alpha=ALPHA,
-                  power=POWER, paired=True, max_units=500, max_reps=1000):
-    """How many reps per boot and how many boots per side find `target_change` at `power`.
-
-    Kalibera & Jones' rule for two levels: the cost of a fixed precision is least at
-    reps = sqrt((cost_boot / cost_rep) * (var_within / var_between)), the within variance
-    being that of a unit's median.  So a cheap boot or a large boot-to-boot variance means
-    few reps and more boots.  Reps are at least 2, so that the next run can still measure
-    the within-boot CV, and at most max_reps.  Then the fewest boots, at least MIN_PAIRS,
-    whose power reaches `power` (detection_power).  When MIN_PAIRS boots are more than
-    enough, the reps come down to the fewest that still reach the target.  units = 0 with
-    a reason when max_units boots are not enough.
-    """
-    import scipy.special as sps
-    vb, vw = log_var(cv_between), log_var(cv_within)
-
-    def reaches(reps, units):
-        return detection_power(target_change, cv_between, cv_within, reps, units, alpha,
-                               paired) >= power
-    reps = max_reps
-    if vb > 0:
-        for _ in range(4):      # the median's factor depends on reps; it settles at once
-            best = math.sqrt(cost_boot / cost_rep * median_variance_factor(reps) * vw / vb)
-            reps = int(min(max_reps, max(2, math.ceil(best))))
-    # The normal approximation's boot count is a lower bound for the t test's.
-    z = sps.ndtri(1 - alpha / 2) + sps.ndtri(power)
-    need = 2 * unit_log_var(cv_between, cv_within, reps) * (z / math.log1p(target_change)) ** 2
-    units = max(MIN_PAIRS, math.ceil(need))
-    while units <= max_units and not reaches(reps, units):
-        units += 1
-    if units > max_units:
-        return RunPlan(reps, 0, math.nan, 0.0,
-                       f"more than {max_units} boots per side at this noise")
-    if units == MIN_PAIRS:
-        lo, hi = 1, reps        # reaches(hi) holds: find the fewest reps that do
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if reaches(mid, units) else (mid, hi)
-        reps = max(2, hi)
-    mde = minimum_detectable_effect(cv_between, cv_within, reps, units, alpha, power, paired)
-    return RunPlan(reps, units, mde, units * (cost_boot + reps * cost_rep))
+    return VarianceComponents(units, n0, cv_of_log_var(ms_within),
+                              cv_of_log_var(var_between), ms_within, ms_between)

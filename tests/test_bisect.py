@@ -9,6 +9,7 @@ import random
 import pytest
 
 from ipclab import EXIT_FAILED, EXIT_USAGE, Error
+from ipclab import floor as aa_floor
 from ipclab.lab import bisect as b
 
 COMMITS = [f"{i:040x}" for i in range(1, 40)]
@@ -57,7 +58,8 @@ class FakeMeasure:
     or a timed one with boot-to-boot noise; `broken` commits do not build."""
 
     unit = "insn/loop"
-    floor = 0.0001
+    # 8 A/A pairs 0.01% apart: a threshold of t(8) x 0.01%
+    floor = aa_floor.Floor(deltas=(0.0001, -0.0001) * 4, n=9)
 
     def __init__(self, commits, levels, boots=1, samples=9, cv_boot=0.0, cv=0.00002,
                  broken=(), stop_after=None):

@@ -5,9 +5,10 @@ import io
 import json
 import math
 
+import numpy as np
 import pytest
 
-from ipclab import Error, compare, deterministic, profile, report, suites
+from ipclab import Error, compare, deterministic, floor, profile, report, suites
 
 
 def sample(loops, task_clock_ns, clock="icount shift=0"):
@@ -42,56 +43,120 @@ def test_compare_refuses_results_of_different_clocks():
 
 
 def test_identical_runs_are_within_noise_and_a_small_cost_is_a_change():
-    same = compare.compare_results(results_of([2747.9, 2747.8, 2747.9]),
-                                   results_of([2747.8, 2747.9, 2747.9]), floor_file="/none")
+    same = compare.compare_results(results_of([2747.9, 2747.8, 2747.9] * 3),
+                                   results_of([2747.8, 2747.9, 2747.9] * 3), floor_file="/none")
     prim = [r for r in same.judged if r.primary]
     assert [r.verdict for r in prim] == ["within noise"]
     # About 21 instructions on a 2748-instruction loop, the lab's write-cost variant.
-    worse = compare.compare_results(results_of([2747.9, 2747.8, 2747.9]),
-                                    results_of([2768.9, 2768.8, 2768.9]), floor_file="/none")
+    worse = compare.compare_results(results_of([2747.9, 2747.8, 2747.9] * 3),
+                                    results_of([2768.9, 2768.8, 2768.9] * 3), floor_file="/none")
     row = [r for r in worse.judged if r.primary][0]
     assert row.verdict == "worse" and row.j.delta == pytest.approx(21.0 / 2747.9, rel=1e-3)
     assert any("no A/A floor" in w for w in worse.warnings)
 
 
-def test_the_floor_raises_the_bar(tmp_path):
-    floors = {"floors": [{"clock": "icount shift=0", "cpus": 1, "measured": "test",
-                          "cells": {deterministic.floor_key(
-                              "pipe-throughput/copies=1",
-                              "counters.task_clock_ns / metrics.loops"): {"floor": 0.02}}}]}
+def floor_file(tmp_path, deltas, base="lts"):
+    pairs = [{"delta": d, "medians": [1000.0, 1000.0 * (1 + d)], "n": [9, 9], "run": "r",
+              "pair": i + 1, "date": "2026-11-25"} for i, d in enumerate(deltas)]
+    data = {"schema": floor.SCHEMA, "floors": [{
+        "clock": "icount shift=0", "cpus": 1, "base": base, "cells": {floor.key(
+            "pipe-throughput/copies=1", "counters.task_clock_ns / metrics.loops"):
+            {"pairs": pairs}}}]}
     path = tmp_path / "floor.json"
-    path.write_text(json.dumps(floors))
-    # +0.5% is a change on its spreads alone, but not against a 2% floor (x2); a floor
-    # that high is more than the mode is for.
-    out = compare.compare_results(results_of([1000.0] * 3), results_of([1005.0] * 3),
-                                  floor_file=str(path))
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def on_base(res, base="lts"):
+    res["meta"]["build"] = {"base": {"name": base, "release": "6.12.117"}}
+    return res
+
+
+def test_the_floor_raises_the_bar(tmp_path):
+    path = floor_file(tmp_path, [0.01, -0.01] * 4)
+    # +0.5% is a change on its spreads alone, but not against 8 A/A pairs 1% apart: their
+    # bound, t(8) x 1% = 2.3%, is more than the mode is for.
+    out = compare.compare_results(on_base(results_of([1000.0] * 9)),
+                                  on_base(results_of([1005.0] * 9)), floor_file=path)
     row = [r for r in out.judged if r.primary][0]
-    assert row.j.floor == 0.02 and row.verdict == "too noisy"
-    out = compare.compare_results(results_of([1000.0] * 3), results_of([1050.0] * 3),
-                                  floor_file=str(path))
+    assert row.j.floor == pytest.approx(0.01, rel=1e-3) and row.j.floor_pairs == 8
+    assert row.j.threshold == pytest.approx(2.306 * 0.01, rel=1e-3)
+    assert row.verdict == "too noisy"
+    out = compare.compare_results(on_base(results_of([1000.0] * 9)),
+                                  on_base(results_of([1050.0] * 9)), floor_file=path)
     assert [r for r in out.judged if r.primary][0].verdict == "worse"
+    rec = compare.outcome_record(out)
+    assert rec["rows"][0]["floor_pairs"] == 8
+
+
+def test_a_floor_is_the_kernel_bases_own(tmp_path):
+    path = floor_file(tmp_path, [0.01, -0.01] * 4, base="lts")
+    out = compare.compare_results(on_base(results_of([1000.0] * 9), "mainline"),
+                                  on_base(results_of([1005.0] * 9), "mainline"),
+                                  floor_file=path)
+    row = [r for r in out.judged if r.primary][0]
+    assert row.j.floor_pairs == 0 and row.verdict == "worse"
+    (w,) = [w for w in out.warnings if "no A/A floor" in w]
+    assert "kernel base mainline" in w and "has pairs for lts" in w
+
+
+def test_a_floor_from_few_pairs_is_flagged(tmp_path):
+    path = floor_file(tmp_path, [0.0001, -0.0002, 0.0001])
+    out = compare.compare_results(on_base(results_of([1000.0] * 9)),
+                                  on_base(results_of([1010.0] * 9)), floor_file=path)
+    row = [r for r in out.judged if r.primary][0]
+    assert row.verdict == "worse" and row.j.note == "floor from 3 pairs"
+    assert any("comes from 3 pairs" in w for w in out.warnings)
+    buf = io.StringIO()
+    report.render_compare(out, buf)
+    assert "[1] floor from 3 pairs" in buf.getvalue()
 
 
 def test_judge_edge_cases():
     assert deterministic.judge([], [1.0], "lower").verdict == "no data"
     assert deterministic.judge([0.0, 0.0], [42.0], "lower").verdict == "no data"
     # Bimodal sides: the spread is the noise, and a small delta is not a change.
-    j = deterministic.judge([1070, 1070, 1207], [1071, 1207, 1071], "lower")
+    j = deterministic.judge([1070, 1070, 1207] * 2, [1071, 1207, 1071] * 2, "lower")
     assert j.verdict == "too noisy" and j.spread_base == pytest.approx(137 / 1070)
 
 
 def test_median_interval_leaves_out_one_outlier_from_nine_samples():
-    assert [deterministic.median_ci_rank(n) for n in (1, 3, 5, 8, 9, 11, 20)] == \
-        [1, 1, 1, 1, 2, 2, 6]
+    assert [deterministic.median_ci_rank(n) for n in (6, 8, 9, 11, 20)] == [1, 1, 2, 2, 6]
     nine = [100.0] * 8 + [110.0]
     assert deterministic.spread(nine) == 0.0
-    assert deterministic.spread([100.0] * 4 + [110.0]) == pytest.approx(0.1)
-    assert deterministic.judge([100.0] * 3, [90.0] * 3, "higher").verdict == "worse"
-    assert deterministic.judge([100.0] * 3, [90.0] * 3, "none").verdict == "changed"
+    assert deterministic.spread([100.0] * 5 + [110.0]) == pytest.approx(0.1)
+    assert deterministic.judge([100.0] * 6, [90.0] * 6, "higher").verdict == "worse"
+    assert deterministic.judge([100.0] * 6, [90.0] * 6, "none").verdict == "changed"
+
+
+def coverage_of_full_range(n):
+    """P(min <= median <= max) of n samples from a continuous distribution, exactly."""
+    return 1 - 2 / 2 ** n
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_too_few_samples_give_no_95_percent_interval(n):
+    # The full range of 3 samples covers the median 75% of the time, of 5 samples 94%:
+    # no interval of order statistics reaches 95%, so none is claimed.
+    assert coverage_of_full_range(n) < 0.95
+    assert deterministic.median_ci_rank(n) == 0
+    assert math.isnan(deterministic.spread([100.0 + i for i in range(n)]))
+    j = deterministic.judge([100.0] * n, [90.0] * 9, "higher")
+    assert j.verdict == "too few samples" and math.isnan(j.threshold)
+    assert deterministic.judge([100.0] * 9, [90.0] * n, "higher").verdict == "too few samples"
+
+
+def test_the_median_interval_covers_at_95_percent_by_simulation():
+    rng = np.random.default_rng(4)
+    for n in (6, 9, 20):
+        x = np.sort(rng.standard_normal((20000, n)), axis=1)
+        k = deterministic.median_ci_rank(n)
+        cover = np.mean((x[:, k - 1] <= 0) & (0 <= x[:, n - k]))
+        assert cover >= 0.95 - 3 * math.sqrt(0.95 * 0.05 / 20000), (n, cover)
 
 
 def test_render_says_the_unit_and_the_rule():
-    out = compare.compare_results(results_of([2747.9] * 3), results_of([2768.9] * 3),
+    out = compare.compare_results(results_of([2747.9] * 9), results_of([2768.9] * 9),
                                   floor_file="/none")
     buf = io.StringIO()
     report.render_compare(out, buf)
@@ -192,8 +257,8 @@ def test_plugin_source_builds(tmp_path):
 def test_compare_json_on_the_command_line(tmp_path, capsys):
     from ipclab import cli
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    a.write_text(json.dumps(results_of([2747.9] * 3)))
-    b.write_text(json.dumps(results_of([2768.9] * 3)))
+    a.write_text(json.dumps(results_of([2747.9] * 9)))
+    b.write_text(json.dumps(results_of([2768.9] * 9)))
     assert cli.main(["compare", str(a), str(b), "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     prim = [r for r in rec["rows"] if r["primary"]]

@@ -70,7 +70,7 @@ def test_show_csv_of_cells_outside_the_views(capsys, tmp_path):
 
 
 def test_show_record_under_icount_gives_the_spread_the_table_prints():
-    rec = views.record(results_of([2747.9, 2747.8, 2747.9, 2748.0, 2747.9]))
+    rec = views.record(results_of([2747.9, 2747.8, 2747.9, 2748.0, 2747.9, 2747.9]))
     assert rec["clock"] == "icount shift=0"
     row = next(r for r in rec["rows"] if r["view"])
     assert row["spread"] is not None and row["published"] is None
@@ -106,8 +106,8 @@ def test_compare_csv_matches_the_table(capsys):
 
 def test_deterministic_compare_csv(capsys, tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    a.write_text(json.dumps(results_of([2747.9, 2747.8, 2747.9])))
-    b.write_text(json.dumps(results_of([2768.9, 2768.8, 2768.9])))
+    a.write_text(json.dumps(results_of([2747.9, 2747.8, 2747.9] * 3)))
+    b.write_text(json.dumps(results_of([2768.9, 2768.8, 2768.9] * 3)))
     outcome = compare.compare_results(json.loads(a.read_text()), json.loads(b.read_text()))
     rows = read_csv(fmt.csv_table(compare.outcome_record(outcome)["rows"]))
     prim = [r for r in rows if r["primary"] == "true"]

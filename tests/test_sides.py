@@ -11,6 +11,7 @@ import pytest
 
 from conftest import FAKE_ENGINE
 from ipclab import Error, compare, engine, report, results, runner, schedule, stats
+from ipclab import power
 from ipclab.cli import main
 
 
@@ -178,7 +179,7 @@ def test_paired_rounds_find_what_their_mde_says(within_cv, change):
     rounds = 10
     # The sd of a pair's log ratio: two independent draws of within-round noise.
     sd = np.sqrt(2 * stats.log_var(within_cv))
-    mde = stats.paired_mde(sd, rounds)
+    mde = power.paired_mde(sd, rounds)
     hits, runs = 0, 300
     for _ in range(runs):
         a, b = run_pair(rng, rounds, 0.05, within_cv, shift=1 + mde)

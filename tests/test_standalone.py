@@ -89,6 +89,14 @@ def test_reference_figures_carry_source_machine_and_units(stem):
 
 def test_the_icount_floor_says_how_it_was_measured():
     data = json.loads((REFERENCE / "icount-floor.json").read_text())
-    assert data.get("about")
+    assert data.get("about") and data.get("schema") == "ipclab-icount-floor/2"
     for entry in data["floors"]:
-        assert entry.get("measured") and entry.get("clock") and entry.get("cells")
+        assert entry.get("clock") and entry.get("base") and entry.get("cells")
+        for cell in entry["cells"].values():
+            # every pair with its medians, N, run and date; an older maximum only as such
+            for p in cell.get("pairs", []):
+                assert len(p["medians"]) == 2 and len(p["n"]) == 2 and p["run"]
+                assert p["date"] and p["delta"] == p["medians"][1] / p["medians"][0] - 1
+            if "legacy" in cell:
+                assert cell["legacy"]["measured"] and "max_abs_delta" in cell["legacy"]
+            assert cell.get("pairs") or cell.get("legacy")

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Callable
 
 from ipclab import EXIT_FAILED, EXIT_USAGE, Error, deterministic, fmt, metrics, proc, stats
-from ipclab import suites
+from ipclab import floor, power, suites
 from ipclab.progress import log
 
 from . import ab, gittree, kernel, variants, vm
@@ -93,7 +93,11 @@ class Measurement:
     results: list[str] = dataclasses.field(default_factory=list)
     seconds: dict = dataclasses.field(default_factory=dict)
     unit: str = ""
-    floor: float | None = None      # the metric's A/A floor, when one was measured
+    floor: object = None            # the metric's A/A floor (floor.Floor), when measured
+
+    def __post_init__(self):
+        # Read back from a bisect log, the floor is the dict asdict made of it.
+        self.floor = floor.revive(self.floor)
 
     @property
     def samples(self) -> list[float]:
@@ -115,13 +119,14 @@ class Rule:
     deterministic: bool
     threshold: float            # relative, >= 0
     direction: int              # +1: BAD is higher than GOOD; -1: lower
-    floor: float = math.nan     # the metric's A/A floor (deterministic)
+    floor: object = None        # the metric's A/A floor (floor.Floor; deterministic)
 
     def delta(self, m: Measurement) -> tuple[float, float]:
         """(relative change against GOOD, the smallest change that is not noise)."""
         if self.deterministic:
             j = deterministic.judge(self.good.samples, m.samples, "lower", self.floor)
-            return j.ratio - 1, j.threshold
+            # No threshold (too few samples, a bimodal cell): nothing is beyond the noise.
+            return j.ratio - 1, j.threshold if math.isfinite(j.threshold) else math.inf
         t = stats.paired_log_ratio(stats.per_unit_values(self.good.boots),
                                    stats.per_unit_values(m.boots))
         # Not significant: no change can be told from the noise.
@@ -165,11 +170,11 @@ def check_power(good: Measurement, bad: Measurement, threshold: float) -> None:
     cvw = max((c.cv_within for c in cvs if math.isfinite(c.cv_within)), default=math.nan)
     if not math.isfinite(cvw):
         raise Error("a timed bisect needs 2 or more samples per boot to estimate its noise")
-    power = stats.detection_power(threshold, cvb, cvw, reps, units)
-    if power < stats.POWER:
-        mde = stats.minimum_detectable_effect(cvb, cvw, reps, units)
+    chance = power.detection_power(threshold, cvb, cvw, reps, units)
+    if chance < stats.POWER:
+        mde = power.minimum_detectable_effect(cvb, cvw, reps, units)
         raise Error(f"a timed bisect at a threshold of {threshold * 100:.3g}% would find such a"
-                    f" change in {power * 100:.0f}% of steps (wanted {stats.POWER * 100:.0f}%):"
+                    f" change in {chance * 100:.0f}% of steps (wanted {stats.POWER * 100:.0f}%):"
                     f" CV {cvb * 100:.2g}% between boots and {cvw * 100:.2g}% within, {units}"
                     f" boots of {reps} samples per step find {mde * 100:.3g}%; use more"
                     " --boots, a larger --threshold, or --deterministic", EXIT_USAGE)
@@ -285,8 +290,8 @@ class Bisect:
         return fmt.count(v) if self.p.deterministic else fmt.num(v)
 
     def rule(self, good: Measurement, bad: Measurement) -> Rule:
-        floor = math.nan if good.floor is None else good.floor
-        probe = Rule(good, self.p.deterministic, self.p.threshold or 0.0, 1, floor)
+        fl = good.floor
+        probe = Rule(good, self.p.deterministic, self.p.threshold or 0.0, 1, fl)
         bad_delta, noise = probe.delta(bad)
         threshold = (default_threshold(bad_delta) if self.p.threshold is None
                      else self.p.threshold)
@@ -296,7 +301,7 @@ class Bisect:
             raise Error(f"GOOD -> BAD moves the metric by {pct(bad_delta)}, not beyond"
                         f" the threshold ({threshold * 100:.3g}%) and the noise"
                         f" ({noise * 100:.3g}%): nothing to bisect", EXIT_FAILED)
-        return Rule(good, self.p.deterministic, threshold, 1 if bad_delta > 0 else -1, floor)
+        return Rule(good, self.p.deterministic, threshold, 1 if bad_delta > 0 else -1, fl)
 
     def _prepare(self, verdicts: dict[str, str], c: str | None = None) -> None:
         """Tell the measure what may come after `c` (either verdict), or first of all."""
@@ -527,9 +532,10 @@ class LabMeasure:
                 continue
             path_, m.unit = metric_path(cell, self.path, self.p.deterministic)
             if self.p.deterministic:
-                floors, _ = deterministic.load_floor(deterministic.clock_of(res),
-                                                     res["meta"]["clock"].get("cpus"))
-                m.floor = floors.get(deterministic.floor_key(cell["key"], path_))
+                base = (res["meta"].get("build") or {}).get("base") or {}
+                floors, _ = floor.load(deterministic.clock_of(res),
+                                       res["meta"]["clock"].get("cpus"), base.get("name"))
+                m.floor = floors.get(floor.key(cell["key"], path_))
             m.boots.append(metrics.metric_values(cell, path_))
         return [out[c] for c in commits]
 

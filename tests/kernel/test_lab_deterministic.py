@@ -37,8 +37,10 @@ def test_aa_pair_agrees_within_the_floor(aa):
     rows = json.loads((out / "compare.json").read_text())["rows"]
     primary = [r for r in rows if r.get("primary")]
     assert len({r["key"] for r in primary}) == 4, text
+    # Each primary row is judged at 5% (docs/statistics.md): an A/A of these 7 rows flags
+    # one about every third pair, three or more 0.4% of the time.
     flagged = [r for r in primary if r["verdict"] in CHANGE]
-    assert not flagged, "A/A flagged: %s" % flagged
+    assert len(flagged) <= 2, "A/A flagged: %s" % flagged
     # The single-process loop and the ping-pong repeat to well under 0.1% (measured: at most
     # 0.007%). pipe-sweep 1x1 and mqueue's empty queue are held to their floors by the rule
     # above: their boots differed by up to 0.13% and 0.06%.
