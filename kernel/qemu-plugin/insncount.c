@@ -1,20 +1,38 @@
 // SPDX-License-Identifier: MIT
 /*
- * insncount.c: a QEMU TCG plugin that counts the guest instructions executed at each code
- * address, window by window, for `ipclab ... --deterministic --profile`.
+ * insncount.c: a QEMU TCG plugin that counts, at each code address and window by window,
+ * the guest instructions executed and the events a cost model prices: locked
+ * read-modify-writes, fences, interrupt-flag changes (x86-events.h), memory loads and
+ * stores, and the misses of a two-level data cache model (cachesim.h).
  *
- * Every translation block gets an inline counter of its executions. A window ends each time
- * the guest enters the marker address (the host passes the kernel's __x64_sys_swapoff, a
- * system call nothing else makes, which the guest's profile pass calls around each cell); at that
- * point the instructions each block executed since the last marker are appended to the
- * output file:
+ * Two kinds of window, each closed by the guest entering a marker function:
  *
- *   window N
- *   <block start address in hex> <instructions>     (kernel blocks)
- *   user <instructions>                               (all user-space blocks together)
+ * - profile windows (marker=ADDR, the kernel's __x64_sys_swapoff, which the guest's profile
+ *   pass calls around each cell): every kernel block's counts since the last such marker,
+ *   and all of user space as one line:
  *
- * The host maps the addresses to functions with the image's System.map. Counts are exact
- * up to blocks cut short by an exception, which are counted whole.
+ *     window N
+ *     <block start address in hex> <counts>
+ *     user <counts>
+ *
+ * - sample windows (sample=ADDR, __x64_sys_swapon, which the engine calls at the start and
+ *   the end of each sample's measured section when IPCBENCH_MARK is set): one line of totals,
+ *   all code and kernel code only, for the window that the Nth call opened:
+ *
+ *     sample N <counts of all code> <counts of kernel code>
+ *
+ * <counts> are the fields the first line names, in its order. The host maps addresses to
+ * functions with the image's System.map. Counts are exact up to blocks cut short by an
+ * exception, which are counted whole (their memory accesses are not: those are counted as
+ * they happen).
+ *
+ * The cache model: one L1d per vCPU and one shared last level, both filled on every miss of
+ * the level above; a store invalidates the line in the other vCPUs' L1s. Indexed by guest
+ * physical address (qemu_plugin_get_hwaddr), so that two processes' buffers at one virtual
+ * address do not alias; an access QEMU cannot translate falls back to its virtual address,
+ * and MMIO bypasses the caches (both counted on the last line). Accesses as QEMU performs
+ * them: a `rep movsb` is one access per byte, as icount counts one instruction per
+ * iteration.
  *
  * Only the plugin ABI is needed, so the few declarations below stand in for QEMU's
  * qemu-plugin.h (API version 1, QEMU 7.2), which Debian does not package.
@@ -26,13 +44,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cachesim.h"
+#include "x86-events.h"
+
 typedef uint64_t qemu_plugin_id_t;
+typedef uint32_t qemu_plugin_meminfo_t;
 struct qemu_plugin_tb;
+struct qemu_plugin_insn;
+struct qemu_plugin_hwaddr;
 typedef struct qemu_info_t qemu_info_t;
 enum qemu_plugin_cb_flags { QEMU_PLUGIN_CB_NO_REGS };
 enum qemu_plugin_op { QEMU_PLUGIN_INLINE_ADD_U64 };
+enum qemu_plugin_mem_rw { QEMU_PLUGIN_MEM_R = 1, QEMU_PLUGIN_MEM_W, QEMU_PLUGIN_MEM_RW };
 typedef void (*tb_trans_cb)(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
 typedef void (*vcpu_udata_cb)(unsigned int vcpu_index, void *userdata);
+typedef void (*vcpu_mem_cb)(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
+			    uint64_t vaddr, void *userdata);
 typedef void (*udata_cb)(qemu_plugin_id_t id, void *userdata);
 
 void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id, tb_trans_cb cb);
@@ -40,53 +67,229 @@ void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *tb, vcpu_udata_
 					  enum qemu_plugin_cb_flags flags, void *userdata);
 void qemu_plugin_register_vcpu_tb_exec_inline(struct qemu_plugin_tb *tb,
 					      enum qemu_plugin_op op, void *ptr, uint64_t imm);
+void qemu_plugin_register_vcpu_mem_cb(struct qemu_plugin_insn *insn, vcpu_mem_cb cb,
+				      enum qemu_plugin_cb_flags flags,
+				      enum qemu_plugin_mem_rw rw, void *userdata);
 void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, udata_cb cb, void *userdata);
 size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
 uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
+struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb, size_t idx);
+const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
+size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
+unsigned int qemu_plugin_mem_size_shift(qemu_plugin_meminfo_t info);
+bool qemu_plugin_mem_is_store(qemu_plugin_meminfo_t info);
+struct qemu_plugin_hwaddr *qemu_plugin_get_hwaddr(qemu_plugin_meminfo_t info, uint64_t vaddr);
+bool qemu_plugin_hwaddr_is_io(const struct qemu_plugin_hwaddr *haddr);
+uint64_t qemu_plugin_hwaddr_phys_addr(const struct qemu_plugin_hwaddr *haddr);
 
 __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 
 #define KERNEL_START 0xffff800000000000ULL
+#define MAX_VCPUS 64
+#define LINE_SHIFT 6
+#define PAGE_SIZE 4096
+
+/* The fields of every count line, in order. The first four are per execution of a block
+ * (known when it is translated), the others are counted as the accesses happen. */
+enum { F_INSNS, F_LOCKED, F_FENCES, F_IRQFLAGS, F_LOADS, F_STORES, F_L1_MISSES, F_LL_MISSES,
+       NFIELDS };
+#define NSTATIC 4
+static const char *const field_names[NFIELDS] = {
+	"insns", "locked", "fences", "irqflags", "loads", "stores", "l1_misses", "ll_misses",
+};
+
+enum { PROFILE, SAMPLE, NSEQ };	/* the two kinds of window */
 
 struct block {
 	uint64_t vaddr;
-	uint64_t insns;		/* instructions in the block */
-	uint64_t runs;		/* executions, bumped inline by the translated code */
-	uint64_t seen;		/* runs at the last window's end */
+	uint64_t runs;			/* executions, bumped inline by the translated code */
+	uint64_t per_run[NSTATIC];	/* instructions and events in one execution */
+	uint64_t mem[NFIELDS - NSTATIC];	/* loads, stores, misses so far */
+	uint64_t seen_runs[NSEQ];	/* runs and mem at the last window end of each kind */
+	uint64_t seen_mem[NSEQ][NFIELDS - NSTATIC];
 };
 
 static struct block **blocks;
 static size_t nblocks, cap;
-static uint64_t marker;
-static unsigned long window;
+static uint64_t marker[NSEQ];
+static unsigned long window[NSEQ];
 static FILE *out;
 
-static void end_window(unsigned int vcpu, void *udata)
+static bool memory = true;
+static uint64_t l1_size = 32768, ll_size = 32ULL << 20;
+static unsigned int l1_ways = 8, ll_ways = 16;
+static struct cache *l1[MAX_VCPUS];
+static struct cache ll;
+static unsigned int nl1;		/* highest vCPU index seen + 1 */
+static uint64_t io_accesses, virtual_fallbacks;
+
+static struct cache *l1_of(unsigned int vcpu)
 {
-	uint64_t user = 0;
+	if (vcpu >= MAX_VCPUS)
+		vcpu = MAX_VCPUS - 1;	/* more vCPUs than the lab boots: they share one L1 */
+	if (!l1[vcpu]) {
+		l1[vcpu] = calloc(1, sizeof(*l1[vcpu]));
+		if (!l1[vcpu] || cache_init(l1[vcpu], l1_size, l1_ways))
+			abort();
+		if (vcpu + 1 > nl1)
+			nl1 = vcpu + 1;
+	}
+	return l1[vcpu];
+}
+
+static void touch_line(struct block *b, unsigned int vcpu, uint64_t line, bool store)
+{
+	unsigned int v;
+
+	if (!cache_access(l1_of(vcpu), line)) {
+		b->mem[F_L1_MISSES - NSTATIC]++;
+		if (!cache_access(&ll, line))
+			b->mem[F_LL_MISSES - NSTATIC]++;
+	}
+	if (store && nl1 > 1)
+		for (v = 0; v < nl1; v++)
+			if (v != vcpu && l1[v])
+				cache_invalidate(l1[v], line);
+}
+
+static uint64_t address_of(qemu_plugin_meminfo_t info, uint64_t vaddr, bool *io)
+{
+	struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
+
+	*io = false;
+	if (!hw) {
+		virtual_fallbacks++;
+		return vaddr;
+	}
+	if (qemu_plugin_hwaddr_is_io(hw)) {
+		*io = true;
+		return 0;
+	}
+	return qemu_plugin_hwaddr_phys_addr(hw);
+}
+
+static void on_memory(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr,
+		      void *udata)
+{
+	struct block *b = udata;
+	bool store = qemu_plugin_mem_is_store(info), io;
+	uint64_t size = 1ULL << qemu_plugin_mem_size_shift(info);
+	uint64_t last = vaddr + size - 1, addr;
+
+	b->mem[(store ? F_STORES : F_LOADS) - NSTATIC]++;
+	addr = address_of(info, vaddr, &io);
+	if (io) {
+		io_accesses++;
+		return;
+	}
+	touch_line(b, vcpu, addr >> LINE_SHIFT, store);
+	if ((vaddr >> LINE_SHIFT) == (last >> LINE_SHIFT))
+		return;
+	/* The access spans two lines; past a page end the second one is elsewhere. */
+	if ((vaddr / PAGE_SIZE) != (last / PAGE_SIZE))
+		addr = address_of(info, last, &io);
+	else
+		addr += size - 1;
+	if (!io)
+		touch_line(b, vcpu, addr >> LINE_SHIFT, store);
+}
+
+/* What block b did since the last window end of kind seq, which then moves to now. */
+static void take(struct block *b, int seq, uint64_t counts[NFIELDS])
+{
+	uint64_t runs = b->runs - b->seen_runs[seq];
+	int f;
+
+	for (f = 0; f < NSTATIC; f++)
+		counts[f] = runs * b->per_run[f];
+	for (f = NSTATIC; f < NFIELDS; f++) {
+		counts[f] = b->mem[f - NSTATIC] - b->seen_mem[seq][f - NSTATIC];
+		b->seen_mem[seq][f - NSTATIC] = b->mem[f - NSTATIC];
+	}
+	b->seen_runs[seq] = b->runs;
+}
+
+/* Without the memory callbacks only the per-execution fields are known, and printed. */
+static void print_counts(const uint64_t c[NFIELDS])
+{
+	int f;
+
+	for (f = 0; f < (memory ? NFIELDS : NSTATIC); f++)
+		fprintf(out, " %" PRIu64, c[f]);
+}
+
+static bool any(const uint64_t c[NFIELDS])
+{
+	int f;
+
+	for (f = 0; f < NFIELDS; f++)
+		if (c[f])
+			return true;
+	return false;
+}
+
+static void end_profile_window(unsigned int vcpu, void *udata)
+{
+	uint64_t user[NFIELDS] = { 0 }, c[NFIELDS];
 	size_t i;
+	int f;
 
 	(void)vcpu;
 	(void)udata;
-	fprintf(out, "window %lu\n", window++);
+	fprintf(out, "window %lu\n", window[PROFILE]++);
 	for (i = 0; i < nblocks; i++) {
 		struct block *b = blocks[i];
-		uint64_t d = b->runs - b->seen;
 
-		if (!d)
+		take(b, PROFILE, c);
+		if (!any(c))
 			continue;
-		b->seen = b->runs;
-		if (b->vaddr >= KERNEL_START)
-			fprintf(out, "%" PRIx64 " %" PRIu64 "\n", b->vaddr, d * b->insns);
-		else
-			user += d * b->insns;
+		if (b->vaddr >= KERNEL_START) {
+			fprintf(out, "%" PRIx64, b->vaddr);
+			print_counts(c);
+			fputc('\n', out);
+		} else {
+			for (f = 0; f < NFIELDS; f++)
+				user[f] += c[f];
+		}
 	}
-	fprintf(out, "user %" PRIu64 "\n", user);
+	fprintf(out, "user");
+	print_counts(user);
+	fputc('\n', out);
+	fflush(out);
+}
+
+static void end_sample_window(unsigned int vcpu, void *udata)
+{
+	uint64_t all[NFIELDS] = { 0 }, kernel[NFIELDS] = { 0 }, c[NFIELDS];
+	unsigned long n = window[SAMPLE]++;
+	size_t i;
+	int f;
+
+	(void)vcpu;
+	(void)udata;
+	for (i = 0; i < nblocks; i++) {
+		struct block *b = blocks[i];
+
+		take(b, SAMPLE, c);
+		for (f = 0; f < NFIELDS; f++) {
+			all[f] += c[f];
+			if (b->vaddr >= KERNEL_START)
+				kernel[f] += c[f];
+		}
+	}
+	/* Window 0 runs from boot to the first marker: nobody asks for it. */
+	if (!n)
+		return;
+	fprintf(out, "sample %lu", n);
+	print_counts(all);
+	print_counts(kernel);
+	fputc('\n', out);
 	fflush(out);
 }
 
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
+	size_t n = qemu_plugin_tb_n_insns(tb), i;
 	struct block *b;
 
 	(void)id;
@@ -100,43 +303,109 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	if (!b)
 		abort();
 	b->vaddr = qemu_plugin_tb_vaddr(tb);
-	b->insns = qemu_plugin_tb_n_insns(tb);
+	b->per_run[F_INSNS] = n;
+	for (i = 0; i < n; i++) {
+		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+		unsigned int ev = x86_events(qemu_plugin_insn_data(insn),
+					     qemu_plugin_insn_size(insn));
+
+		b->per_run[F_LOCKED] += !!(ev & X86_LOCKED);
+		b->per_run[F_FENCES] += !!(ev & X86_FENCE);
+		b->per_run[F_IRQFLAGS] += !!(ev & X86_IRQFLAG);
+		if (memory)
+			qemu_plugin_register_vcpu_mem_cb(insn, on_memory, QEMU_PLUGIN_CB_NO_REGS,
+							 QEMU_PLUGIN_MEM_RW, b);
+	}
 	blocks[nblocks++] = b;
 	qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &b->runs, 1);
-	if (b->vaddr == marker)
-		qemu_plugin_register_vcpu_tb_exec_cb(tb, end_window, QEMU_PLUGIN_CB_NO_REGS, NULL);
+	if (b->vaddr == marker[PROFILE])
+		qemu_plugin_register_vcpu_tb_exec_cb(tb, end_profile_window,
+						     QEMU_PLUGIN_CB_NO_REGS, NULL);
+	if (marker[SAMPLE] && b->vaddr == marker[SAMPLE])
+		qemu_plugin_register_vcpu_tb_exec_cb(tb, end_sample_window,
+						     QEMU_PLUGIN_CB_NO_REGS, NULL);
 }
 
 static void at_exit(qemu_plugin_id_t id, void *udata)
 {
 	(void)id;
 	(void)udata;
-	end_window(0, NULL);
+	end_profile_window(0, NULL);
+	fprintf(out, "# accesses to MMIO %" PRIu64 ", by virtual address %" PRIu64 "\n",
+		io_accesses, virtual_fallbacks);
 	fclose(out);
+}
+
+/* "SIZE,WAYS" of a cache level's option. */
+static int parse_level(const char *s, uint64_t *size, unsigned int *ways)
+{
+	char *end;
+
+	*size = strtoull(s, &end, 10);
+	if (*end != ',')
+		return -1;
+	*ways = strtoul(end + 1, &end, 10);
+	return *end ? -1 : 0;
 }
 
 __attribute__((visibility("default")))
 int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, char **argv)
 {
 	const char *path = NULL;
-	int i;
+	int i, f;
 
 	(void)info;
 	for (i = 0; i < argc; i++) {
-		if (!strncmp(argv[i], "out=", 4))
-			path = argv[i] + 4;
-		else if (!strncmp(argv[i], "marker=", 7))
-			marker = strtoull(argv[i] + 7, NULL, 16);
+		const char *a = argv[i];
+		int bad = 0;
+
+		if (!strncmp(a, "out=", 4))
+			path = a + 4;
+		else if (!strncmp(a, "marker=", 7))
+			marker[PROFILE] = strtoull(a + 7, NULL, 16);
+		else if (!strncmp(a, "sample=", 7))
+			marker[SAMPLE] = strtoull(a + 7, NULL, 16);
+		else if (!strcmp(a, "memory=off"))
+			memory = false;
+		else if (!strncmp(a, "l1=", 3))
+			bad = parse_level(a + 3, &l1_size, &l1_ways);
+		else if (!strncmp(a, "ll=", 3))
+			bad = parse_level(a + 3, &ll_size, &ll_ways);
+		else
+			bad = 1;
+		if (bad) {
+			fprintf(stderr, "insncount: bad argument %s\n", a);
+			return -1;
+		}
 	}
-	if (!path || !marker) {
+	if (!path || !marker[PROFILE]) {
 		fprintf(stderr, "insncount: need out=FILE and marker=HEXADDR\n");
 		return -1;
+	}
+	if (memory) {
+		struct cache probe;
+
+		if (cache_init(&probe, l1_size, l1_ways) || cache_init(&ll, ll_size, ll_ways)) {
+			fprintf(stderr, "insncount: a cache level is not SIZE,WAYS with SIZE = a"
+				" power of two sets x WAYS x 64 bytes\n");
+			return -1;
+		}
+		free(probe.tag);
+		free(probe.used);
 	}
 	out = fopen(path, "w");
 	if (!out) {
 		perror(path);
 		return -1;
 	}
+	fprintf(out, "# ipclab-insncount/2 fields:");
+	for (f = 0; f < (memory ? NFIELDS : NSTATIC); f++)
+		fprintf(out, " %s", field_names[f]);
+	fputc('\n', out);
+	if (memory)
+		fprintf(out, "# cache l1d %" PRIu64 " bytes %u-way, last level %" PRIu64 " bytes"
+			" %u-way, 64-byte lines, LRU, physical addresses\n",
+			l1_size, l1_ways, ll_size, ll_ways);
 	qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
 	qemu_plugin_register_atexit_cb(id, at_exit, NULL);
 	return 0;
