@@ -13,6 +13,16 @@
  * getrusage() deltas are always taken: they split voluntary from
  * involuntary switches and keep working where perf_event_paranoid forbids
  * perf events.
+ *
+ * In the kernel lab's deterministic mode a QEMU plugin counts, from outside
+ * the guest, what the guest executes between two calls of a marker system
+ * call (docs/lab.md).  When IPCBENCH_MARK names a file, the section is marked
+ * at both ends with swapon(NULL, 0), which fails and which nothing else in
+ * the guest calls, and the file gets one byte per mark: its size before a
+ * mark is the number of marks made before, so the window the start mark
+ * opens is that size + 1, whatever earlier samples did or failed to do.  The
+ * byte of the start mark is written before it and that of the end mark after
+ * it, so the file's own writes stay outside the window.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,6 +33,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -54,6 +65,43 @@ static int open_sw_event(uint64_t config)
 	attr.inherit = 1;
 	attr.exclude_hv = 1;
 	return syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static bool record_mark(const char *path, long *before)
+{
+	struct stat st;
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = fstat(fd, &st) == 0 && write(fd, "m", 1) == 1;
+	if (ok && before)
+		*before = st.st_size;
+	close(fd);
+	return ok;
+}
+
+static void window_open(struct counters *c)
+{
+	const char *path = getenv("IPCBENCH_MARK");
+	long before = 0;
+
+	if (!path || !*path || !record_mark(path, &before))
+		return;
+	syscall(SYS_swapon, NULL, 0);
+	c->window = before + 1;
+	c->window_open = true;
+}
+
+static void window_close(struct counters *c)
+{
+	if (!c->window_open)
+		return;
+	syscall(SYS_swapon, NULL, 0);
+	c->window_open = false;
+	if (!record_mark(getenv("IPCBENCH_MARK"), NULL))
+		c->window = 0;	/* the next window's number would be off: say none */
 }
 
 static double tv_s(struct timeval tv)
@@ -103,6 +151,7 @@ void counters_start(struct counters *c)
 	if (c->perf)
 		for (i = 0; i < 4; i++)
 			ioctl(c->fd[i], PERF_EVENT_IOC_ENABLE, 0);
+	window_open(c);
 }
 
 void counters_stop(struct counters *c)
@@ -111,6 +160,7 @@ void counters_stop(struct counters *c)
 	double user, sys;
 	unsigned int i;
 
+	window_close(c);
 	if (c->perf) {
 		for (i = 0; i < 4; i++) {
 			ioctl(c->fd[i], PERF_EVENT_IOC_DISABLE, 0);
