@@ -8,16 +8,18 @@
  * Two kinds of window, each closed by the guest entering a marker function:
  *
  * - profile windows (marker=ADDR, the kernel's __x64_sys_swapoff, which the guest's profile
- *   pass calls around each cell): every kernel block's counts since the last such marker,
- *   and all of user space as one line:
+ *   pass calls before and after each cell): every kernel block's counts since the last such
+ *   marker, and all of user space as one line:
  *
  *     window N
  *     <block start address in hex> <counts>
  *     user <counts>
  *
- * - sample windows (sample=ADDR, __x64_sys_swapon, which the engine calls at the start and
- *   the end of each sample's measured section when IPCBENCH_MARK is set): one line of totals,
- *   all code and kernel code only, for the window that the Nth call opened:
+ * - sample windows: the engine opens one at the start of each sample's measured section
+ *   (open=ADDR, __x64_sys_swapon) and closes it at the end (close=ADDR, __x64_sys_uselib)
+ *   when IPCBENCH_MARK is set. Every open or close ends the window before it, and the
+ *   windows are numbered from 1 as the engine numbers its marks (bench/src/counters.c);
+ *   each gets one line of totals, all code and kernel code only:
  *
  *     sample N <counts of all code> <counts of kernel code>
  *
@@ -27,7 +29,10 @@
  * they happen).
  *
  * The cache model: one L1d per vCPU and one shared last level, both filled on every miss of
- * the level above; a store invalidates the line in the other vCPUs' L1s. Indexed by guest
+ * the level above; a store invalidates the line in the other vCPUs' L1s. It sees only the
+ * accesses made inside a window, open sample windows and odd profile windows (model=all:
+ * every access, at three times the cost of a boot): its state at the start of a sample is
+ * what the samples before left, so each cell's warmup sample warms it. Indexed by guest
  * physical address (qemu_plugin_get_hwaddr), so that two processes' buffers at one virtual
  * address do not alias; an access QEMU cannot translate falls back to its virtual address,
  * and MMIO bypasses the caches (both counted on the last line). Accesses as QEMU performs
@@ -70,6 +75,9 @@ void qemu_plugin_register_vcpu_tb_exec_inline(struct qemu_plugin_tb *tb,
 void qemu_plugin_register_vcpu_mem_cb(struct qemu_plugin_insn *insn, vcpu_mem_cb cb,
 				      enum qemu_plugin_cb_flags flags,
 				      enum qemu_plugin_mem_rw rw, void *userdata);
+void qemu_plugin_register_vcpu_mem_inline(struct qemu_plugin_insn *insn,
+					  enum qemu_plugin_mem_rw rw, enum qemu_plugin_op op,
+					  void *ptr, uint64_t imm);
 void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, udata_cb cb, void *userdata);
 size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
 uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
@@ -89,16 +97,20 @@ __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 #define LINE_SHIFT 6
 #define PAGE_SIZE 4096
 
-/* The fields of every count line, in order. The first four are per execution of a block
- * (known when it is translated), the others are counted as the accesses happen. */
-enum { F_INSNS, F_LOCKED, F_FENCES, F_IRQFLAGS, F_LOADS, F_STORES, F_L1_MISSES, F_LL_MISSES,
-       NFIELDS };
-#define NSTATIC 4
+/*
+ * The fields of every count line, in order. The first NSTATIC are per execution of a block
+ * (known when it is translated), the others are counted as the accesses happen.
+ */
+enum { F_INSNS, F_LOCKED, F_MFENCES, F_LFENCES, F_SFENCES, F_IRQFLAGS, F_LOADS, F_STORES,
+       F_L1_MISSES, F_LL_MISSES, NFIELDS };
+#define NSTATIC 6
 static const char *const field_names[NFIELDS] = {
-	"insns", "locked", "fences", "irqflags", "loads", "stores", "l1_misses", "ll_misses",
+	"insns", "locked", "mfences", "lfences", "sfences", "irqflags", "loads", "stores",
+	"l1_misses", "ll_misses",
 };
 
 enum { PROFILE, SAMPLE, NSEQ };	/* the two kinds of window */
+enum { M_PROFILE, M_OPEN, M_CLOSE, NMARKERS };
 
 struct block {
 	uint64_t vaddr;
@@ -111,13 +123,22 @@ struct block {
 
 static struct block **blocks;
 static size_t nblocks, cap;
-static uint64_t marker[NSEQ];
+static uint64_t marker[NMARKERS];
+static bool in_window[NSEQ];	/* a profile window or a sample window is open */
+static bool model_always;
 static unsigned long window[NSEQ];
 static FILE *out;
 
-static bool memory = true;
-static uint64_t l1_size = 32768, ll_size = 32ULL << 20;
-static unsigned int l1_ways = 8, ll_ways = 16;
+/*
+ * memory=off: no memory field. memory=count: loads and stores, counted inline by the
+ * translated code (cheap). memory=cache (the default): every access calls on_memory(),
+ * which also runs the cache model (costly: a helper call per access).
+ */
+static enum { MEM_OFF, MEM_COUNT, MEM_CACHE } memory = MEM_CACHE;
+static const unsigned int nfields_of[] = { NSTATIC, NSTATIC + 2, NFIELDS };
+static bool virtual_index;	/* index=virtual: skip the physical address lookup */
+static uint64_t l1_size = 32768, ll_size = 1ULL << 20;
+static unsigned int l1_ways = 8, ll_ways = 8;
 static struct cache *l1[MAX_VCPUS];
 static struct cache ll;
 static unsigned int nl1;		/* highest vCPU index seen + 1 */
@@ -154,9 +175,12 @@ static void touch_line(struct block *b, unsigned int vcpu, uint64_t line, bool s
 
 static uint64_t address_of(qemu_plugin_meminfo_t info, uint64_t vaddr, bool *io)
 {
-	struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
+	struct qemu_plugin_hwaddr *hw;
 
 	*io = false;
+	if (virtual_index)
+		return vaddr;
+	hw = qemu_plugin_get_hwaddr(info, vaddr);
 	if (!hw) {
 		virtual_fallbacks++;
 		return vaddr;
@@ -177,6 +201,8 @@ static void on_memory(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t va
 	uint64_t last = vaddr + size - 1, addr;
 
 	b->mem[(store ? F_STORES : F_LOADS) - NSTATIC]++;
+	if (!in_window[PROFILE] && !in_window[SAMPLE] && !model_always)
+		return;
 	addr = address_of(info, vaddr, &io);
 	if (io) {
 		io_accesses++;
@@ -209,12 +235,12 @@ static void take(struct block *b, int seq, uint64_t counts[NFIELDS])
 	b->seen_runs[seq] = b->runs;
 }
 
-/* Without the memory callbacks only the per-execution fields are known, and printed. */
+/* Only the fields the memory mode counts are printed. */
 static void print_counts(const uint64_t c[NFIELDS])
 {
-	int f;
+	unsigned int f;
 
-	for (f = 0; f < (memory ? NFIELDS : NSTATIC); f++)
+	for (f = 0; f < nfields_of[memory]; f++)
 		fprintf(out, " %" PRIu64, c[f]);
 }
 
@@ -236,7 +262,9 @@ static void end_profile_window(unsigned int vcpu, void *udata)
 
 	(void)vcpu;
 	(void)udata;
-	fprintf(out, "window %lu\n", window[PROFILE]++);
+	fprintf(out, "window %lu\n", window[PROFILE]);
+	/* window 2i + 1 is the ith cell's: the one each odd marker opens */
+	in_window[PROFILE] = !(window[PROFILE]++ & 1);
 	for (i = 0; i < nblocks; i++) {
 		struct block *b = blocks[i];
 
@@ -266,7 +294,7 @@ static void end_sample_window(unsigned int vcpu, void *udata)
 	int f;
 
 	(void)vcpu;
-	(void)udata;
+	in_window[SAMPLE] = udata != NULL;	/* an open marker passes non-NULL */
 	for (i = 0; i < nblocks; i++) {
 		struct block *b = blocks[i];
 
@@ -310,18 +338,31 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 					     qemu_plugin_insn_size(insn));
 
 		b->per_run[F_LOCKED] += !!(ev & X86_LOCKED);
-		b->per_run[F_FENCES] += !!(ev & X86_FENCE);
+		b->per_run[F_MFENCES] += !!(ev & X86_MFENCE);
+		b->per_run[F_LFENCES] += !!(ev & X86_LFENCE);
+		b->per_run[F_SFENCES] += !!(ev & X86_SFENCE);
 		b->per_run[F_IRQFLAGS] += !!(ev & X86_IRQFLAG);
-		if (memory)
+		if (memory == MEM_CACHE) {
 			qemu_plugin_register_vcpu_mem_cb(insn, on_memory, QEMU_PLUGIN_CB_NO_REGS,
 							 QEMU_PLUGIN_MEM_RW, b);
+		} else if (memory == MEM_COUNT) {
+			qemu_plugin_register_vcpu_mem_inline(insn, QEMU_PLUGIN_MEM_R,
+							     QEMU_PLUGIN_INLINE_ADD_U64,
+							     &b->mem[F_LOADS - NSTATIC], 1);
+			qemu_plugin_register_vcpu_mem_inline(insn, QEMU_PLUGIN_MEM_W,
+							     QEMU_PLUGIN_INLINE_ADD_U64,
+							     &b->mem[F_STORES - NSTATIC], 1);
+		}
 	}
 	blocks[nblocks++] = b;
 	qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &b->runs, 1);
-	if (b->vaddr == marker[PROFILE])
+	if (b->vaddr == marker[M_PROFILE])
 		qemu_plugin_register_vcpu_tb_exec_cb(tb, end_profile_window,
 						     QEMU_PLUGIN_CB_NO_REGS, NULL);
-	if (marker[SAMPLE] && b->vaddr == marker[SAMPLE])
+	if (marker[M_OPEN] && b->vaddr == marker[M_OPEN])
+		qemu_plugin_register_vcpu_tb_exec_cb(tb, end_sample_window,
+						     QEMU_PLUGIN_CB_NO_REGS, b);
+	if (marker[M_CLOSE] && b->vaddr == marker[M_CLOSE])
 		qemu_plugin_register_vcpu_tb_exec_cb(tb, end_sample_window,
 						     QEMU_PLUGIN_CB_NO_REGS, NULL);
 }
@@ -336,22 +377,20 @@ static void at_exit(qemu_plugin_id_t id, void *udata)
 	fclose(out);
 }
 
-/* "SIZE,WAYS" of a cache level's option. */
-static int parse_level(const char *s, uint64_t *size, unsigned int *ways)
+/* A decimal option value; -1 when it is not one. (QEMU splits the options at commas.) */
+static int parse_u64(const char *s, uint64_t *v)
 {
 	char *end;
 
-	*size = strtoull(s, &end, 10);
-	if (*end != ',')
-		return -1;
-	*ways = strtoul(end + 1, &end, 10);
-	return *end ? -1 : 0;
+	*v = strtoull(s, &end, 10);
+	return *s && !*end ? 0 : -1;
 }
 
 __attribute__((visibility("default")))
 int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, char **argv)
 {
 	const char *path = NULL;
+	uint64_t v;
 	int i, f;
 
 	(void)info;
@@ -362,15 +401,29 @@ int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, 
 		if (!strncmp(a, "out=", 4))
 			path = a + 4;
 		else if (!strncmp(a, "marker=", 7))
-			marker[PROFILE] = strtoull(a + 7, NULL, 16);
-		else if (!strncmp(a, "sample=", 7))
-			marker[SAMPLE] = strtoull(a + 7, NULL, 16);
+			marker[M_PROFILE] = strtoull(a + 7, NULL, 16);
+		else if (!strncmp(a, "open=", 5))
+			marker[M_OPEN] = strtoull(a + 5, NULL, 16);
+		else if (!strncmp(a, "close=", 6))
+			marker[M_CLOSE] = strtoull(a + 6, NULL, 16);
+		else if (!strcmp(a, "model=all"))
+			model_always = true;
 		else if (!strcmp(a, "memory=off"))
-			memory = false;
-		else if (!strncmp(a, "l1=", 3))
-			bad = parse_level(a + 3, &l1_size, &l1_ways);
-		else if (!strncmp(a, "ll=", 3))
-			bad = parse_level(a + 3, &ll_size, &ll_ways);
+			memory = MEM_OFF;
+		else if (!strcmp(a, "memory=count"))
+			memory = MEM_COUNT;
+		else if (!strcmp(a, "memory=cache"))
+			memory = MEM_CACHE;
+		else if (!strcmp(a, "index=virtual"))
+			virtual_index = true;
+		else if (!strncmp(a, "l1_size=", 8))
+			bad = parse_u64(a + 8, &l1_size);
+		else if (!strncmp(a, "ll_size=", 8))
+			bad = parse_u64(a + 8, &ll_size);
+		else if (!strncmp(a, "l1_ways=", 8))
+			bad = parse_u64(a + 8, &v) || !(l1_ways = v);
+		else if (!strncmp(a, "ll_ways=", 8))
+			bad = parse_u64(a + 8, &v) || !(ll_ways = v);
 		else
 			bad = 1;
 		if (bad) {
@@ -378,16 +431,17 @@ int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, 
 			return -1;
 		}
 	}
-	if (!path || !marker[PROFILE]) {
-		fprintf(stderr, "insncount: need out=FILE and marker=HEXADDR\n");
+	if (!path || !marker[M_PROFILE] || !marker[M_OPEN] != !marker[M_CLOSE]) {
+		fprintf(stderr, "insncount: need out=FILE and marker=HEXADDR, and open= and close="
+			" together\n");
 		return -1;
 	}
-	if (memory) {
+	if (memory == MEM_CACHE) {
 		struct cache probe;
 
 		if (cache_init(&probe, l1_size, l1_ways) || cache_init(&ll, ll_size, ll_ways)) {
-			fprintf(stderr, "insncount: a cache level is not SIZE,WAYS with SIZE = a"
-				" power of two sets x WAYS x 64 bytes\n");
+			fprintf(stderr, "insncount: a cache level's size is not a power of two"
+				" sets x its ways x 64 bytes\n");
 			return -1;
 		}
 		free(probe.tag);
@@ -399,13 +453,13 @@ int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, 
 		return -1;
 	}
 	fprintf(out, "# ipclab-insncount/2 fields:");
-	for (f = 0; f < (memory ? NFIELDS : NSTATIC); f++)
+	for (f = 0; f < (int)nfields_of[memory]; f++)
 		fprintf(out, " %s", field_names[f]);
 	fputc('\n', out);
-	if (memory)
+	if (memory == MEM_CACHE)
 		fprintf(out, "# cache l1d %" PRIu64 " bytes %u-way, last level %" PRIu64 " bytes"
-			" %u-way, 64-byte lines, LRU, physical addresses\n",
-			l1_size, l1_ways, ll_size, ll_ways);
+			" %u-way, 64-byte lines, LRU, %s addresses\n",
+			l1_size, l1_ways, ll_size, ll_ways, virtual_index ? "virtual" : "physical");
 	qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
 	qemu_plugin_register_atexit_cb(id, at_exit, NULL);
 	return 0;

@@ -13,9 +13,10 @@
  *   XCHG with a memory operand (0x86/0x87, ModRM.mod != 3), which is locked without one.
  *   A DS prefix (0x3e) in the place of LOCK, which a 6.12 kernel patches in when it boots on
  *   one CPU, is not a lock.
- * - X86_FENCE: MFENCE, LFENCE, SFENCE (0f ae with ModRM.mod == 3 and reg 6, 5, 7) without a
- *   66, f2 or f3 prefix: with one of those the same bytes are TPAUSE, UMONITOR, UMWAIT,
- *   INCSSP and others, and with a memory operand CLFLUSH, XSAVEOPT, CLWB...
+ * - X86_MFENCE, X86_LFENCE, X86_SFENCE (X86_FENCE: any of them): 0f ae with ModRM.mod == 3
+ *   and reg 6, 5, 7, without a 66, f2 or f3 prefix: with one of those the same bytes are
+ *   TPAUSE, UMONITOR, UMWAIT, INCSSP and others, and with a memory operand CLFLUSH,
+ *   XSAVEOPT, CLWB... They cost very differently, so each kind is told apart.
  * - X86_IRQFLAG: an instruction that may change the interrupt flag: CLI (0xfa), STI (0xfb)
  *   and POPF (0x9d). POPF is counted whether or not the popped value changes IF, which
  *   the bytes cannot tell; PUSHF only reads the flags and is not counted. IRET and SYSRET
@@ -30,8 +31,11 @@
 
 enum {
 	X86_LOCKED = 1 << 0,
-	X86_FENCE = 1 << 1,
-	X86_IRQFLAG = 1 << 2,
+	X86_MFENCE = 1 << 1,
+	X86_LFENCE = 1 << 2,
+	X86_SFENCE = 1 << 3,
+	X86_IRQFLAG = 1 << 4,
+	X86_FENCE = X86_MFENCE | X86_LFENCE | X86_SFENCE,
 };
 
 static inline unsigned int x86_events(const uint8_t *p, size_t len)
@@ -65,9 +69,10 @@ static inline unsigned int x86_events(const uint8_t *p, size_t len)
 	if (op == 0x0f) {
 		if (i + 1 < len && p[i] == 0xae) {
 			modrm = p[i + 1];
-			if ((modrm >> 6) == 3 && !simd_prefix && !lock &&
-			    ((modrm >> 3) & 7) >= 5)
-				return X86_FENCE;
+			unsigned int reg = (modrm >> 3) & 7;
+
+			if ((modrm >> 6) == 3 && !simd_prefix && !lock && reg >= 5)
+				return reg == 5 ? X86_LFENCE : reg == 6 ? X86_MFENCE : X86_SFENCE;
 		}
 		return lock ? X86_LOCKED : 0;
 	}

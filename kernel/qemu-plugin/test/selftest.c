@@ -23,7 +23,9 @@ struct row {
 };
 
 #define L X86_LOCKED
-#define F X86_FENCE
+#define MF X86_MFENCE
+#define LF X86_LFENCE
+#define SF X86_SFENCE
 #define I X86_IRQFLAG
 
 static const struct row rows[] = {
@@ -64,11 +66,11 @@ static const struct row rows[] = {
 	{ "vmovdqu (%rdi),%ymm0 (VEX)", { 0xc5, 0xfe, 0x6f, 0x07 }, 4, 0 },
 	{ "vmovdqu64 (%rdi),%zmm0 (EVEX)", { 0x62, 0xf1, 0xfe, 0x48, 0x6f, 0x07 }, 6, 0 },
 	/* fences, and the instructions that share their opcode */
-	{ "mfence", { 0x0f, 0xae, 0xf0 }, 3, F },
-	{ "lfence", { 0x0f, 0xae, 0xe8 }, 3, F },
-	{ "sfence", { 0x0f, 0xae, 0xf8 }, 3, F },
-	{ "lfence, rm 1 (same instruction)", { 0x0f, 0xae, 0xe9 }, 3, F },
-	{ "mfence with REX.W", { 0x48, 0x0f, 0xae, 0xf0 }, 4, F },
+	{ "mfence", { 0x0f, 0xae, 0xf0 }, 3, MF },
+	{ "lfence", { 0x0f, 0xae, 0xe8 }, 3, LF },
+	{ "sfence", { 0x0f, 0xae, 0xf8 }, 3, SF },
+	{ "lfence, rm 1 (same instruction)", { 0x0f, 0xae, 0xe9 }, 3, LF },
+	{ "mfence with REX.W", { 0x48, 0x0f, 0xae, 0xf0 }, 4, MF },
 	{ "clflush (%rdi)", { 0x0f, 0xae, 0x3f }, 3, 0 },
 	{ "clflushopt (%rdi)", { 0x66, 0x0f, 0xae, 0x3f }, 4, 0 },
 	{ "clwb (%rdi)", { 0x66, 0x0f, 0xae, 0x37 }, 4, 0 },
