@@ -15,14 +15,14 @@
  * perf events.
  *
  * In the kernel lab's deterministic mode a QEMU plugin counts, from outside
- * the guest, what the guest executes between two calls of a marker system
- * call (docs/lab.md).  When IPCBENCH_MARK names a file, the section is marked
- * at both ends with swapon(NULL, 0), which fails and which nothing else in
- * the guest calls, and the file gets one byte per mark: its size before a
- * mark is the number of marks made before, so the window the start mark
- * opens is that size + 1, whatever earlier samples did or failed to do.  The
- * byte of the start mark is written before it and that of the end mark after
- * it, so the file's own writes stay outside the window.
+ * the guest, what the guest executes between marker system calls (docs/lab.md).
+ * When IPCBENCH_MARK names a file, the section is opened with swapon(NULL, 0)
+ * and closed with uselib(NULL), which fail and which nothing else in the guest
+ * calls, and the file gets one byte per mark: its size before a mark is the
+ * number of marks made before, so the window the open mark starts is that
+ * size + 1, whatever earlier samples did or failed to do.  The marks are made
+ * outside the perf events, and the file's writes outside the window, so that
+ * neither the task clock nor the window counts the other's bookkeeping.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -87,6 +87,8 @@ static void window_open(struct counters *c)
 	const char *path = getenv("IPCBENCH_MARK");
 	long before = 0;
 
+	c->window = 0;
+	c->window_open = false;
 	if (!path || !*path || !record_mark(path, &before))
 		return;
 	syscall(SYS_swapon, NULL, 0);
@@ -98,7 +100,7 @@ static void window_close(struct counters *c)
 {
 	if (!c->window_open)
 		return;
-	syscall(SYS_swapon, NULL, 0);
+	syscall(SYS_uselib, NULL);
 	c->window_open = false;
 	if (!record_mark(getenv("IPCBENCH_MARK"), NULL))
 		c->window = 0;	/* the next window's number would be off: say none */
@@ -146,12 +148,13 @@ void counters_start(struct counters *c)
 		for (i = 0; i < 4; i++)
 			c->fd[i] = -1;
 	}
+	/* before the rusage snapshot: the mark file's write over 9p may sleep */
+	window_open(c);
 	rusage_now(&c->start.nvcsw, &c->start.nivcsw, &c->start.minflt,
 		   &c->start.majflt, &c->start.user, &c->start.sys);
 	if (c->perf)
 		for (i = 0; i < 4; i++)
 			ioctl(c->fd[i], PERF_EVENT_IOC_ENABLE, 0);
-	window_open(c);
 }
 
 void counters_stop(struct counters *c)
@@ -160,7 +163,6 @@ void counters_stop(struct counters *c)
 	double user, sys;
 	unsigned int i;
 
-	window_close(c);
 	if (c->perf) {
 		for (i = 0; i < 4; i++) {
 			ioctl(c->fd[i], PERF_EVENT_IOC_DISABLE, 0);
@@ -189,6 +191,7 @@ void counters_stop(struct counters *c)
 		c->task_clock_ns = (uint64_t)((c->user_s + c->sys_s) * 1e9);
 		c->page_faults = c->minor_faults + c->major_faults;
 	}
+	window_close(c);
 }
 
 /* Where the kernel says which number sched:sched_wakeup has. */
