@@ -5,7 +5,9 @@ outcome is data, which report.render_compare prints and outcome_record() turns i
 For every cell in both files and every metric compare tests: the medians,
 delta %, a bootstrap 95% CI of the ratio of medians, and a two-sided
 Mann-Whitney U p-value, Holm-corrected across all rows.  Under a deterministic
-clock each row is judged against the noise instead (ipclab/deterministic.py).
+clock each row is judged against the noise instead (ipclab/deterministic.py), and the
+lab's cost-model counts per operation (ipclab/costmodel.py) are secondary rows under the
+same rule.
 The seed views (writers x readers, the ladder, ...) get their entries' changes
 too, with the seed's own published change beside them.
 """
@@ -14,7 +16,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from ipclab import Error, deterministic, metrics, results, stats, views
+from ipclab import Error, costmodel, deterministic, metrics, results, stats, views
 
 
 # A change smaller than this is no change worth a verdict (`compare --min-change`).
@@ -97,6 +99,7 @@ class JudgedRow:
     unit: str
     primary: bool
     j: deterministic.Judgement
+    model: bool = False     # a cost-model row (costmodel.ROWS): counts of a simulation
 
     @property
     def verdict(self):
@@ -113,6 +116,7 @@ class Outcome:
     clock: str = deterministic.REAL
     judged: list = field(default_factory=list)      # JudgedRow, deterministic clock only
     floor_source: dict = None
+    cost_model: dict = None     # meta.cost_model of the base, when its samples have costs
     views: list = field(default_factory=list)       # ViewChange, one per seed view shown
     min_change: float = MIN_CHANGE
     unit: str = "sample"    # what the tests treat as independent: sample, boot or round
@@ -359,6 +363,21 @@ def _judge_deterministic(out, pairs, floor_file):
                 metrics.metric_label(b, path).split(".", 1)[-1]
             out.judged.append(JudgedRow(b["key"], path, label, unit, primary,
                                         deterministic.judge(xb, xn, better, floor)))
+        for path, name, unit in costmodel.cost_paths(b):
+            xb, xn = metrics.metric_values(b, path), metrics.metric_values(n, path)
+            if not xb or not xn:
+                continue
+            floor = floors.get(deterministic.floor_key(b["key"], path), math.nan)
+            out.judged.append(JudgedRow(b["key"], path, costmodel.ROW_LABEL[name], unit, False,
+                                        costmodel.judge(xb, xn, floor), model=True))
+    models = [r.get("meta", {}).get("cost_model") for r in (out.base, out.new)]
+    out.cost_model = models[0]
+    if any(r.model for r in out.judged) and models[0] and models[1] and \
+            (models[0].get("weights"), models[0].get("cache")) != \
+            (models[1].get("weights"), models[1].get("cache")):
+        out.warnings.append("the two sides' costs were counted with different cost models"
+                            " (weights or cache geometry): est. cycles and misses do not"
+                            " compare")
     if out.judged and not any(math.isfinite(r.j.floor) for r in out.judged if r.primary):
         out.warnings.append("no A/A floor is known for these cells in this mode: each side's"
                             " own spread stands in for it, which misses boot-to-boot noise;"
@@ -499,6 +518,11 @@ def outcome_record(outcome):
                             "spread_new": j.spread_new,
                             "floor": j.floor if math.isfinite(j.floor) else None,
                             "threshold": j.threshold, "verdict": j.verdict})
+        if r.model:
+            rec["rows"][-1].update(model=True, label=r.label,
+                                   diff=j.new.median - j.base.median)
+    if any(r.model for r in outcome.judged):
+        rec["cost_model"] = dict(outcome.cost_model or {}, caveat=costmodel.CAVEAT)
     rec["unit"], rec["min_change"] = outcome.unit, outcome.min_change
     rec["ci_level_primary"] = outcome.level
     for r in outcome.rows:

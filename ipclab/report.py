@@ -14,8 +14,8 @@ import os
 import sys
 from pathlib import Path
 
-from ipclab import compare, deterministic, envinfo, fmt, metrics, modes, peers, profile, results
-from ipclab import stats, views
+from ipclab import compare, costreport, deterministic, envinfo, fmt, metrics, modes, peers
+from ipclab import profile, results, stats, views
 
 
 def _ref_text(ref, view, row, col):
@@ -560,7 +560,7 @@ def _render_deterministic(outcome, out):
     for primary in (True, False):
         rows = []
         for r in outcome.judged:
-            if r.primary != primary:
+            if r.primary != primary or r.model:
                 continue
             j = r.j
             rows.append([r.key, (f"{r.label} {r.unit}").strip(), fmt.count(j.base.median),
@@ -575,6 +575,7 @@ def _render_deterministic(outcome, out):
                   " guest instructions)\n")
         out.write(fmt.table(header, rows, ["<", "<", ">", ">", ">", ">", ">", ">", "<", ">"])
                   + "\n\n")
+    costreport.render_rows(outcome, out)
     for key, why in outcome.skipped:
         out.write(f"not compared: {key}: {why}\n")
     prim = [r for r in outcome.judged if r.primary]
@@ -618,3 +619,4 @@ def render_profile_diff(base, new, out, unit="insn"):
                             table, ["<", ">", ">", ">", ">"][:len(table[0]) if table else 4])
                   + "\n")
     out.write("\n")
+    costreport.render_profile(base, new, out)

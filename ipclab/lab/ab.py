@@ -18,7 +18,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ipclab import EXIT_FAILED, Error, compare, deterministic, proc, profile, report, results
+from ipclab import EXIT_FAILED, Error, compare, costmodel, deterministic, proc, profile, report
+from ipclab import results
 from ipclab import suites
 from ipclab.progress import log
 
@@ -90,17 +91,21 @@ def last_line(path: Path) -> str:
 def run_suite_boot(meta: dict, accel: str, job: vm.SuiteJob, out: Path, *,
                    thp: str | None = None, timeout: float = 900, faults: dict | None = None,
                    kmemleak: bool = False, clock: vm.Clock = vm.TIMED,
-                   cpus: int | None = None) -> tuple[dict | None, vm.Boot]:
+                   cpus: int | None = None,
+                   memory: str = "cache") -> tuple[dict | None, vm.Boot]:
     """Boot once, run the suite job, and write its tagged results to `out` (and the profile
-    next to it). Returns (results, boot); (None, boot) in a dry run."""
+    next to it). Returns (results, boot); (None, boot) in a dry run.
+
+    Deterministic boots load the QEMU plugin: each sample then gets the cost model's counts
+    of its measured section (memory: what of memory, vm.PLUGIN_MEMORY)."""
     shared = vm.new_shared(variants.slug(meta["variant"]), job.suite)
-    insn_counts = job.insn_counts(shared)
+    insn_counts = job.insn_counts(shared, clock)
     # `ipclab run` exits 1 when a cell failed; the cells say which, so only the kernel and
     # the guest (dead, hung, splat, no results) can fail the whole boot.
     b = vm.boot(meta, accel, job.argv(shared), thp=thp or vm.suite_thp(job.suite) or "madvise",
                 timeout=timeout, shared=shared, faults=faults, kmemleak=kmemleak,
                 watch=job.RESULTS, job_rc_fails=False, clock=clock, cpus=cpus,
-                insn_counts=insn_counts)
+                insn_counts=insn_counts, plugin_memory=memory)
     if proc.is_dry_run():
         return None, b
     res = guest_results(shared / job.RESULTS, b, meta)
@@ -112,6 +117,10 @@ def run_suite_boot(meta: dict, accel: str, job: vm.SuiteJob, out: Path, *,
             b.reason = "the suite wrote no results" + (f" ({why})" if why else "")
         res = no_results(job, b, meta, shared.name)
         results.save(res, shared / job.RESULTS)
+    model = costmodel.load_model()
+    if insn_counts is not None and insn_counts.exists():
+        results.set_costs(res, costmodel.sample_costs(res, insn_counts, model),
+                          costmodel.model_record(model, memory))
     results.save(res, out)
     guest_profile = shared / job.PROFILE
     if job.profile_by and guest_profile.exists():
@@ -119,7 +128,7 @@ def run_suite_boot(meta: dict, accel: str, job: vm.SuiteJob, out: Path, *,
         if prof is not None:
             if insn_counts is not None and insn_counts.exists():
                 profile.attach_counts(prof, insn_counts,
-                                      kernel.image_dir(meta["key"]) / "System.map")
+                                      kernel.image_dir(meta["key"]) / "System.map", model)
             proc.write_json_atomic(profile_path(out), prof)
     return res, b
 
