@@ -142,6 +142,16 @@ static unsigned int l1_ways = 8, ll_ways = 8;
 static struct cache *l1[MAX_VCPUS];
 static struct cache ll;
 static unsigned int nl1;		/* highest vCPU index seen + 1 */
+
+/*
+ * Each vCPU's two last lines (cachesim.h). The virtual-to-physical pairing stays right
+ * because nothing can change the address space between two accesses of one vCPU with only
+ * those two lines touched in between (a context switch touches many); the memos are
+ * forgotten whenever a window opens or closes, since accesses outside windows pass by
+ * without updating them.
+ */
+static struct line_memo recent[MAX_VCPUS];
+static uint64_t memo_hits;
 static uint64_t io_accesses, virtual_fallbacks;
 
 static struct cache *l1_of(unsigned int vcpu)
@@ -158,19 +168,39 @@ static struct cache *l1_of(unsigned int vcpu)
 	return l1[vcpu];
 }
 
-static void touch_line(struct block *b, unsigned int vcpu, uint64_t line, bool store)
+static void invalidate_others(unsigned int vcpu, uint64_t line)
 {
 	unsigned int v;
 
-	if (!cache_access(l1_of(vcpu), line)) {
+	for (v = 0; v < nl1; v++)
+		if (v != vcpu && l1[v])
+			cache_invalidate(l1[v], line);
+}
+
+/* The model's access to one line; *slot: where it now is in this vCPU's L1. */
+static void touch_line(struct block *b, unsigned int vcpu, uint64_t line, bool store,
+		       uint64_t *slot)
+{
+	if (!cache_access_at(l1_of(vcpu), line, slot)) {
 		b->mem[F_L1_MISSES - NSTATIC]++;
 		if (!cache_access(&ll, line))
 			b->mem[F_LL_MISSES - NSTATIC]++;
 	}
 	if (store && nl1 > 1)
-		for (v = 0; v < nl1; v++)
-			if (v != vcpu && l1[v])
-				cache_invalidate(l1[v], line);
+		invalidate_others(vcpu, line);
+}
+
+static void forget_recent(void)
+{
+	unsigned int v;
+
+	for (v = 0; v < MAX_VCPUS; v++)
+		memo_forget(&recent[v]);
+}
+
+static struct line_memo *memo_of(unsigned int vcpu)
+{
+	return &recent[vcpu < MAX_VCPUS ? vcpu : MAX_VCPUS - 1];
 }
 
 static uint64_t address_of(qemu_plugin_meminfo_t info, uint64_t vaddr, bool *io)
@@ -200,24 +230,35 @@ static void on_memory(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t va
 	uint64_t size = 1ULL << qemu_plugin_mem_size_shift(info);
 	uint64_t last = vaddr + size - 1, addr;
 
+	uint64_t slot;
+	bool one_line = (vaddr >> LINE_SHIFT) == (last >> LINE_SHIFT);
+
 	b->mem[(store ? F_STORES : F_LOADS) - NSTATIC]++;
 	if (!in_window[PROFILE] && !in_window[SAMPLE] && !model_always)
 		return;
+	if (one_line && memo_hit(memo_of(vcpu), l1_of(vcpu), vaddr >> LINE_SHIFT, &addr)) {
+		memo_hits++;
+		if (store && nl1 > 1)
+			invalidate_others(vcpu, addr);
+		return;
+	}
 	addr = address_of(info, vaddr, &io);
 	if (io) {
 		io_accesses++;
 		return;
 	}
-	touch_line(b, vcpu, addr >> LINE_SHIFT, store);
-	if ((vaddr >> LINE_SHIFT) == (last >> LINE_SHIFT))
+	touch_line(b, vcpu, addr >> LINE_SHIFT, store, &slot);
+	if (one_line) {
+		memo_put(memo_of(vcpu), vaddr >> LINE_SHIFT, addr >> LINE_SHIFT, slot);
 		return;
+	}
 	/* The access spans two lines; past a page end the second one is elsewhere. */
 	if ((vaddr / PAGE_SIZE) != (last / PAGE_SIZE))
 		addr = address_of(info, last, &io);
 	else
 		addr += size - 1;
 	if (!io)
-		touch_line(b, vcpu, addr >> LINE_SHIFT, store);
+		touch_line(b, vcpu, addr >> LINE_SHIFT, store, &slot);
 }
 
 /* What block b did since the last window end of kind seq, which then moves to now. */
@@ -262,6 +303,7 @@ static void end_profile_window(unsigned int vcpu, void *udata)
 
 	(void)vcpu;
 	(void)udata;
+	forget_recent();
 	fprintf(out, "window %lu\n", window[PROFILE]);
 	/* window 2i + 1 is the ith cell's: the one each odd marker opens */
 	in_window[PROFILE] = !(window[PROFILE]++ & 1);
@@ -295,6 +337,7 @@ static void end_sample_window(unsigned int vcpu, void *udata)
 
 	(void)vcpu;
 	in_window[SAMPLE] = udata != NULL;	/* an open marker passes non-NULL */
+	forget_recent();
 	for (i = 0; i < nblocks; i++) {
 		struct block *b = blocks[i];
 
@@ -372,8 +415,9 @@ static void at_exit(qemu_plugin_id_t id, void *udata)
 	(void)id;
 	(void)udata;
 	end_profile_window(0, NULL);
-	fprintf(out, "# accesses to MMIO %" PRIu64 ", by virtual address %" PRIu64 "\n",
-		io_accesses, virtual_fallbacks);
+	fprintf(out, "# accesses to MMIO %" PRIu64 ", by virtual address %" PRIu64
+		", L1 hits on a vCPU's last two lines %" PRIu64 "\n",
+		io_accesses, virtual_fallbacks, memo_hits);
 	fclose(out);
 }
 

@@ -160,6 +160,55 @@ static void cache(void)
 	check(misses == 3 * 576, "36 KiB swept 3 times under LRU: every access misses");
 }
 
+/*
+ * The memo of the last two lines changes nothing: a stream of accesses with locality (a
+ * few lines in turn, sets that conflict, now and then a line anywhere, and lines dropped as
+ * another CPU's store would) through the memo leaves the same hits and the same cache
+ * state as the plain model. With 2 ways a memo's line can be evicted under it.
+ */
+static void memo(unsigned int ways)
+{
+	struct cache plain, fast;
+	struct line_memo m;
+	uint64_t seed = 12345, lines[8], pline, slot, sets = 4096 / 64 / ways;
+	int i, hits_plain = 0, hits_fast = 0, through_memo = 0;
+
+	check(cache_init(&plain, 4096, ways) == 0 && cache_init(&fast, 4096, ways) == 0,
+	      "4 KiB caches");
+	memo_forget(&m);
+	for (i = 0; i < 8; i++)
+		lines[i] = i * sets + (i & 1);	/* two sets: evictions under the memo */
+	for (i = 0; i < 200000; i++) {
+		uint64_t line;
+
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		line = (seed >> 33) % 4 ? lines[(seed >> 40) % 3] : lines[(seed >> 40) % 8];
+		if ((seed >> 20) % 97 == 0)
+			line = (seed >> 24) % 4096;
+		if ((seed >> 28) % 89 == 0) {
+			cache_invalidate(&plain, lines[(seed >> 44) % 8]);
+			cache_invalidate(&fast, lines[(seed >> 44) % 8]);
+		}
+		hits_plain += cache_access(&plain, line);
+		if (memo_hit(&m, &fast, line, &pline)) {
+			hits_fast++;
+			through_memo++;
+			if (pline != line) {
+				check(0, "the memo's physical line is the one remembered");
+				break;
+			}
+			continue;
+		}
+		hits_fast += cache_access_at(&fast, line, &slot);
+		memo_put(&m, line, line, slot);
+	}
+	check(hits_plain == hits_fast, "the same hits with and without the memo");
+	check(through_memo > 60000, "many accesses went through the memo");
+	check(!memcmp(plain.tag, fast.tag, sets * ways * sizeof(*plain.tag)) &&
+	      !memcmp(plain.used, fast.used, sets * ways * sizeof(*plain.used)) &&
+	      plain.clock == fast.clock, "the same cache state with and without the memo");
+}
+
 static int filter(void)
 {
 	char line[256];
@@ -185,6 +234,8 @@ int main(int argc, char **argv)
 		return filter();
 	decoder();
 	cache();
+	memo(4);
+	memo(2);
 	if (failures) {
 		printf("%d failures\n", failures);
 		return 1;
