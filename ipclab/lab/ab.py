@@ -92,7 +92,7 @@ def run_suite_boot(meta: dict, accel: str, job: vm.SuiteJob, out: Path, *,
                    thp: str | None = None, timeout: float = 900, faults: dict | None = None,
                    kmemleak: bool = False, clock: vm.Clock = vm.TIMED,
                    cpus: int | None = None,
-                   memory: str = "cache") -> tuple[dict | None, vm.Boot]:
+                   memory: str = vm.DEFAULT_PLUGIN_MEMORY) -> tuple[dict | None, vm.Boot]:
     """Boot once, run the suite job, and write its tagged results to `out` (and the profile
     next to it). Returns (results, boot); (None, boot) in a dry run.
 
@@ -187,7 +187,8 @@ def vm_command(kern: variants.Variant | dict, command: list[str], *,
 def vm_suite(kern: variants.Variant | dict, job: vm.SuiteJob, out: Path | None = None, *,
              thp: str | None = None, timeout: float = 900,
              faults: dict | None = None, kmemleak: bool = False, clock: vm.Clock = vm.TIMED,
-             cpus: int | None = None, record: Path | None = None) -> int:
+             cpus: int | None = None, record: Path | None = None,
+             cost: str = vm.DEFAULT_PLUGIN_MEMORY) -> int:
     """`vm run VARIANT SUITE`: tagged results in `out` (default results/...); 1 when the boot
     or a cell failed."""
     meta = kernel.obtain(kern)
@@ -195,7 +196,8 @@ def vm_suite(kern: variants.Variant | dict, job: vm.SuiteJob, out: Path | None =
     out = Path(out or Path("results") /
                f"{proc.stamp()}-vm-{variants.slug(meta['variant'])}-{job.suite}.json")
     res, b = run_suite_boot(meta, accel, job, out.resolve(), thp=thp, timeout=timeout,
-                            faults=faults, kmemleak=kmemleak, clock=clock, cpus=cpus)
+                            faults=faults, kmemleak=kmemleak, clock=clock, cpus=cpus,
+                            memory=cost)
     if proc.is_dry_run():
         return 0
     report_boot(b, record)
@@ -204,6 +206,9 @@ def vm_suite(kern: variants.Variant | dict, job: vm.SuiteJob, out: Path | None =
     caveat = deterministic.timing_caveat(clock.engine_clock(), accel)
     if caveat:
         log(f"note: {caveat}")
+    if clock.deterministic:
+        log(f"note: each sample's \"cost\" holds the cost model's counts; "
+            f"{costmodel.caveat(costmodel.load_model())}")
     failed = [c["key"] for c in res["cells"] if c.get("status") == "failed"]
     if failed:
         log(f"failed cells: {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}")
@@ -238,7 +243,7 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
            boots: int | None = None, thp: str | None = None, timeout: float = 1800,
            clock: vm.Clock = vm.TIMED, cpus: int | None = None,
            outdir: Path | None = None, min_change: float = compare.MIN_CHANGE,
-           as_json: bool = False) -> int:
+           as_json: bool = False, cost: str = vm.DEFAULT_PLUGIN_MEMORY) -> int:
     """`ab BASE NEW --suite SUITE`: boot both variants `boots` times each, pool each side's
     boots, print the comparison (and, with a profile, where the instructions went).
     1 when a boot failed."""
@@ -262,7 +267,7 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
         out = outdir / f"{side}-{variants.slug(meta['variant'])}-boot{i + 1}.json"
         log(f"ab: boot {i + 1}/{boots} of {side} ({meta['variant']}, {clock.mode})")
         res, b = run_suite_boot(meta, accel, job, out, thp=thp, timeout=timeout, clock=clock,
-                                cpus=cpus)
+                                cpus=cpus, memory=cost)
         if not proc.is_dry_run():
             report_boot(b, None)
         return res, b, out

@@ -57,6 +57,10 @@ DETERMINISTIC_CPUS = 1
 # outlier (a timer tick that changes who runs when). Nine is the fewest for which the
 # median's 95% interval leaves out the most extreme sample on each side.
 DETERMINISTIC_REPS = 9
+# What the plugin counts of memory: cache (loads, stores and the cache model's misses: every
+# access calls the plugin), count (loads and stores only, counted inline: cheap), off.
+PLUGIN_MEMORY = ("cache", "count", "off")
+DEFAULT_PLUGIN_MEMORY = "cache"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,7 +281,7 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
          extra_env: dict | None = None, cpus: int | None = None,
          memory: str = DEFAULT_MEMORY, shared: Path | None = None, watch: str | None = None,
          job_rc_fails: bool = True, clock: Clock = TIMED,
-         insn_counts: Path | None = None, plugin_memory: str = "cache",
+         insn_counts: Path | None = None, plugin_memory: str = DEFAULT_PLUGIN_MEMORY,
          plugin_args: tuple[str, ...] = ()) -> Boot:
     """Boot the image in `meta`, run argv inside, and judge the result. A dry run says what
     it would boot and which job the guest would get.
@@ -496,9 +500,6 @@ PLUGIN_HEADERS = [ROOT / "kernel" / "qemu-plugin" / h for h in ("x86-events.h", 
 SAMPLE_MARKERS = {"open": "__x64_sys_swapon", "close": "__x64_sys_uselib"}
 # The file in a boot's shared directory that counts the engine's marks.
 MARKS = "marks"
-# What the plugin counts of memory: cache (loads, stores and the cache model's misses: every
-# access calls the plugin), count (loads and stores only, counted inline: cheap), off.
-PLUGIN_MEMORY = ("cache", "count", "off")
 
 
 def insn_plugin() -> Path:
@@ -520,7 +521,7 @@ def insn_plugin() -> Path:
     return so
 
 
-def insn_plugin_opts(meta: dict, out: Path, memory: str = "cache",
+def insn_plugin_opts(meta: dict, out: Path, memory: str = DEFAULT_PLUGIN_MEMORY,
                      extra: tuple[str, ...] = ()) -> list[str]:
     """-plugin options that count the guest's instructions and costly events per address
     into `out`: profile windows between swapoff markers, and the engine's sample windows
