@@ -154,18 +154,21 @@ static struct line_memo recent[MAX_VCPUS];
 static uint64_t memo_hits;
 static uint64_t io_accesses, virtual_fallbacks;
 
-static struct cache *l1_of(unsigned int vcpu)
+static __attribute__((noinline)) struct cache *new_l1(unsigned int vcpu)
 {
-	if (vcpu >= MAX_VCPUS)
-		vcpu = MAX_VCPUS - 1;	/* more vCPUs than the lab boots: they share one L1 */
-	if (!l1[vcpu]) {
-		l1[vcpu] = calloc(1, sizeof(*l1[vcpu]));
-		if (!l1[vcpu] || cache_init(l1[vcpu], l1_size, l1_ways))
-			abort();
-		if (vcpu + 1 > nl1)
-			nl1 = vcpu + 1;
-	}
+	l1[vcpu] = calloc(1, sizeof(*l1[vcpu]));
+	if (!l1[vcpu] || cache_init(l1[vcpu], l1_size, l1_ways))
+		abort();
+	if (vcpu + 1 > nl1)
+		nl1 = vcpu + 1;
 	return l1[vcpu];
+}
+
+static inline struct cache *l1_of(unsigned int vcpu)
+{
+	if (__builtin_expect(vcpu >= MAX_VCPUS, 0))
+		vcpu = MAX_VCPUS - 1;	/* more vCPUs than the lab boots: they share one L1 */
+	return __builtin_expect(l1[vcpu] != NULL, 1) ? l1[vcpu] : new_l1(vcpu);
 }
 
 static void invalidate_others(unsigned int vcpu, uint64_t line)
@@ -178,10 +181,10 @@ static void invalidate_others(unsigned int vcpu, uint64_t line)
 }
 
 /* The model's access to one line; *slot: where it now is in this vCPU's L1. */
-static void touch_line(struct block *b, unsigned int vcpu, uint64_t line, bool store,
-		       uint64_t *slot)
+static inline void touch_line(struct block *b, unsigned int vcpu, struct cache *c,
+			      uint64_t line, bool store, uint64_t *slot)
 {
-	if (!cache_access_at(l1_of(vcpu), line, slot)) {
+	if (!cache_access_at(c, line, slot)) {
 		b->mem[F_L1_MISSES - NSTATIC]++;
 		if (!cache_access(&ll, line))
 			b->mem[F_LL_MISSES - NSTATIC]++;
@@ -232,11 +235,13 @@ static void on_memory(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t va
 
 	uint64_t slot;
 	bool one_line = (vaddr >> LINE_SHIFT) == (last >> LINE_SHIFT);
+	struct cache *c;
 
 	b->mem[(store ? F_STORES : F_LOADS) - NSTATIC]++;
 	if (!in_window[PROFILE] && !in_window[SAMPLE] && !model_always)
 		return;
-	if (one_line && memo_hit(memo_of(vcpu), l1_of(vcpu), vaddr >> LINE_SHIFT, &addr)) {
+	c = l1_of(vcpu);
+	if (one_line && memo_hit(memo_of(vcpu), c, vaddr >> LINE_SHIFT, &addr)) {
 		memo_hits++;
 		if (store && nl1 > 1)
 			invalidate_others(vcpu, addr);
@@ -247,7 +252,7 @@ static void on_memory(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t va
 		io_accesses++;
 		return;
 	}
-	touch_line(b, vcpu, addr >> LINE_SHIFT, store, &slot);
+	touch_line(b, vcpu, c, addr >> LINE_SHIFT, store, &slot);
 	if (one_line) {
 		memo_put(memo_of(vcpu), vaddr >> LINE_SHIFT, addr >> LINE_SHIFT, slot);
 		return;
@@ -258,7 +263,7 @@ static void on_memory(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t va
 	else
 		addr += size - 1;
 	if (!io)
-		touch_line(b, vcpu, addr >> LINE_SHIFT, store, &slot);
+		touch_line(b, vcpu, c, addr >> LINE_SHIFT, store, &slot);
 }
 
 /* What block b did since the last window end of kind seq, which then moves to now. */
