@@ -465,27 +465,23 @@ def _add_clock_options(p):
 
 
 def _add_cost(p):
-    p.add_argument("--cost", choices=COST_MODES,
-                   help="with --deterministic, what QEMU's plugin counts besides instructions"
-                        " over each sample (docs/lab.md, the cost model): 'cache' atomics,"
-                        " fences, irq-flag changes, loads, stores, the misses of a simulated"
-                        " L1d and last level, and est. cycles (a model, not a measurement;"
-                        " the slower: every memory access calls the plugin); 'count' all but"
-                        f" the misses and est. cycles (a few %% slower than none). Default:"
-                        f" {vm.DEFAULT_PLUGIN_MEMORY}")
-
-
-COST_MODES = ("cache", "count")
+    p.add_argument("--cost", action="store_true",
+                   help="with --deterministic, also run the cost model's cache simulation"
+                        " (docs/lab.md): each sample's L1d and last-level misses and its"
+                        " estimated cycles (a model, not a measurement), beside the atomics,"
+                        " fences, irq-flag changes, loads and stores every deterministic boot"
+                        " counts. Every memory access then calls QEMU's plugin: boots take"
+                        " several times longer")
 
 
 def _cost(args):
-    """What the plugin counts of memory in a deterministic boot; Error without one."""
-    cost = getattr(args, "cost", None)
+    """What the plugin counts of memory in a deterministic boot (vm.PLUGIN_MEMORY); Error
+    for --cost without the deterministic mode."""
     deterministic_mode = getattr(args, "deterministic", False) or \
         (hasattr(args, "timed") and not args.timed)
-    if cost and not deterministic_mode:
+    if args.cost and not deterministic_mode:
         raise Error("--cost counts under the deterministic mode: add --deterministic")
-    return cost or vm.DEFAULT_PLUGIN_MEMORY
+    return "cache" if args.cost else vm.DEFAULT_PLUGIN_MEMORY
 
 
 def add_lab_parsers(sub):

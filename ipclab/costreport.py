@@ -30,7 +30,8 @@ def render_rows(outcome, out):
               " counted by QEMU's plugin over each sample's measured section)\n")
     out.write(f"note: {costmodel.caveat(costmodel.load_model())}\n")
     if model.get("memory") in ("count", "off"):
-        out.write("note: the cache model was off (no misses counted, no est. cycles)\n")
+        out.write("note: no cache model in this run (--cost runs it): no misses, no est."
+                  " cycles\n")
     header = ["cell", "count", "base", "new", "diff", "delta", "\u00b1 A", "\u00b1 B", "floor",
               "verdict", "n"]
     table = []
