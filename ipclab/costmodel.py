@@ -21,7 +21,7 @@ import math
 import platform
 from pathlib import Path
 
-from ipclab import deterministic, stats
+from ipclab import EXIT_FAILED, Error, deterministic, stats
 
 MODEL_FILE = Path(__file__).parent / "reference" / "cost-model.json"
 PLUGIN_SCHEMA = "ipclab-insncount/2"
@@ -129,11 +129,27 @@ def derived(counts, model):
     return {k: v for k, v in out.items() if v is not None}
 
 
-def sample_costs(res, counts_path, model):
+def window_problem(samples, marks):
+    """Why the plugin's sample windows cannot be the engine's, or None. The engine made
+    `marks` marks (its mark file's size); each ends a window and starts the next, so the
+    plugin must have closed windows 1 .. marks - 1, no more, no fewer."""
+    if set(samples) == set(range(1, marks)):
+        return None
+    return (f"the engine made {marks} window marks but the plugin closed {len(samples)}"
+            " windows: a marker system call the plugin did not see (its entry point is not"
+            " the one System.map names?); no cost counts attached")
+
+
+def sample_costs(res, counts_path, model, marks=None):
     """{(cell index, sample index): cost record} for the samples of a results file whose
     measured section the plugin counted: the counts of that window, and the sample's
-    operations (deterministic.operations) to divide them by."""
+    operations (deterministic.operations) to divide them by. With `marks` (how many the
+    engine made), Error when the plugin's windows do not match them."""
     _, samples, _ = read_counts(counts_path)
+    if marks is not None:
+        problem = window_problem(samples, marks)
+        if problem:
+            raise Error(problem, EXIT_FAILED)
     out = {}
     for ci, cell in enumerate(res.get("cells", [])):
         for si, smp in enumerate(cell.get("samples", [])):

@@ -60,6 +60,21 @@ def test_sample_windows_attach_to_the_samples_that_name_them(tmp_path):
     assert costs[(0, 1)]["est_cycles"] == 6000 + 40 * 7 + 10 * 18 + 5 * 20
 
 
+def test_windows_the_plugin_missed_are_refused(tmp_path):
+    from ipclab import Error
+    # Two samples: four marks; the plugin closes windows 1-3 (the fourth stays open).
+    lines = "".join(f"sample {n} {counts_line(10, 0)} {counts_line(5, 0)}\n" for n in (1, 2, 3))
+    path = write_counts(tmp_path, lines)
+    res = {"cells": [{"workload": "pipe-throughput", "samples": [
+        {"metrics": {"loops": {"value": 10}}, "counters": {"window": 1}},
+        {"metrics": {"loops": {"value": 10}}, "counters": {"window": 3}}]}]}
+    assert len(costmodel.sample_costs(res, path, MODEL, marks=4)) == 2
+    # A close marker the plugin never saw: each window then runs from open to open.
+    path = write_counts(tmp_path, lines.replace("sample 3", "#"))
+    with pytest.raises(Error, match="4 window marks but the plugin closed 2"):
+        costmodel.sample_costs(res, path, MODEL, marks=4)
+
+
 def test_first_format_reads_as_instructions(tmp_path):
     p = tmp_path / "old.txt"
     p.write_text("window 0\nffffffff81001000 999\nuser 5\n")

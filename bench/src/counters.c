@@ -17,8 +17,9 @@
  * In the kernel lab's deterministic mode a QEMU plugin counts, from outside
  * the guest, what the guest executes between marker system calls (docs/lab.md).
  * When IPCBENCH_MARK names a file, the section is opened with swapon(NULL, 0)
- * and closed with uselib(NULL), which fail and which nothing else in the guest
- * calls, and the file gets one byte per mark: its size before a mark is the
+ * and closed with quotactl(0, NULL, 0, NULL), which fail (EFAULT or ENOSYS;
+ * ENODEV where quotas are built in) and which nothing else in the guest calls,
+ * and the file gets one byte per mark: its size before a mark is the
  * number of marks made before, so the window the open mark starts is that
  * size + 1, whatever earlier samples did or failed to do.  The marks are made
  * outside the perf events, and the file's writes outside the window, so that
@@ -100,7 +101,7 @@ static void window_close(struct counters *c)
 {
 	if (!c->window_open)
 		return;
-	syscall(SYS_uselib, NULL);
+	syscall(SYS_quotactl, 0, NULL, 0, NULL);
 	c->window_open = false;
 	if (!record_mark(getenv("IPCBENCH_MARK"), NULL))
 		c->window = 0;	/* the next window's number would be off: say none */

@@ -119,8 +119,14 @@ def run_suite_boot(meta: dict, accel: str, job: vm.SuiteJob, out: Path, *,
         results.save(res, shared / job.RESULTS)
     model = costmodel.load_model()
     if insn_counts is not None and insn_counts.exists():
-        results.set_costs(res, costmodel.sample_costs(res, insn_counts, model),
-                          costmodel.model_record(model, memory))
+        marks = shared / vm.MARKS
+        try:
+            costs = costmodel.sample_costs(res, insn_counts, model,
+                                           marks.stat().st_size if marks.exists() else 0)
+        except Error as e:
+            log(f"warning: {meta['variant']}: {e}")
+            costs = {}
+        results.set_costs(res, costs, costmodel.model_record(model, memory))
     results.save(res, out)
     guest_profile = shared / job.PROFILE
     if job.profile_by and guest_profile.exists():

@@ -496,9 +496,11 @@ def parse_size(s: str) -> int:
 PLUGIN_SOURCE = ROOT / "kernel" / "qemu-plugin" / "insncount.c"
 PLUGIN_HEADERS = [ROOT / "kernel" / "qemu-plugin" / h for h in ("x86-events.h", "cachesim.h")]
 # The system calls the engine opens and closes its measured sections with (IPCBENCH_MARK,
-# bench/src/counters.c): swapon(NULL, 0) and uselib(NULL), which fail and which nothing else
-# calls; the profile's marker is swapoff (profile.MARKER_SYMBOL).
-SAMPLE_MARKERS = {"open": "__x64_sys_swapon", "close": "__x64_sys_uselib"}
+# bench/src/counters.c): swapon(NULL, 0) and quotactl(0, NULL, 0, NULL), which fail and
+# which nothing else calls; the profile's marker is swapoff (profile.MARKER_SYMBOL). Each
+# must have its own entry point in the x86-64 table (uselib, say, has none: it goes to
+# sys_ni_syscall, which every unwired number shares).
+SAMPLE_MARKERS = {"open": "__x64_sys_swapon", "close": "__x64_sys_quotactl"}
 # The file in a boot's shared directory that counts the engine's marks.
 MARKS = "marks"
 

@@ -16,7 +16,7 @@
  *     user <counts>
  *
  * - sample windows: the engine opens one at the start of each sample's measured section
- *   (open=ADDR, __x64_sys_swapon) and closes it at the end (close=ADDR, __x64_sys_uselib)
+ *   (open=ADDR, __x64_sys_swapon) and closes it at the end (close=ADDR, __x64_sys_quotactl)
  *   when IPCBENCH_MARK is set. Every open or close ends the window before it, and the
  *   windows are numbered from 1 as the engine numbers its marks (bench/src/counters.c);
  *   each gets one line of totals, all code and kernel code only:

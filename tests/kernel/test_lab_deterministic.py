@@ -63,6 +63,9 @@ def test_every_boot_and_sample_records_the_clock(aa):
         for cell in res["cells"]:
             assert cell["status"] == "ok", cell.get("error")
             assert all(s["env"]["clock"] == "icount shift=0" for s in cell["samples"])
+            # The plugin counted every sample's own section: the engine's window, its ops.
+            assert all(s["cost"]["window"] == s["counters"]["window"] and s["cost"]["ops"] > 0
+                       for s in cell["samples"]), cell["key"]
 
 
 @pytest.fixture(scope="module")
