@@ -466,12 +466,12 @@ def _add_clock_options(p):
 
 def _add_cost(p):
     p.add_argument("--cost", action="store_true",
-                   help="with --deterministic, also run the cost model's cache simulation"
-                        " (docs/lab.md): each sample's L1d and last-level misses and its"
-                        " estimated cycles (a model, not a measurement), beside the atomics,"
-                        " fences, irq-flag changes, loads and stores every deterministic boot"
-                        " counts. Every memory access then calls QEMU's plugin: boots take"
-                        " several times longer")
+                   help="with --deterministic, also count each sample's loads and stores"
+                        " and run the cost model's cache simulation (docs/lab.md): L1d and"
+                        " last-level misses, and estimated cycles (a model, not a"
+                        " measurement), beside the atomics, fences and irq-flag changes every"
+                        " deterministic boot counts. Every memory access then calls QEMU's"
+                        " plugin: boots take several times longer")
 
 
 def _cost(args):

@@ -164,7 +164,7 @@ def sample_costs(res, counts_path, model, marks=None):
 
 def model_record(model, memory="cache"):
     """What a results file keeps of the model its cost records were made with; memory: what
-    the plugin counted of memory (cache, count or off)."""
+    the plugin counted of memory (cache or off)."""
     if not model:
         return {"weights": None, "memory": memory}
     return {"weights": model["weights"], "cache": model.get("cache"), "memory": memory,

@@ -29,9 +29,9 @@ def render_rows(outcome, out):
     out.write("Cost model, per operation (secondary rows: same rule and floors as instructions;"
               " counted by QEMU's plugin over each sample's measured section)\n")
     out.write(f"note: {costmodel.caveat(costmodel.load_model())}\n")
-    if model.get("memory") in ("count", "off"):
-        out.write("note: no cache model in this run (--cost runs it): no misses, no est."
-                  " cycles\n")
+    if model.get("memory") == "off":
+        out.write("note: no memory model in this run (--cost runs it): no loads, stores,"
+                  " misses or est. cycles\n")
     header = ["cell", "count", "base", "new", "diff", "delta", "\u00b1 A", "\u00b1 B", "floor",
               "verdict", "n"]
     table = []

@@ -58,10 +58,10 @@ DETERMINISTIC_CPUS = 1
 # median's 95% interval leaves out the most extreme sample on each side.
 DETERMINISTIC_REPS = 9
 # What the plugin counts of memory: cache (loads, stores and the cache model's misses: every
-# access calls the plugin, several times the boot's time; `--cost`), count (loads and stores,
-# counted inline: a few per cent), off.
-PLUGIN_MEMORY = ("cache", "count", "off")
-DEFAULT_PLUGIN_MEMORY = "count"
+# access calls the plugin, several times the boot's time; `--cost`), or off (the events it
+# decodes from the instructions only: a few per cent).
+PLUGIN_MEMORY = ("cache", "off")
+DEFAULT_PLUGIN_MEMORY = "off"
 
 
 @dataclasses.dataclass(frozen=True)
