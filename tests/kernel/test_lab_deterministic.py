@@ -120,32 +120,30 @@ def test_thirty_instructions_per_write_are_a_change(aa, patched):
 def test_aa_pair_cost_counts_agree(aa):
     out, text = aa
     rows = [r for r in json.loads((out / "compare.json").read_text())["rows"] if r.get("model")]
-    assert {r["label"] for r in rows} >= {"atomics", "fences", "loads", "stores", "L1d misses",
-                                          "LL misses", "est. cycles"}, text
+    # Without --cost: the events decoded from the instructions, no memory model.
+    assert {r["label"] for r in rows} == {"atomics", "fences", "irq-flag changes"}, text
     flagged = [r for r in rows if r["verdict"] in CHANGE]
     assert not flagged, "A/A flagged: %s" % flagged
-    # The decoded events of the single-process loop repeat exactly.
     for r in rows:
-        if r["key"] == "pipe-throughput/copies=1" and r["label"] in ("atomics", "fences"):
-            assert abs(r["diff"]) <= AA_EVENT_SLACK, r
-    assert "Cost model, per operation" in text
+        if r["key"] in ("pipe-throughput/copies=1", "pipe-context/copies=1"):
+            assert abs(r["diff"]) <= EVENT_SLACK, r
+    assert "Cost model, per operation" in text and "a model, not a measurement" in text
 
 
-# Measured: see docs/lab.md, the cost model's known answers.
-AA_EVENT_SLACK = 0.01
-ATOMIC_SLACK = 0.01
+# Background work lands in a sample's window too (on one vCPU, under 1% of its instructions):
+# an event count per operation may move by a few hundredths between boots. Measured in
+# docs/lab.md (the cost model's known answers).
+EVENT_SLACK = 0.02
+MISS_SLACK = 0.05
 
 
-def test_a_loop_of_plain_instructions_adds_no_atomic_and_no_miss(aa, patched):
+def test_a_loop_of_plain_instructions_adds_no_atomic(aa, patched):
     _, outcome = against_base(aa, patched["write_cost"])
     for key in ("pipe-throughput/copies=1", "pipe-context/copies=1"):
         rows = cost_rows(outcome, key)
-        assert abs(diff(rows["atomics"])) <= ATOMIC_SLACK, rows["atomics"]
-        assert abs(diff(rows["fences"])) <= ATOMIC_SLACK, rows["fences"]
-        for name in ("l1_misses", "ll_misses", "atomics"):
+        for name in ("atomics", "fences", "irqflags"):
+            assert abs(diff(rows[name])) <= EVENT_SLACK, rows[name]
             assert rows[name].verdict not in CHANGE, rows[name]
-        # The instructions it adds are all it costs.
-        assert rows["est_cycles"].verdict == "worse", rows["est_cycles"]
 
 
 def test_one_smp_mb_per_write_is_one_atomic(aa, patched):
@@ -153,10 +151,34 @@ def test_one_smp_mb_per_write_is_one_atomic(aa, patched):
         pytest.skip(f"no smp-mb variant on {PLAIN}'s base")
     _, outcome = against_base(aa, patched["smp_mb"])
     # One write per write+read loop, two per round trip; on x86 smp_mb() is a locked add to
-    # the stack: one atomic, one load and one store more per write, and no fence.
+    # the stack: one atomic more per write, and no fence.
     for key, writes in (("pipe-throughput/copies=1", 1), ("pipe-context/copies=1", 2)):
         rows = cost_rows(outcome, key)
-        assert abs(diff(rows["atomics"]) - writes) <= ATOMIC_SLACK * writes, rows["atomics"]
+        assert abs(diff(rows["atomics"]) - writes) <= EVENT_SLACK, rows["atomics"]
         assert rows["atomics"].verdict == "worse", rows["atomics"]
-        assert abs(diff(rows["fences"])) <= ATOMIC_SLACK, rows["fences"]
-        assert rows["est_cycles"].verdict == "worse", rows["est_cycles"]
+        assert abs(diff(rows["fences"])) <= EVENT_SLACK, rows["fences"]
+        assert abs(diff(rows["irqflags"])) <= EVENT_SLACK, rows["irqflags"]
+
+
+@pytest.fixture(scope="module")
+def with_cost(aa, tmp_path_factory):
+    """The plain kernel against write-cost with the memory model (--cost), on the two pipe
+    cells of seed-skip-wakeups (the same cells as icount-check's): (compare.json rows, ab's
+    output)."""
+    out = tmp_path_factory.mktemp("cost")
+    r = ipclab("ab", PLAIN, ROLE["write_cost"], "--suite", "seed-skip-wakeups",
+               "--deterministic", "--cost", "-o", str(out), timeout=3600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return json.loads((out / "compare.json").read_text())["rows"], r.stdout
+
+
+def test_a_loop_of_plain_instructions_adds_no_miss(with_cost):
+    rows, text = with_cost
+    model = {(r["key"], r["label"]): r for r in rows if r.get("model")}
+    for key in ("pipe-throughput/copies=1", "pipe-context/copies=1"):
+        for label in ("L1d misses", "LL misses", "atomics"):
+            r = model[(key, label)]
+            assert abs(r["diff"]) <= MISS_SLACK and r["verdict"] not in CHANGE, r
+        # Its instructions are all it costs, and the estimate sees them.
+        assert model[(key, "est. cycles")]["verdict"] == "worse", model[(key, "est. cycles")]
+    assert "a model, not a measurement" in text
