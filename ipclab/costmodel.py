@@ -221,7 +221,8 @@ def caveat(model):
         return (CAVEAT + "; no model file (ipclab/reference/cost-model.json): est. cycles are"
                 " not computed, run scripts/cost-calibrate")
     cpu = (model.get("cpu") or {}).get("model", "unknown")
-    text = f"{CAVEAT} ({cpu}, {model.get('calibrated', '?')[:10]}; ipclab/reference/cost-model.json)"
+    when = model.get("calibrated", "?")[:10]
+    text = f"{CAVEAT} ({cpu}, {when}; ipclab/reference/cost-model.json)"
     here = cpu_model()
     if here != cpu:
         text += f"; this machine's CPU is {here}: refit with scripts/cost-calibrate"
