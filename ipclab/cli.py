@@ -467,7 +467,28 @@ def _add_clock_options(p):
                         "perf samples cpu-clock in the guest")
     p.add_argument("--thp", choices=("always", "madvise", "never"),
                    help="guest THP mode (default: what the suite asks, else madvise)")
+    _add_cost(p)
     _add_reps(p)
+
+
+def _add_cost(p):
+    p.add_argument("--cost", action="store_true",
+                   help="with --deterministic, also count each sample's loads and stores"
+                        " and run the cost model's cache simulation (docs/lab.md): L1d and"
+                        " last-level misses, and estimated cycles (a model, not a"
+                        " measurement), beside the atomics, fences and irq-flag changes every"
+                        " deterministic boot counts. Every memory access then calls QEMU's"
+                        " plugin: boots take several times longer")
+
+
+def _cost(args):
+    """What the plugin counts of memory in a deterministic boot (vm.PLUGIN_MEMORY); Error
+    for --cost without the deterministic mode."""
+    deterministic_mode = getattr(args, "deterministic", False) or \
+        (hasattr(args, "timed") and not args.timed)
+    if args.cost and not deterministic_mode:
+        raise Error("--cost counts under the deterministic mode: add --deterministic")
+    return "cache" if args.cost else vm.DEFAULT_PLUGIN_MEMORY
 
 
 def add_lab_parsers(sub):
@@ -568,6 +589,7 @@ def add_bisect_parser(sub):
     b.add_argument("--threshold", type=percent, metavar="PCT",
                    help="a commit has moved when its metric is more than PCT%% from GOOD's "
                         "(default: half of GOOD -> BAD)")
+    _add_cost(b)
     b.add_argument("--timed", action="store_true",
                    help="timed boots instead of the deterministic mode (refused when its "
                         "steps lack the power to see the threshold)")
@@ -613,7 +635,7 @@ def cmd_bisect(args):
                               gittree.resolve(tree, args.bad), args.suite, args.metric,
                               None if args.threshold is None else args.threshold / 100,
                               deterministic_mode, boots, args.reps, args.warmups, args.cpus,
-                              config)
+                              config, _cost(args))
         outdir = Path(args.output_dir or Path("results") /
                       f"{proc.stamp()}-bisect-{p.good[:12]}-{p.bad[:12]}-{args.suite}")
         if (outdir / lab_bisect.LOG_NAME).exists():
@@ -738,10 +760,12 @@ def cmd_vm_run(args):
                                               args.fault_tasks))
         [kern] = _kernels(args, [args.variant], 1)
         if command:
+            if args.cost:
+                raise Error("--cost counts the samples of a SUITE; a command after -- has none")
             return ab.vm_command(kern, command, **opts)
         job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
                            warmups=args.warmups, profile=args.profile)
-        return ab.vm_suite(kern, job, args.output, **opts)
+        return ab.vm_suite(kern, job, args.output, cost=_cost(args), **opts)
 
 
 def cmd_ab(args):
@@ -753,7 +777,8 @@ def cmd_ab(args):
         base, new = _kernels(args, [args.base, args.new], 2)
         return ab.run_ab(base, new, job, boots=args.boots, thp=args.thp, timeout=args.timeout,
                          clock=clock, cpus=args.cpus, outdir=args.output_dir,
-                         min_change=args.min_change / 100, as_json=args.json)
+                         min_change=args.min_change / 100, as_json=args.json,
+                         cost=_cost(args))
 
 
 # ---- entry ---------------------------------------------------------------------------

@@ -5,7 +5,9 @@ outcome is data, which report.render_compare prints and outcome_record() turns i
 For every cell in both files and every metric compare tests: the medians,
 delta %, a bootstrap 95% CI of the ratio of medians, and a two-sided
 Mann-Whitney U p-value, Holm-corrected across all rows.  Under a deterministic
-clock each row is judged against the noise instead (ipclab/deterministic.py).
+clock each row is judged against the noise instead (ipclab/deterministic.py), and the
+lab's cost-model counts per operation (ipclab/costmodel.py) are secondary rows under the
+same rule.
 The seed views (writers x readers, the ladder, ...) get their entries' changes
 too, with the seed's own published change beside them.
 """
@@ -14,7 +16,7 @@ import json
 import math
 from dataclasses import dataclass, field, replace
 
-from ipclab import Error, deterministic, floor, metrics, power, results, stats, views
+from ipclab import Error, costmodel, deterministic, floor, metrics, power, results, stats, views
 
 
 # A change smaller than this is no change worth a verdict (`compare --min-change`).
@@ -105,6 +107,7 @@ class JudgedRow:
     unit: str
     primary: bool
     j: deterministic.Judgement
+    model: bool = False     # a cost-model row (costmodel.ROWS): counts of a simulation
 
     @property
     def verdict(self):
@@ -121,6 +124,7 @@ class Outcome:
     clock: str = deterministic.REAL
     judged: list = field(default_factory=list)      # JudgedRow, deterministic clock only
     floor_source: dict = None
+    cost_model: dict = None     # meta.cost_model of the base, when its samples have costs
     views: list = field(default_factory=list)       # ViewChange, one per seed view shown
     min_change: float = MIN_CHANGE
     unit: str = "sample"    # what the tests treat as independent: sample, boot or round
@@ -474,6 +478,23 @@ def _judge_deterministic(out, pairs, floor_file):
                 # by the metrics of a cell: only the primaries get one, as in the timed mode.
                 j = replace(j, verdict="")
             out.judged.append(JudgedRow(b["key"], path, label, unit, primary, j))
+        costs = costmodel.cost_paths(b)
+        for path, name, unit in costs:
+            xb, xn = metrics.metric_values(b, path), metrics.metric_values(n, path)
+            if not xb or not xn:
+                continue
+            out.judged.append(JudgedRow(
+                b["key"], path, costmodel.ROW_LABEL[name], unit, False,
+                costmodel.judge(xb, xn, floors.get(floor.key(b["key"], path)), len(costs)),
+                model=True))
+    models = [r.get("meta", {}).get("cost_model") for r in (out.base, out.new)]
+    out.cost_model = models[0]
+    if any(r.model for r in out.judged) and models[0] and models[1] and \
+            (models[0].get("weights"), models[0].get("cache")) != \
+            (models[1].get("weights"), models[1].get("cache")):
+        out.warnings.append("the two sides' costs were counted with different cost models"
+                            " (weights or cache geometry): est. cycles and misses do not"
+                            " compare")
     prim = [r for r in out.judged if r.primary]
     if not any(r.j.floor_pairs for r in out.judged):
         out.floor_source = None
@@ -639,6 +660,11 @@ def outcome_record(outcome):
                             "floor": j.floor if math.isfinite(j.floor) else None,
                             "floor_pairs": j.floor_pairs, "threshold": j.threshold,
                             "verdict": j.verdict, "note": j.note})
+        if r.model:
+            rec["rows"][-1].update(model=True, label=r.label,
+                                   diff=j.new.median - j.base.median)
+    if any(r.model for r in outcome.judged):
+        rec["cost_model"] = dict(outcome.cost_model or {}, caveat=costmodel.CAVEAT)
     rec["unit"], rec["min_change"] = outcome.unit, outcome.min_change
     rec["paired_test"] = outcome.paired_test
     rec["ci_level_primary"] = outcome.level

@@ -227,7 +227,7 @@ def spread(xs):
     return max(m - s[k - 1], s[len(s) - k] - m) / abs(m)
 
 
-def judge(base_vals, new_vals, better, floor=None):
+def judge(base_vals, new_vals, better, floor=None, level=0.95):
     """The decision rule for one cell and metric, one boot a side (docs/statistics.md).
 
     With an A/A floor (floor.Floor, k pairs of boots of the base's kernel): a change when
@@ -240,7 +240,8 @@ def judge(base_vals, new_vals, better, floor=None):
     a side: judge_boots).  Without a floor, SAFETY times the larger half-width, which
     counts no boot-to-boot noise (compare warns).  Either way, a threshold over
     MAX_THRESHOLD reads "too noisy", and fewer than MIN_SAMPLES samples on a side "too few
-    samples".
+    samples".  `level` is the row's own confidence: a family of m rows judged together
+    (the cost model's, per cell) passes 1 - 0.05/m, Bonferroni's.
     """
     sb, sn = stats.summarize(base_vals), stats.summarize(new_vals)
     k = floor.k if floor is not None else 0
@@ -259,7 +260,7 @@ def judge(base_vals, new_vals, better, floor=None):
     if k:
         # The floor's bound, or this pair's own medians' when they are noisier than the
         # floor's boots were (a change that makes the cell noisy).
-        threshold = max(floor.quantile(0.975) * rms, math.hypot(sp_b, sp_n))
+        threshold = max(floor.quantile(1 - (1 - level) / 2) * rms, math.hypot(sp_b, sp_n))
         note = "" if floor.trusted else f"floor from {k} pair{'s' if k > 1 else ''}"
     else:
         threshold = SAFETY * max(sp_b, sp_n)

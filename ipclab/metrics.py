@@ -3,8 +3,9 @@
 judged by.
 
 A path names one number in an engine sample: "metrics.NAME", "latency.KEY.FIELD",
-"counters.NAME", "params.NAME" or "primary" (the first metric that has a better
-direction), optionally divided by other paths and multiplied by a constant:
+"counters.NAME", "params.NAME", "cost.NAME" (the lab's cost-model counts of a deterministic
+sample, ipclab/costmodel.py) or "primary" (the first metric that has a better direction),
+optionally divided by other paths and multiplied by a constant:
 "counters.cpu_migrations / params.transfers * 1e6"; terms of that kind may be added with
 "+": "metrics.empty_send_ns + metrics.empty_recv_ns".
 """
@@ -37,7 +38,7 @@ def _lookup(sample, path):
         lat = sample.get("latency", {}).get(parts[1], {})
         v = lat.get(".".join(parts[2:])) if isinstance(lat, dict) else None
         return float(v) if isinstance(v, (int, float)) else None
-    if head in ("counters", "params"):
+    if head in ("counters", "params", "cost"):
         v = sample.get(head, {}).get(".".join(parts[1:]))
         if isinstance(v, bool):
             v = int(v)

@@ -18,12 +18,13 @@ import bisect
 import ctypes
 import json
 import math
+import os
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
-from ipclab import deterministic, engine, proc
+from ipclab import costmodel, deterministic, engine, proc
 
 PERIOD = 10007
 PERF = "perf"
@@ -88,10 +89,13 @@ def mark_window():
 
 
 def marked_cell(engine_path, cell):
-    """One run of a cell between two window markers; the counts are taken outside."""
+    """One run of a cell between two window markers; the counts are taken outside. The
+    engine does not mark its own section here: the file it counts its marks in is written
+    over 9p, which would land in the profile's window."""
+    env = {k: v for k, v in os.environ.items() if k != "IPCBENCH_MARK"}
     mark_window()
     try:
-        run = engine.run_cell(engine_path, cell)
+        run = engine.run_cell(engine_path, cell, env=env)
     finally:
         mark_window()
     if run.status != "ok":
@@ -137,23 +141,14 @@ def symbol_address(system_map, name):
 
 
 def read_windows(path):
-    """{window: {address or "user": instructions}} from the plugin's output."""
-    windows, cur = {}, None
-    with open(path) as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) != 2:
-                continue
-            if parts[0] == "window":
-                cur = windows.setdefault(int(parts[1]), {})
-            elif cur is not None:
-                key = "user" if parts[0] == "user" else int(parts[0], 16)
-                cur[key] = cur.get(key, 0) + int(parts[1])
-    return windows
+    """{window: {address or "user": {field: count}}} from the plugin's output (fields:
+    costmodel.FIELDS, or only insns from a plugin of the first format)."""
+    return costmodel.read_counts(path)[2]
 
 
-def attach_counts(prof, windows_path, system_map):
-    """Fill a marker profile's cells with exact instructions per function."""
+def attach_counts(prof, windows_path, system_map, model=None):
+    """Fill a marker profile's cells with exact instructions per function ("functions"),
+    and every other count of the plugin per function, est. cycles included ("costs")."""
     syms = read_system_map(system_map)
     addrs = [a for a, _ in syms]
     windows = read_windows(windows_path)
@@ -163,19 +158,53 @@ def attach_counts(prof, windows_path, system_map):
         if counts is None or "error" in cell:
             cell.setdefault("error", "no instruction counts for this cell")
             continue
-        funcs = {}
-        for where, n in counts.items():
+        raw = {}
+        for where, c in counts.items():
             if where == "user":
                 name = "[user space]"
             else:
                 j = bisect.bisect_right(addrs, where) - 1
                 name = syms[j][1] if j >= 0 else "[unknown]"
-            funcs[name] = funcs.get(name, 0) + n
-        cell["functions"] = funcs
-        cell["total"] = sum(funcs.values())
+            acc = raw.setdefault(name, dict.fromkeys(c, 0))
+            for k, v in c.items():
+                acc[k] += v
+        cell["functions"] = {name: c["insns"] for name, c in raw.items()}
+        if len(next(iter(raw.values()), {})) > 1:
+            cell["costs"] = {name: costmodel.derived(c, model) for name, c in raw.items()}
+        cell["total"] = sum(cell["functions"].values())
         cell["period"] = 1
         cell["exact"] = True
     return prof
+
+
+def cost_diff(base, new, top=8):
+    """Where the costs went: [(cell, names, [(symbol, {name: delta per op})], (base totals,
+    new totals))] per common cell whose profiles both have costs. names: the cost model's
+    rows both carry; the functions are the `top` that moved most in est. cycles (else in
+    instructions), then any other whose atomics, fences or irq-flag changes moved."""
+    out = []
+    for key, bp in base.get("cells", {}).items():
+        np_ = new.get("cells", {}).get(key)
+        if not np_ or "costs" not in bp or "costs" not in np_ or not bp.get("ops") \
+                or not np_.get("ops"):
+            continue
+        names = [n for n, _ in costmodel.ROWS
+                 if all(n in c for p in (bp, np_) for c in p["costs"].values())]
+        names = ["insns"] + names
+        per = [{sym: {n: c.get(n, 0) / p["ops"] for n in names} for sym, c in p["costs"].items()}
+               for p in (bp, np_)]
+        zero = dict.fromkeys(names, 0.0)
+        rows = []
+        for sym in set(per[0]) | set(per[1]):
+            b, n = per[0].get(sym, zero), per[1].get(sym, zero)
+            rows.append((sym, {k: n[k] - b[k] for k in names}))
+        rank = "est_cycles" if "est_cycles" in names else "insns"
+        rows.sort(key=lambda r: (-abs(r[1][rank]), r[0]))
+        events = [k for k in ("atomics", "fences", "irqflags") if k in names]
+        keep = rows[:top] + [r for r in rows[top:] if any(abs(r[1][k]) > 1e-9 for k in events)]
+        totals = tuple({k: sum(v[k] for v in p.values()) for k in names} for p in per)
+        out.append((key, names, keep, totals))
+    return out
 
 
 def load(path):

@@ -14,8 +14,8 @@ import os
 import sys
 from pathlib import Path
 
-from ipclab import compare, deterministic, envinfo, fmt, metrics, modes, peers, profile, results
-from ipclab import stats, views
+from ipclab import compare, costreport, deterministic, envinfo, fmt, metrics, modes, peers
+from ipclab import profile, results, stats, views
 
 
 def _ref_text(ref, view, row, col):
@@ -605,7 +605,7 @@ def _render_deterministic(outcome, out):
     for primary in (True, False):
         rows = []
         for r in outcome.judged:
-            if r.primary != primary:
+            if r.primary != primary or r.model:
                 continue
             j = r.j
             fl = f"{fmt.pct(j.floor, False, 3)} ({j.floor_pairs})" if j.floor_pairs else "-"
@@ -626,6 +626,7 @@ def _render_deterministic(outcome, out):
                   " times are guest instructions)\n")
         out.write(fmt.table(header, rows, ["<", "<", ">", ">", ">", ">", ">", ">", ">", "<",
                                            ">"]) + "\n\n")
+    costreport.render_rows(outcome, out)
     for i, note in enumerate(notes, 1):
         out.write(f"[{i}] {note}\n")
     if notes:
@@ -670,3 +671,4 @@ def render_profile_diff(base, new, out, unit="insn"):
                             table, ["<", ">", ">", ">", ">"][:len(table[0]) if table else 4])
                   + "\n")
     out.write("\n")
+    costreport.render_profile(base, new, out)

@@ -9,6 +9,8 @@
          samples then carries its "round",
  "cells": [{"key", "suite", "workload", "args", "samples": [...],
             "status": "ok|failed|skipped|pending", "error"}],
+         a sample of a deterministic lab boot also has "cost": the cost model's counts over
+         its measured section (ipclab/costmodel.py), and meta "cost_model" the model,
  "complete": bool}
 
 The file is rewritten atomically (temp file + rename) after every sample, so
@@ -216,6 +218,16 @@ def tag(res, **meta):
     was built: commit, patch and config hashes), accel, clock, its boot record). These fields
     are the host's to set, so they overwrite the guest's."""
     res.setdefault("meta", {}).update(meta)
+    return res
+
+
+def set_costs(res, costs, model):
+    """The lab's cost-model counts of each sample's measured section ({(cell index, sample
+    index): record}, costmodel.sample_costs) as the sample's "cost", and the model they were
+    made with as meta.cost_model."""
+    for (ci, si), rec in costs.items():
+        res["cells"][ci]["samples"][si]["cost"] = rec
+    res.setdefault("meta", {})["cost_model"] = model
     return res
 
 

@@ -60,6 +60,7 @@ class FakeMeasure:
     unit = "insn/loop"
     # 8 A/A pairs 0.01% apart: a threshold of t(8) x 0.01%
     floor = aa_floor.Floor(deltas=(0.0001, -0.0001) * 4, n=9)
+    costs = None        # commit -> {cost-model row: median per op}
 
     def __init__(self, commits, levels, boots=1, samples=9, cv_boot=0.0, cv=0.00002,
                  broken=(), stop_after=None):
@@ -84,7 +85,10 @@ class FakeMeasure:
                 lvl = self.level[c] * math.exp(self.rng.gauss(0, self.cv_boot))
                 boots.append([lvl * math.exp(self.rng.gauss(0, self.cv))
                               for _ in range(self.samples)])
-            out.append(b.Measurement(c, boots, unit=self.unit, floor=self.floor))
+            m = b.Measurement(c, boots, unit=self.unit, floor=self.floor)
+            if self.costs:
+                m.costs, m.cost_unit = self.costs(c), "per write+read loop"
+            out.append(m)
         return out
 
 
@@ -117,6 +121,21 @@ def test_seeds_shaped_series_names_the_skip_wakeup_commit(tmp_path):
     assert "step 1" in text and "insn/loop" in text
     assert "subject 3" in text
     assert "-2.77% against its parent" in text and "(insn/loop)" in text
+
+
+def test_each_measured_commit_shows_its_cost_model_rows(tmp_path, monkeypatch):
+    atomics = {c: 12.0 + (i >= 2) for i, c in enumerate(COMMITS)}
+    monkeypatch.setattr(FakeMeasure, "costs",
+                        lambda self, c: {"atomics": atomics[c], "est_cycles": 3000.0})
+    res, measure, text = run(tmp_path, SEEDS)
+    lines = [ln for ln in text.splitlines() if "cost model per write+read loop" in ln]
+    assert len(lines) == len(measure.calls)
+    assert "atomics 12.00" in lines[0] and "atomics 13.00" in lines[1]    # GOOD, then BAD
+    assert "est. cycles 3000.00" in lines[0]
+    assert "a model, not a measurement" in text
+    # The log keeps them: a resumed bisect prints them again without measuring.
+    _, done = b.BisectLog(tmp_path / b.LOG_NAME).read()
+    assert done[COMMITS[0]].costs == {"atomics": 12.0, "est_cycles": 3000.0}
 
 
 def test_the_measure_hears_which_commits_the_next_step_may_want(tmp_path):

@@ -13,6 +13,17 @@
  * getrusage() deltas are always taken: they split voluntary from
  * involuntary switches and keep working where perf_event_paranoid forbids
  * perf events.
+ *
+ * In the kernel lab's deterministic mode a QEMU plugin counts, from outside
+ * the guest, what the guest executes between marker system calls (docs/lab.md).
+ * When IPCBENCH_MARK names a file, the section is opened with swapon(NULL, 0)
+ * and closed with quotactl(0, NULL, 0, NULL), which fail (EFAULT or ENOSYS;
+ * ENODEV where quotas are built in) and which nothing else in the guest calls,
+ * and the file gets one byte per mark: its size before a mark is the
+ * number of marks made before, so the window the open mark starts is that
+ * size + 1, whatever earlier samples did or failed to do.  The marks are made
+ * outside the perf events, and the file's writes outside the window, so that
+ * neither the task clock nor the window counts the other's bookkeeping.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,6 +34,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -54,6 +66,45 @@ static int open_sw_event(uint64_t config)
 	attr.inherit = 1;
 	attr.exclude_hv = 1;
 	return syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static bool record_mark(const char *path, long *before)
+{
+	struct stat st;
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = fstat(fd, &st) == 0 && write(fd, "m", 1) == 1;
+	if (ok && before)
+		*before = st.st_size;
+	close(fd);
+	return ok;
+}
+
+static void window_open(struct counters *c)
+{
+	const char *path = getenv("IPCBENCH_MARK");
+	long before = 0;
+
+	c->window = 0;
+	c->window_open = false;
+	if (!path || !*path || !record_mark(path, &before))
+		return;
+	syscall(SYS_swapon, NULL, 0);
+	c->window = before + 1;
+	c->window_open = true;
+}
+
+static void window_close(struct counters *c)
+{
+	if (!c->window_open)
+		return;
+	syscall(SYS_quotactl, 0, NULL, 0, NULL);
+	c->window_open = false;
+	if (!record_mark(getenv("IPCBENCH_MARK"), NULL))
+		c->window = 0;	/* the next window's number would be off: say none */
 }
 
 static double tv_s(struct timeval tv)
@@ -98,6 +149,8 @@ void counters_start(struct counters *c)
 		for (i = 0; i < 4; i++)
 			c->fd[i] = -1;
 	}
+	/* before the rusage snapshot: the mark file's write over 9p may sleep */
+	window_open(c);
 	rusage_now(&c->start.nvcsw, &c->start.nivcsw, &c->start.minflt,
 		   &c->start.majflt, &c->start.user, &c->start.sys);
 	if (c->perf)
@@ -139,6 +192,7 @@ void counters_stop(struct counters *c)
 		c->task_clock_ns = (uint64_t)((c->user_s + c->sys_s) * 1e9);
 		c->page_faults = c->minor_faults + c->major_faults;
 	}
+	window_close(c);
 }
 
 /* Where the kernel says which number sched:sched_wakeup has. */

@@ -170,7 +170,9 @@ struct counters {
 	uint64_t minor_faults;		/* rusage */
 	uint64_t major_faults;		/* rusage */
 	double user_s, sys_s;		/* rusage */
+	long window;			/* the lab's window of the section, or 0 (IPCBENCH_MARK) */
 	/* private */
+	bool window_open;
 	int fd[4];
 	struct { uint64_t nvcsw, nivcsw, minflt, majflt; double user, sys; } start;
 };

@@ -202,6 +202,8 @@ void report_counters(struct report *r, const struct counters *c)
 		  (unsigned long long)c->involuntary_cs,
 		  (unsigned long long)c->minor_faults,
 		  (unsigned long long)c->major_faults, c->user_s, c->sys_s);
+	if (c->window > 0)
+		sb_printf(sb, ", \"window\": %ld", c->window);
 	sb_printf(&r->tbody, "  counters (%s): cs=%llu (vol %llu, invol %llu) migrations=%s%llu task-clock=%.1f ms\n",
 		  c->perf ? "perf" : "rusage",
 		  (unsigned long long)c->context_switches,

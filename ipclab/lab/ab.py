@@ -18,7 +18,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ipclab import EXIT_FAILED, Error, compare, deterministic, proc, profile, report, results
+from ipclab import EXIT_FAILED, Error, compare, costmodel, deterministic, proc, profile, report
+from ipclab import results
 from ipclab import suites
 from ipclab.progress import log
 
@@ -90,17 +91,21 @@ def last_line(path: Path) -> str:
 def run_suite_boot(meta: dict, accel: str, job: vm.SuiteJob, out: Path, *,
                    thp: str | None = None, timeout: float = 900, faults: dict | None = None,
                    kmemleak: bool = False, clock: vm.Clock = vm.TIMED,
-                   cpus: int | None = None) -> tuple[dict | None, vm.Boot]:
+                   cpus: int | None = None,
+                   memory: str = vm.DEFAULT_PLUGIN_MEMORY) -> tuple[dict | None, vm.Boot]:
     """Boot once, run the suite job, and write its tagged results to `out` (and the profile
-    next to it). Returns (results, boot); (None, boot) in a dry run."""
+    next to it). Returns (results, boot); (None, boot) in a dry run.
+
+    Deterministic boots load the QEMU plugin: each sample then gets the cost model's counts
+    of its measured section (memory: what of memory, vm.PLUGIN_MEMORY)."""
     shared = vm.new_shared(variants.slug(meta["variant"]), job.suite)
-    insn_counts = job.insn_counts(shared)
+    insn_counts = job.insn_counts(shared, clock)
     # `ipclab run` exits 1 when a cell failed; the cells say which, so only the kernel and
     # the guest (dead, hung, splat, no results) can fail the whole boot.
     b = vm.boot(meta, accel, job.argv(shared), thp=thp or vm.suite_thp(job.suite) or "madvise",
                 timeout=timeout, shared=shared, faults=faults, kmemleak=kmemleak,
                 watch=job.RESULTS, job_rc_fails=False, clock=clock, cpus=cpus,
-                insn_counts=insn_counts)
+                insn_counts=insn_counts, plugin_memory=memory)
     if proc.is_dry_run():
         return None, b
     res = guest_results(shared / job.RESULTS, b, meta)
@@ -112,6 +117,16 @@ def run_suite_boot(meta: dict, accel: str, job: vm.SuiteJob, out: Path, *,
             b.reason = "the suite wrote no results" + (f" ({why})" if why else "")
         res = no_results(job, b, meta, shared.name)
         results.save(res, shared / job.RESULTS)
+    model = costmodel.load_model()
+    if insn_counts is not None and insn_counts.exists():
+        marks = shared / vm.MARKS
+        try:
+            costs = costmodel.sample_costs(res, insn_counts, model,
+                                           marks.stat().st_size if marks.exists() else 0)
+        except Error as e:
+            log(f"warning: {meta['variant']}: {e}")
+            costs = {}
+        results.set_costs(res, costs, costmodel.model_record(model, memory))
     results.save(res, out)
     guest_profile = shared / job.PROFILE
     if job.profile_by and guest_profile.exists():
@@ -119,7 +134,7 @@ def run_suite_boot(meta: dict, accel: str, job: vm.SuiteJob, out: Path, *,
         if prof is not None:
             if insn_counts is not None and insn_counts.exists():
                 profile.attach_counts(prof, insn_counts,
-                                      kernel.image_dir(meta["key"]) / "System.map")
+                                      kernel.image_dir(meta["key"]) / "System.map", model)
             proc.write_json_atomic(profile_path(out), prof)
     return res, b
 
@@ -178,7 +193,8 @@ def vm_command(kern: variants.Variant | dict, command: list[str], *,
 def vm_suite(kern: variants.Variant | dict, job: vm.SuiteJob, out: Path | None = None, *,
              thp: str | None = None, timeout: float = 900,
              faults: dict | None = None, kmemleak: bool = False, clock: vm.Clock = vm.TIMED,
-             cpus: int | None = None, record: Path | None = None) -> int:
+             cpus: int | None = None, record: Path | None = None,
+             cost: str = vm.DEFAULT_PLUGIN_MEMORY) -> int:
     """`vm run VARIANT SUITE`: tagged results in `out` (default results/...); 1 when the boot
     or a cell failed."""
     meta = kernel.obtain(kern)
@@ -186,7 +202,8 @@ def vm_suite(kern: variants.Variant | dict, job: vm.SuiteJob, out: Path | None =
     out = Path(out or Path("results") /
                f"{proc.stamp()}-vm-{variants.slug(meta['variant'])}-{job.suite}.json")
     res, b = run_suite_boot(meta, accel, job, out.resolve(), thp=thp, timeout=timeout,
-                            faults=faults, kmemleak=kmemleak, clock=clock, cpus=cpus)
+                            faults=faults, kmemleak=kmemleak, clock=clock, cpus=cpus,
+                            memory=cost)
     if proc.is_dry_run():
         return 0
     report_boot(b, record)
@@ -195,6 +212,9 @@ def vm_suite(kern: variants.Variant | dict, job: vm.SuiteJob, out: Path | None =
     caveat = deterministic.timing_caveat(clock.engine_clock(), accel)
     if caveat:
         log(f"note: {caveat}")
+    if clock.deterministic:
+        log(f"note: each sample's \"cost\" holds the cost model's counts; "
+            f"{costmodel.caveat(costmodel.load_model())}")
     failed = [c["key"] for c in res["cells"] if c.get("status") == "failed"]
     if failed:
         log(f"failed cells: {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}")
@@ -229,7 +249,7 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
            boots: int | None = None, thp: str | None = None, timeout: float = 1800,
            clock: vm.Clock = vm.TIMED, cpus: int | None = None,
            outdir: Path | None = None, min_change: float = compare.MIN_CHANGE,
-           as_json: bool = False) -> int:
+           as_json: bool = False, cost: str = vm.DEFAULT_PLUGIN_MEMORY) -> int:
     """`ab BASE NEW --suite SUITE`: boot both variants `boots` times each, pool each side's
     boots, print the comparison (and, with a profile, where the instructions went).
     1 when a boot failed."""
@@ -253,7 +273,7 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
         out = outdir / f"{side}-{variants.slug(meta['variant'])}-boot{i + 1}.json"
         log(f"ab: boot {i + 1}/{boots} of {side} ({meta['variant']}, {clock.mode})")
         res, b = run_suite_boot(meta, accel, job, out, thp=thp, timeout=timeout, clock=clock,
-                                cpus=cpus)
+                                cpus=cpus, memory=cost)
         if not proc.is_dry_run():
             report_boot(b, None)
         return res, b, out

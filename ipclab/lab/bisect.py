@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ipclab import EXIT_FAILED, EXIT_USAGE, Error, deterministic, fmt, metrics, proc, stats
-from ipclab import floor, power, suites
+from ipclab import EXIT_FAILED, EXIT_USAGE, Error, costmodel, deterministic, fmt, metrics, proc
+from ipclab import floor, power, stats, suites
 from ipclab.progress import log
 
 from . import ab, gittree, kernel, variants, vm
@@ -94,6 +94,9 @@ class Measurement:
     seconds: dict = dataclasses.field(default_factory=dict)
     unit: str = ""
     floor: object = None            # the metric's A/A floor (floor.Floor), when measured
+    # The cell's cost-model medians per operation (deterministic): {row name: value}.
+    costs: dict = dataclasses.field(default_factory=dict)
+    cost_unit: str = ""
 
     def __post_init__(self):
         # Read back from a bisect log, the floor is the dict asdict made of it.
@@ -198,6 +201,7 @@ class Params:
     warmups: int | None = None
     cpus: int | None = None
     config: str | None = None
+    cost: str = vm.DEFAULT_PLUGIN_MEMORY  # what the plugin counts of memory (deterministic)
 
 
 class BisectLog:
@@ -285,6 +289,12 @@ class Bisect:
         per = f"{n} samples" if len(m.boots) == 1 else f"{len(m.boots)} boots, {n} samples"
         return f"{self._num(m.value)} {m.unit} ({per})"
 
+    def _costs(self, m: Measurement) -> None:
+        """The cell's cost-model rows, one line under the commit's figure."""
+        if m.costs and not m.skip:
+            self._say(f"    cost model {m.cost_unit}: " + ", ".join(
+                f"{costmodel.ROW_LABEL[k]} {v:.2f}" for k, v in m.costs.items()))
+
     def _num(self, v: float) -> str:
         # Instruction counts repeat to a tenth; timed figures to about three digits.
         return fmt.count(v) if self.p.deterministic else fmt.num(v)
@@ -319,6 +329,7 @@ class Bisect:
         for m, which in ((good, "GOOD"), (bad, "BAD ")):
             self._say(f"{which} {self.describe(m.commit)}: "
                       + (f"skipped: {m.skip}" if m.skip else self._value(m)))
+            self._costs(m)
             if m.skip:
                 raise Error(f"{which.strip()} {m.commit[:12]}: {m.skip}; a bisect needs both"
                             " ends measured", EXIT_FAILED)
@@ -345,6 +356,7 @@ class Bisect:
             what = (f"skipped: {m.skip}" if m.skip else
                     f"{self._value(m)}, {pct(deltas[c])} against GOOD: {verdicts[c]}")
             self._say(f"step {step} (about {left} to go): {self.describe(c)}: {what}")
+            self._costs(m)
         first = conclude(self.commits, verdicts)
         measured = sum(1 for c in self.commits[:-1] if c in verdicts)
         out = Outcome(first, verdicts, measured, deltas)
@@ -376,6 +388,8 @@ class Bisect:
             self._say(f"  {self.describe(c)}")
             self._say(f"  {self._num(vp)} -> {self._num(vc)}: {pct(vc / vp - 1)} against its"
                       f" parent, {pct(out.deltas[c])} against GOOD")
+        if any(m.costs for m in self.done.values()):
+            self._say(f"note: cost model: {costmodel.caveat(costmodel.load_model())}")
         spent = {k: sum(m.seconds.get(k, 0.0) for m in self.done.values())
                  for k in ("build", "lock_wait", "boots")}
         self._say(f"{out.steps} steps between GOOD and BAD, {len(self.done)} kernels measured,"
@@ -511,7 +525,8 @@ class LabMeasure:
             t0 = time.monotonic()
             path = self.outdir / f"{c[:12]}-boot{i + 1}.json"
             res, b = ab.run_suite_boot(metas[c], self.accel, self.job, path, timeout=self.timeout,
-                                       clock=self.clock, cpus=self.p.cpus)
+                                       clock=self.clock, cpus=self.p.cpus,
+                                       memory=self.p.cost)
             return c, res, b, path, time.monotonic() - t0
 
         order = [(c, i) for i in range(self.p.boots) for c in metas]
@@ -536,6 +551,11 @@ class LabMeasure:
                 floors, _ = floor.load(deterministic.clock_of(res),
                                        res["meta"]["clock"].get("cpus"), base.get("name"))
                 m.floor = floors.get(floor.key(cell["key"], path_))
+                for cpath, name, unit in costmodel.cost_paths(cell):
+                    vals = metrics.metric_values(cell, cpath)
+                    if vals:
+                        m.costs[name] = stats.median(vals)
+                        m.cost_unit = f"per {unit.lstrip('/')}"
             m.boots.append(metrics.metric_values(cell, path_))
         return [out[c] for c in commits]
 

@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from ipclab import EXIT_FAILED, ROOT, Error, deterministic, proc, profile, suites
+from ipclab import EXIT_FAILED, ROOT, Error, costmodel, deterministic, proc, profile, suites
 from ipclab.progress import log
 
 from . import cache, kernel, variants
@@ -57,6 +57,11 @@ DETERMINISTIC_CPUS = 1
 # outlier (a timer tick that changes who runs when). Nine is the fewest for which the
 # median's 95% interval leaves out the most extreme sample on each side.
 DETERMINISTIC_REPS = 9
+# What the plugin counts of memory: cache (loads, stores and the cache model's misses: every
+# access calls the plugin, several times the boot's time; `--cost`), or off (the events it
+# decodes from the instructions only: a few per cent).
+PLUGIN_MEMORY = ("cache", "off")
+DEFAULT_PLUGIN_MEMORY = "off"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,9 +282,15 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
          extra_env: dict | None = None, cpus: int | None = None,
          memory: str = DEFAULT_MEMORY, shared: Path | None = None, watch: str | None = None,
          job_rc_fails: bool = True, clock: Clock = TIMED,
-         insn_counts: Path | None = None) -> Boot:
+         insn_counts: Path | None = None, plugin_memory: str = DEFAULT_PLUGIN_MEMORY,
+         plugin_args: tuple[str, ...] = ()) -> Boot:
     """Boot the image in `meta`, run argv inside, and judge the result. A dry run says what
-    it would boot and which job the guest would get."""
+    it would boot and which job the guest would get.
+
+    insn_counts: load the QEMU plugin, which writes its counts there (profile windows, and
+    the window of each engine sample, which the guest's engine marks through IPCBENCH_MARK);
+    plugin_memory: what it counts of memory (PLUGIN_MEMORY); plugin_args: more of its
+    options."""
     image = kernel.image_path(meta)
     if clock.deterministic:
         accel = "tcg"    # icount is a TCG feature
@@ -295,6 +306,8 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
            # files there (the repository is read-only inside).
            "IPCLAB_SHARED": str(shared),
            "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
+    if insn_counts is not None:
+        env["IPCBENCH_MARK"] = str(shared / MARKS)
     env.update(extra_env or {})
     # Under icount the guest's clock counts instructions and jumps over idle time, and it
     # jumps the further the slower the host answers the guest's I/O: on a loaded host a
@@ -306,10 +319,13 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
            "deterministic": clock.deterministic}
     command = f"{sys.executable} {GUEST_SCRIPT} {shared}"
     qemu_opts = (kvm_qemu_opts() if accel == "kvm" else []) + clock.qemu_opts()
+    append = []
     if insn_counts is not None:
-        qemu_opts += insn_plugin_opts(meta, insn_counts)
+        qemu_opts += insn_plugin_opts(meta, insn_counts, memory=plugin_memory,
+                                      extra=plugin_args)
+        append += smp_code_args(meta)
     vargv = vng_argv(image, accel, shared, command, cpus=cpus, memory=memory,
-                     qemu_opts=qemu_opts)
+                     append=append, qemu_opts=qemu_opts)
     clock_rec = clock.record(accel, cpus)
     if proc.would_run(vargv):
         log("guest job: " + json.dumps(job))
@@ -420,9 +436,10 @@ class SuiteJob:
             argv += ["--profile", str(shared / self.PROFILE), "--profile-by", self.profile_by]
         return argv
 
-    def insn_counts(self, shared: Path) -> Path | None:
-        """Where QEMU's plugin writes the instruction counts, when it is loaded."""
-        return shared / self.INSN_COUNTS if self.profile_by == "marker" else None
+    def insn_counts(self, shared: Path, clock: Clock) -> Path | None:
+        """Where QEMU's plugin writes its counts: it is loaded in every deterministic boot
+        (each sample's costs, and the marker profile)."""
+        return shared / self.INSN_COUNTS if clock.deterministic else None
 
 
 def suite_thp(suite: str) -> str | None:
@@ -477,11 +494,22 @@ def parse_size(s: str) -> int:
 
 
 PLUGIN_SOURCE = ROOT / "kernel" / "qemu-plugin" / "insncount.c"
+PLUGIN_HEADERS = [ROOT / "kernel" / "qemu-plugin" / h for h in ("x86-events.h", "cachesim.h")]
+# The system calls the engine opens and closes its measured sections with (IPCBENCH_MARK,
+# bench/src/counters.c): swapon(NULL, 0) and quotactl(0, NULL, 0, NULL), which fail and
+# which nothing else calls; the profile's marker is swapoff (profile.MARKER_SYMBOL). Each
+# must have its own entry point in the x86-64 table (uselib, say, has none: it goes to
+# sys_ni_syscall, which every unwired number shares).
+SAMPLE_MARKERS = {"open": "__x64_sys_swapon", "close": "__x64_sys_quotactl"}
+# The file in a boot's shared directory that counts the engine's marks.
+MARKS = "marks"
 
 
 def insn_plugin() -> Path:
-    """The QEMU plugin that counts instructions per code address, built once per source."""
-    digest = cache.sha256_file(PLUGIN_SOURCE)[:12]
+    """The QEMU plugin that counts instructions and costly events per code address, built
+    once per source."""
+    digest = cache.sha256_bytes("".join(cache.sha256_file(p) for p in
+                                        [PLUGIN_SOURCE, *PLUGIN_HEADERS]).encode())[:12]
     so = cache_root() / "tools" / f"insncount-{digest}.so"
     if not so.exists():
         so.parent.mkdir(parents=True, exist_ok=True)
@@ -496,11 +524,21 @@ def insn_plugin() -> Path:
     return so
 
 
-def insn_plugin_opts(meta: dict, out: Path) -> list[str]:
-    """-plugin options that count the guest's instructions per address into `out`."""
+def insn_plugin_opts(meta: dict, out: Path, memory: str = DEFAULT_PLUGIN_MEMORY,
+                     extra: tuple[str, ...] = ()) -> list[str]:
+    """-plugin options that count the guest's instructions and costly events per address
+    into `out`: profile windows between swapoff markers, and the engine's sample windows
+    (SAMPLE_MARKERS). memory: PLUGIN_MEMORY."""
+    if memory not in PLUGIN_MEMORY:
+        raise Error(f"plugin memory mode {memory!r}: want one of {', '.join(PLUGIN_MEMORY)}")
+    opts = [f"memory={memory}"] + list(extra)
+    if memory == "cache":
+        opts += costmodel.plugin_options(costmodel.load_model())
     if proc.is_dry_run():
-        return ["-plugin", f"file={PLUGIN_SOURCE.stem}.so,out={out},"
-                           f"marker=<{profile.MARKER_SYMBOL} in System.map>"]
+        return ["-plugin", ",".join([f"file={PLUGIN_SOURCE.stem}.so,out={out}",
+                                     f"marker=<{profile.MARKER_SYMBOL} in System.map>"]
+                                    + [f"{k}=<{sym} in System.map>"
+                                       for k, sym in SAMPLE_MARKERS.items()] + opts)]
     smap = kernel.image_dir(meta["key"]) / "System.map"
     if not smap.exists() and meta.get("prebuilt"):
         raise Error(f"{meta['variant']}: a prebuilt image needs its System.map-{meta['release']}"
@@ -509,8 +547,25 @@ def insn_plugin_opts(meta: dict, out: Path) -> list[str]:
         raise Error(f"{meta['variant']}: the cached image has no System.map (built before "
                     f"profiles needed it): `ipclab kernel build {meta['variant']} --force`",
                     EXIT_FAILED)
-    marker = profile.symbol_address(smap, profile.MARKER_SYMBOL)
-    if marker is None:
-        raise Error(f"{meta['variant']}: {profile.MARKER_SYMBOL} is not in System.map",
-                    EXIT_FAILED)
-    return ["-plugin", f"file={insn_plugin()},out={out},marker={marker:x}"]
+    marks = {}
+    for opt, sym in {"marker": profile.MARKER_SYMBOL, **SAMPLE_MARKERS}.items():
+        marks[opt] = profile.symbol_address(smap, sym)
+        if marks[opt] is None:
+            raise Error(f"{meta['variant']}: {sym} is not in System.map", EXIT_FAILED)
+    return ["-plugin", ",".join([f"file={insn_plugin()},out={out}"]
+                                + [f"{k}={v:x}" for k, v in marks.items()] + opts)]
+
+
+def smp_code_args(meta: dict) -> list[str]:
+    """Kernel arguments that keep a one-vCPU guest on the code an SMP machine runs.
+
+    A kernel before 7.0 that boots on one CPU patches every LOCK prefix of its atomics into
+    a DS prefix (SMP alternatives); the cost model would then count no atomics where every
+    real machine, with more than one CPU, executes them. `noreplace-smp` keeps the LOCK.
+    Instruction counts do not change: one prefix byte replaces another. Later kernels have
+    no such patching, nor the argument (an unknown one would be handed to init), so it is
+    given only to an image whose System.map has its handler."""
+    smap = kernel.image_dir(meta["key"]) / "System.map"
+    if proc.is_dry_run() or not smap.exists():
+        return []
+    return ["noreplace-smp"] if profile.symbol_address(smap, "setup_noreplace_smp") else []

@@ -26,10 +26,11 @@ REPO = Path(__file__).resolve().parents[2]
 TEST_BASE = os.environ.get("IPCLAB_TEST_BASE", "mainline")
 ROLES = {
     # plain: the base unpatched; write_cost: about 30 instructions more per pipe write;
+    # smp_mb: one smp_mb() more per pipe write (the cost model's known answer: +1 atomic);
     # series: the project's whole series for that base; upstream_fails: the conformance tests
     # the plain base fails as its release ships (each named, so a rebase that fixes one shows).
     "mainline": dict(plain="mainline", write_cost="mainline-write-cost",
-                     series="mainline-series",
+                     smp_mb="mainline-smp-mb", series="mainline-series",
                      upstream_fails={"pipe_failed_write_allocates_nothing",
                                      "pipe_blocked_writer_holds_no_pages"}),
     "lts": dict(plain="base", write_cost="write-cost", series="seeds", upstream_fails=set()),

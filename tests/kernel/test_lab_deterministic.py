@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: MIT
-"""Kernel tier, deterministic mode: an A/A boot pair must agree within the floor, and a
-patch that adds about 30 instructions to every pipe write must be reported as a change.
+"""Kernel tier, deterministic mode: an A/A boot pair must agree within the floor, a patch
+that adds about 30 instructions to every pipe write must be reported as a change, and the
+cost model must read its known answers: that patch adds no atomic and no miss, one smp_mb()
+per write adds exactly one atomic per write, and the A/A pair's counts agree.
 
-Both run the `icount-check` suite under QEMU icount (`--deterministic`); the A/A pair boots
-side by side as `ab` does it. The timeouts bound a boot, they are not measurements.
+All run the `icount-check` suite under QEMU icount (`--deterministic`); each pair boots side
+by side as `ab` does it. The timeouts bound a boot, they are not measurements.
 """
 
 import json
@@ -12,7 +14,7 @@ import sys
 
 import pytest
 
-from ipclab import compare, results
+from ipclab import compare, costmodel, results
 from test_lab_boot import PLAIN, REPO, ROLE, ipclab, missing_prereq
 
 pytestmark = pytest.mark.skipif(missing_prereq() is not None, reason=str(missing_prereq()))
@@ -22,7 +24,9 @@ CHANGE = ("better", "worse", "changed")
 
 @pytest.fixture(scope="module")
 def aa(tmp_path_factory):
-    for variant in (PLAIN, ROLE["write_cost"]):
+    for variant in (PLAIN, ROLE["write_cost"], ROLE.get("smp_mb")):
+        if variant is None:
+            continue
         r = ipclab("kernel", "build", variant, timeout=3600)
         assert r.returncode == 0, r.stderr[-3000:]
     out = tmp_path_factory.mktemp("aa")
@@ -61,21 +65,122 @@ def test_every_boot_and_sample_records_the_clock(aa):
         for cell in res["cells"]:
             assert cell["status"] == "ok", cell.get("error")
             assert all(s["env"]["clock"] == "icount shift=0" for s in cell["samples"])
+            # The plugin counted every sample's own section: the engine's window, its ops.
+            assert all(s["cost"]["window"] == s["counters"]["window"] and s["cost"]["ops"] > 0
+                       for s in cell["samples"]), cell["key"]
 
 
-def test_thirty_instructions_per_write_are_a_change(aa, tmp_path):
-    out, _ = aa
-    wc = tmp_path / "write-cost.json"
+@pytest.fixture(scope="module")
+def patched(aa, tmp_path_factory):
+    """{role: results file} of the write-cost and smp-mb variants, booted side by side (one
+    `ab` of the two, whose own comparison is not used: each is compared with the A/A pair's
+    first boot). A base without an smp-mb variant boots write-cost alone."""
+    out = tmp_path_factory.mktemp("patched")
+    if ROLE.get("smp_mb"):
+        r = ipclab("ab", ROLE["write_cost"], ROLE["smp_mb"], "--suite", "icount-check",
+                   "--deterministic", "-o", str(out), timeout=2400)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        return {"write_cost": next(out.glob("A-*-boot1.json")),
+                "smp_mb": next(out.glob("B-*-boot1.json"))}
+    wc = out / "write-cost.json"
     r = ipclab("vm", "run", ROLE["write_cost"], "icount-check", "--deterministic", "-o", str(wc),
                timeout=2400)
     assert r.returncode == 0, r.stderr[-3000:]
+    return {"write_cost": wc}
+
+
+def against_base(aa, path):
+    out, _ = aa
     base = next(out.glob(f"A-{PLAIN}-boot1.json"))
-    cmp = subprocess.run([sys.executable, "-m", "ipclab", "compare", str(base), str(wc)],
+    return base, compare.compare_results(results.load(str(base)), results.load(str(path)))
+
+
+def cost_rows(outcome, key):
+    """{cost-model row name: JudgedRow} of one cell."""
+    names = {label: name for name, label in costmodel.ROWS}
+    return {names[r.label]: r for r in outcome.judged if r.model and r.key == key}
+
+
+def diff(row):
+    return row.j.new.median - row.j.base.median
+
+
+def test_thirty_instructions_per_write_are_a_change(aa, patched):
+    base, outcome = against_base(aa, patched["write_cost"])
+    cmp = subprocess.run([sys.executable, "-m", "ipclab", "compare", str(base),
+                          str(patched["write_cost"])],
                          cwd=REPO, capture_output=True, text=True, timeout=120)
     assert cmp.returncode == 0, cmp.stderr
-    outcome = compare.compare_results(results.load(str(base)), results.load(str(wc)))
     verdicts = {r.key: r.verdict for r in outcome.judged if r.primary}
     # One write per write+read loop, two per round trip: both must come out dearer.
     assert verdicts["pipe-throughput/copies=1"] == "worse", cmp.stdout
     assert verdicts["pipe-context/copies=1"] == "worse", cmp.stdout
     assert "worse" in cmp.stdout
+    assert "a model, not a measurement" in cmp.stdout
+
+
+def test_aa_pair_cost_counts_agree(aa):
+    out, text = aa
+    rows = [r for r in json.loads((out / "compare.json").read_text())["rows"] if r.get("model")]
+    # Without --cost: the events decoded from the instructions, no memory model.
+    assert {r["label"] for r in rows} == {"atomics", "fences", "irq-flag changes"}, text
+    flagged = [r for r in rows if r["verdict"] in CHANGE]
+    assert not flagged, "A/A flagged: %s" % flagged
+    for r in rows:
+        if r["key"] in ("pipe-throughput/copies=1", "pipe-context/copies=1"):
+            assert abs(r["diff"]) <= EVENT_SLACK, r
+    assert "Cost model, per operation" in text and "a model, not a measurement" in text
+
+
+# Background work lands in a sample's window too (on one vCPU, under 1% of its instructions):
+# an event count per operation may move by a few hundredths between boots. Measured in
+# docs/lab.md (the cost model's known answers).
+EVENT_SLACK = 0.02
+MISS_SLACK = 0.05
+
+
+def test_a_loop_of_plain_instructions_adds_no_atomic(aa, patched):
+    _, outcome = against_base(aa, patched["write_cost"])
+    for key in ("pipe-throughput/copies=1", "pipe-context/copies=1"):
+        rows = cost_rows(outcome, key)
+        for name in ("atomics", "fences", "irqflags"):
+            assert abs(diff(rows[name])) <= EVENT_SLACK, rows[name]
+            assert rows[name].verdict not in CHANGE, rows[name]
+
+
+def test_one_smp_mb_per_write_is_one_atomic(aa, patched):
+    if "smp_mb" not in patched:
+        pytest.skip(f"no smp-mb variant on {PLAIN}'s base")
+    _, outcome = against_base(aa, patched["smp_mb"])
+    # One write per write+read loop, two per round trip; on x86 smp_mb() is a locked add to
+    # the stack: one atomic more per write, and no fence.
+    for key, writes in (("pipe-throughput/copies=1", 1), ("pipe-context/copies=1", 2)):
+        rows = cost_rows(outcome, key)
+        assert abs(diff(rows["atomics"]) - writes) <= EVENT_SLACK, rows["atomics"]
+        assert rows["atomics"].verdict == "worse", rows["atomics"]
+        assert abs(diff(rows["fences"])) <= EVENT_SLACK, rows["fences"]
+        assert abs(diff(rows["irqflags"])) <= EVENT_SLACK, rows["irqflags"]
+
+
+@pytest.fixture(scope="module")
+def with_cost(aa, tmp_path_factory):
+    """The plain kernel against write-cost with the memory model (--cost), on the two pipe
+    cells of seed-skip-wakeups (the same cells as icount-check's): (compare.json rows, ab's
+    output)."""
+    out = tmp_path_factory.mktemp("cost")
+    r = ipclab("ab", PLAIN, ROLE["write_cost"], "--suite", "seed-skip-wakeups",
+               "--deterministic", "--cost", "-o", str(out), timeout=3600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return json.loads((out / "compare.json").read_text())["rows"], r.stdout
+
+
+def test_a_loop_of_plain_instructions_adds_no_miss(with_cost):
+    rows, text = with_cost
+    model = {(r["key"], r["label"]): r for r in rows if r.get("model")}
+    for key in ("pipe-throughput/copies=1", "pipe-context/copies=1"):
+        for label in ("L1d misses", "LL misses", "atomics"):
+            r = model[(key, label)]
+            assert abs(r["diff"]) <= MISS_SLACK and r["verdict"] not in CHANGE, r
+        # Its instructions are all it costs, and the estimate sees them.
+        assert model[(key, "est. cycles")]["verdict"] == "worse", model[(key, "est. cycles")]
+    assert "a model, not a measurement" in text

@@ -1,0 +1,233 @@
+# SPDX-License-Identifier: MIT
+"""The deterministic mode's cost model: what a patch trades besides instructions.
+
+An instruction count weighs a `lock addl` like a `mov` and cannot see the cache. In the
+deterministic mode the lab's QEMU plugin (kernel/qemu-plugin/insncount.c) also counts, from
+outside the guest, the events that cost: locked read-modify-writes ("atomics"), fences,
+interrupt-flag changes, memory loads and stores, and the misses of a simple deterministic
+data-cache model (an L1d per vCPU and one last level). This module owns:
+
+- the plugin's output format (`read_counts`) and the options the model gives it;
+- the model file, ipclab/reference/cost-model.json: the cache geometry and the weights,
+  calibrated on a real CPU by scripts/cost-calibrate (kernel/qemu-plugin/cost-probe.c);
+- estimated cycles: instructions + sum of weight x event count, as cachegrind's and
+  CodSpeed's estimates are built. It is a model, not a measurement (`CAVEAT`);
+- each sample's counts over its measured section (`sample_costs`) and the per-operation rows
+  a deterministic comparison adds (`cost_paths`, `judge`), under deterministic.judge's rule.
+"""
+
+import json
+import math
+import platform
+from pathlib import Path
+
+from ipclab import EXIT_FAILED, Error, deterministic, stats
+
+MODEL_FILE = Path(__file__).parent / "reference" / "cost-model.json"
+PLUGIN_SCHEMA = "ipclab-insncount/2"
+# The plugin's fields, in its order (insncount.c's field_names).
+FIELDS = ("insns", "locked", "mfences", "lfences", "sfences", "irqflags", "loads", "stores",
+          "l1_misses", "ll_misses")
+# What each weight of the model file multiplies.
+WEIGHTED = {"locked": "locked", "mfence": "mfences", "lfence": "lfences", "sfence": "sfences",
+            "irqflag": "irqflags", "l1_miss": "l1_misses", "ll_miss": "ll_misses"}
+# The rows a comparison shows, per operation: (name in a sample's "cost", label).
+ROWS = (("atomics", "atomics"), ("fences", "fences"), ("irqflags", "irq-flag changes"),
+        ("loads", "loads"), ("stores", "stores"), ("l1_misses", "L1d misses"),
+        ("ll_misses", "LL misses"), ("est_cycles", "est. cycles"))
+ROW_LABEL = dict(ROWS)
+CAVEAT = ("estimated cycles are a model, not a measurement: instructions plus atomics, fences"
+          " and the misses of a simulated cache, each weighted by what it cost on the CPU the"
+          " weights were calibrated on")
+
+
+def load_model(path=MODEL_FILE):
+    """The model file as a dict, or None when there is none."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("weights"), dict) else None
+
+
+def plugin_options(model):
+    """The plugin's cache geometry options from the model."""
+    cache = (model or {}).get("cache") or {}
+    out = []
+    for level, opt in (("l1d", "l1"), ("ll", "ll")):
+        c = cache.get(level)
+        if c:
+            out += [f"{opt}_size={int(c['size'])}", f"{opt}_ways={int(c['ways'])}"]
+    return out
+
+
+def estimate(counts, model):
+    """Estimated cycles of a dict of plugin counts: instructions plus weighted events; None
+    when a weighted field was not counted (the memory model off) or there is no model."""
+    if not model or "insns" not in counts:
+        return None
+    total = float(counts["insns"])
+    for weight, field in WEIGHTED.items():
+        w = float(model["weights"].get(weight, 0.0))
+        if w:
+            if field not in counts:
+                return None
+            total += w * counts[field]
+    return total
+
+
+# --------------------------------------------------------------------------- the plugin's file
+
+
+def read_counts(path):
+    """(fields, samples, windows) from the plugin's output.
+
+    samples: {N: {field: count}} of all code in sample window N (the engine's measured
+    sections, numbered as the engine's counters.window); windows: {N: {address or "user":
+    {field: count}}} of the profile windows. A file of the first format (address and
+    instructions only) reads as the field insns alone.
+    """
+    fields, samples, windows, cur = ("insns",), {}, {}, None
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#"):
+                head = line[1:].split()
+                if head[:2] == [PLUGIN_SCHEMA, "fields:"]:
+                    fields = tuple(head[2:])
+                continue
+            parts = line.split()
+            if len(parts) < 2:
+                continue
+            if parts[0] == "window":
+                cur = windows.setdefault(int(parts[1]), {})
+            elif parts[0] == "sample":
+                vals = [int(x) for x in parts[2:2 + len(fields)]]
+                if len(vals) == len(fields):
+                    samples[int(parts[1])] = dict(zip(fields, vals))
+            elif cur is not None and len(parts) == 1 + len(fields):
+                key = "user" if parts[0] == "user" else int(parts[0], 16)
+                acc = cur.setdefault(key, dict.fromkeys(fields, 0))
+                for k, v in zip(fields, parts[1:]):
+                    acc[k] += int(v)
+    return fields, samples, windows
+
+
+def derived(counts, model):
+    """A sample's cost record from raw plugin counts: the rows' names, est. cycles added."""
+    out = {"insns": counts.get("insns"), "atomics": counts.get("locked"),
+           "irqflags": counts.get("irqflags")}
+    if all(k in counts for k in ("mfences", "lfences", "sfences")):
+        out["fences"] = counts["mfences"] + counts["lfences"] + counts["sfences"]
+        out.update({k: counts[k] for k in ("mfences", "lfences", "sfences")})
+    for k in ("loads", "stores", "l1_misses", "ll_misses"):
+        if k in counts:
+            out[k] = counts[k]
+    est = estimate(counts, model)
+    if est is not None:
+        out["est_cycles"] = est
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def window_problem(samples, marks):
+    """Why the plugin's sample windows cannot be the engine's, or None. The engine made
+    `marks` marks (its mark file's size); each ends a window and starts the next, so the
+    plugin must have closed windows 1 .. marks - 1, no more, no fewer."""
+    if set(samples) == set(range(1, marks)):
+        return None
+    return (f"the engine made {marks} window marks but the plugin closed {len(samples)}"
+            " windows: a marker system call the plugin did not see (its entry point is not"
+            " the one System.map names?); no cost counts attached")
+
+
+def sample_costs(res, counts_path, model, marks=None):
+    """{(cell index, sample index): cost record} for the samples of a results file whose
+    measured section the plugin counted: the counts of that window, and the sample's
+    operations (deterministic.operations) to divide them by. With `marks` (how many the
+    engine made), Error when the plugin's windows do not match them."""
+    _, samples, _ = read_counts(counts_path)
+    if marks is not None:
+        problem = window_problem(samples, marks)
+        if problem:
+            raise Error(problem, EXIT_FAILED)
+    out = {}
+    for ci, cell in enumerate(res.get("cells", [])):
+        for si, smp in enumerate(cell.get("samples", [])):
+            w = (smp.get("counters") or {}).get("window")
+            counts = samples.get(w) if isinstance(w, int) else None
+            ops = deterministic.operations(smp, cell.get("workload"))
+            if counts is None or not ops:
+                continue
+            out[(ci, si)] = dict(derived(counts, model), window=w, ops=ops)
+    return out
+
+
+def model_record(model, memory="cache"):
+    """What a results file keeps of the model its cost records were made with; memory: what
+    the plugin counted of memory (cache or off)."""
+    if not model:
+        return {"weights": None, "memory": memory}
+    return {"weights": model["weights"], "cache": model.get("cache"), "memory": memory,
+            "cpu": (model.get("cpu") or {}).get("model"), "calibrated": model.get("calibrated")}
+
+
+# --------------------------------------------------------------------------- comparing
+
+
+def cost_path(name):
+    return f"cost.{name} / cost.ops"
+
+
+def cost_paths(cell):
+    """[(path, name, unit)] of the cost rows a cell's samples carry, in ROWS order."""
+    have = set()
+    for smp in cell.get("samples", []):
+        if not smp.get("warmup"):
+            have.update((smp.get("cost") or {}).keys())
+    op = deterministic.OP_COST.get(cell.get("workload"), (None, "message"))[1]
+    return [(cost_path(name), name, f"/{op}") for name, _ in ROWS if name in have]
+
+
+def judge(base_vals, new_vals, floor=None, family=1):
+    """deterministic.judge for an event count, which may be zero: both sides all zero is
+    no change; zero before and not after has no ratio, and is a change when the new side's
+    median interval stays above zero.  The cell's `family` cost rows share its 5% level
+    (Bonferroni), so that a cell's cost rows together keep the instruction row's rate."""
+    sb, sn = stats.summarize(base_vals), stats.summarize(new_vals)
+    k = floor.k if floor is not None else 0
+    rms = floor.rms if k else math.nan
+    if sb.n and sn.n and not sb.median:
+        if not any(base_vals) and not any(new_vals):
+            return deterministic.Judgement(sb, sn, 1.0, 0.0, 0.0, rms, 0.0, "within noise", k)
+        r = deterministic.median_ci_rank(len(new_vals))
+        above = bool(r) and sorted(new_vals)[r - 1] > 0
+        return deterministic.Judgement(sb, sn, math.nan, math.nan, math.nan, rms, math.nan,
+                                       "worse" if above else "within noise", k)
+    return deterministic.judge(base_vals, new_vals, "lower", floor,
+                               level=1 - (1 - 0.95) / max(family, 1))
+
+
+def cpu_model():
+    """This machine's CPU model name, as /proc/cpuinfo says it."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def caveat(model):
+    """CAVEAT, with where the weights come from, and a word when they do not fit this CPU."""
+    if not model:
+        return (CAVEAT + "; no model file (ipclab/reference/cost-model.json): est. cycles are"
+                " not computed, run scripts/cost-calibrate")
+    cpu = (model.get("cpu") or {}).get("model", "unknown")
+    when = model.get("calibrated", "?")[:10]
+    text = f"{CAVEAT} ({cpu}, {when}; ipclab/reference/cost-model.json)"
+    here = cpu_model()
+    if here != cpu:
+        text += f"; this machine's CPU is {here}: refit with scripts/cost-calibrate"
+    return text
