@@ -19,6 +19,7 @@ data-cache model (an L1d per vCPU and one last level). This module owns:
 import json
 import math
 import platform
+from dataclasses import replace
 from pathlib import Path
 
 from ipclab import EXIT_FAILED, Error, deterministic, stats
@@ -188,11 +189,18 @@ def cost_paths(cell):
     return [(cost_path(name), name, f"/{op}") for name, _ in ROWS if name in have]
 
 
+# A count that moved by less than this per operation did not move for a reviewer: it is an
+# event in fewer than one operation in a hundred (a fence some other task ran once in a
+# window), whatever its ratio.
+MIN_EVENTS = 0.01
+
+
 def judge(base_vals, new_vals, floor=None, family=1):
     """deterministic.judge for an event count, which may be zero: both sides all zero is
     no change; zero before and not after has no ratio, and is a change when the new side's
     median interval stays above zero.  The cell's `family` cost rows share its 5% level
-    (Bonferroni), so that a cell's cost rows together keep the instruction row's rate."""
+    (Bonferroni), so that a cell's cost rows together keep the instruction row's rate.  A
+    difference of medians under MIN_EVENTS per operation is no change."""
     sb, sn = stats.summarize(base_vals), stats.summarize(new_vals)
     k = floor.k if floor is not None else 0
     rms = floor.rms if k else math.nan
@@ -201,10 +209,15 @@ def judge(base_vals, new_vals, floor=None, family=1):
             return deterministic.Judgement(sb, sn, 1.0, 0.0, 0.0, rms, 0.0, "within noise", k)
         r = deterministic.median_ci_rank(len(new_vals))
         above = bool(r) and sorted(new_vals)[r - 1] > 0
-        return deterministic.Judgement(sb, sn, math.nan, math.nan, math.nan, rms, math.nan,
-                                       "worse" if above else "within noise", k)
-    return deterministic.judge(base_vals, new_vals, "lower", floor,
-                               level=1 - (1 - 0.95) / max(family, 1))
+        j = deterministic.Judgement(sb, sn, math.nan, math.nan, math.nan, rms, math.nan,
+                                    "worse" if above else "within noise", k)
+    else:
+        j = deterministic.judge(base_vals, new_vals, "lower", floor,
+                                level=1 - (1 - 0.95) / max(family, 1))
+    if j.is_change and abs(sn.median - sb.median) < MIN_EVENTS:
+        return replace(j, verdict="within noise",
+                       note=f"moved by under {MIN_EVENTS:g} per operation")
+    return j
 
 
 def cpu_model():

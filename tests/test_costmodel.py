@@ -216,3 +216,14 @@ def test_profile_costs_by_function(tmp_path):
     assert "Where the costs went" in text and "not a measurement" in text
     assert [ln for ln in text.splitlines() if ln.strip().startswith("pipe_write")
             and "+1.00" in ln]
+
+
+def test_a_count_that_moves_under_one_event_in_a_hundred_operations_is_no_change():
+    # A fence some other task ran once in a window of 10^4 loops, on one side only.
+    base = [0.0001] * 9
+    new = [0.0002] * 9
+    assert costmodel.judge(base, new).verdict == "within noise"
+    assert costmodel.judge([0.0] * 9, new).verdict == "within noise"
+    # One more event per operation is a change, from zero too.
+    assert costmodel.judge([5.0] * 9, [6.0] * 9).verdict == "worse"
+    assert costmodel.judge([0.0] * 9, [1.0] * 9).verdict == "worse"
