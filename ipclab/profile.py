@@ -181,7 +181,8 @@ def cost_diff(base, new, top=8):
     """Where the costs went: [(cell, names, [(symbol, {name: delta per op})], (base totals,
     new totals))] per common cell whose profiles both have costs. names: the cost model's
     rows both carry; the functions are the `top` that moved most in est. cycles (else in
-    instructions), then any other whose atomics, fences or irq-flag changes moved."""
+    instructions), then any other whose atomics, fences or irq-flag changes moved by
+    costmodel.MIN_EVENTS per operation or more."""
     out = []
     for key, bp in base.get("cells", {}).items():
         np_ = new.get("cells", {}).get(key)
@@ -201,7 +202,7 @@ def cost_diff(base, new, top=8):
         rank = "est_cycles" if "est_cycles" in names else "insns"
         rows.sort(key=lambda r: (-abs(r[1][rank]), r[0]))
         events = [k for k in ("atomics", "fences", "irqflags") if k in names]
-        keep = rows[:top] + [r for r in rows[top:] if any(abs(r[1][k]) > 1e-9 for k in events)]
+        keep = rows[:top] + [r for r in rows[top:] if any(abs(r[1][k]) >= costmodel.MIN_EVENTS for k in events)]
         totals = tuple({k: sum(v[k] for v in p.values()) for k in names} for p in per)
         out.append((key, names, keep, totals))
     return out
