@@ -177,10 +177,16 @@ def with_cost(aa, tmp_path_factory):
 def test_a_loop_of_plain_instructions_adds_no_miss(with_cost):
     rows, text = with_cost
     model = {(r["key"], r["label"]): r for r in rows if r.get("model")}
-    for key in ("pipe-throughput/copies=1", "pipe-context/copies=1"):
-        for label in ("L1d misses", "LL misses", "atomics"):
-            r = model[(key, label)]
-            assert abs(r["diff"]) <= MISS_SLACK and r["verdict"] not in CHANGE, r
-        # Its instructions are all it costs, and the estimate sees them.
-        assert model[(key, "est. cycles")]["verdict"] == "worse", model[(key, "est. cycles")]
+    # The one-process loop: its few misses repeat from boot to boot.  The round trip's
+    # L1d misses depend on where two processes' pages landed, and moved from 1.7 to 8.5 per
+    # round trip between two boots of kernels that differ by a loop of plain instructions:
+    # only its atomics are a known answer there.
+    key = "pipe-throughput/copies=1"
+    for label in ("L1d misses", "LL misses", "atomics"):
+        r = model[(key, label)]
+        assert abs(r["diff"]) <= MISS_SLACK and r["verdict"] not in CHANGE, r
+    r = model[("pipe-context/copies=1", "atomics")]
+    assert abs(r["diff"]) <= MISS_SLACK and r["verdict"] not in CHANGE, r
+    # Its instructions are all it costs, and the estimate sees them.
+    assert model[(key, "est. cycles")]["verdict"] == "worse", model[(key, "est. cycles")]
     assert "a model, not a measurement" in text
