@@ -156,6 +156,15 @@ static inline void engine_result_free(struct engine_result *res)
 	res->out = res->err = NULL;
 }
 
+/* The engine skipped (exit 77): pass its reason on, as the test's own skip. */
+static inline bool t_skipped(const struct engine_result *res)
+{
+	if (res->status != T_SKIP)
+		return false;
+	printf("skip: %s", res->err);
+	return true;
+}
+
 /* Print why a test failed, with what the engine said. */
 static inline void t_fail(const struct engine_result *res, const char *fmt, ...)
 {

@@ -37,8 +37,7 @@ int main(int argc, char **argv)
 
 	if (engine_run(args, 20, &res))
 		return T_FAIL;
-	if (res.status == T_SKIP) {
-		printf("skip: %s", res.err);
+	if (t_skipped(&res)) {
 		ret = T_SKIP;
 		goto out;
 	}

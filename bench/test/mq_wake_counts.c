@@ -18,8 +18,7 @@ static int run(const char *engine, const char *receiver, bool stream, const char
 
 	if (engine_run(args, 20, &res))
 		return T_FAIL;
-	if (res.status == T_SKIP) {
-		printf("skip: %s", res.err);
+	if (t_skipped(&res)) {
 		ret = T_SKIP;
 	} else if (res.status != 0 || !json_metric(res.out, "messages", &msgs) ||
 		   !json_metric(res.out, metric, &v)) {
