@@ -213,7 +213,7 @@ def judge(base_vals, new_vals, floor=None, family=1):
                                     "worse" if above else "within noise", k)
     else:
         j = deterministic.judge(base_vals, new_vals, "lower", floor,
-                                level=1 - (1 - 0.95) / max(family, 1))
+                                level=1 - stats.ALPHA / max(family, 1))
     if j.is_change and abs(sn.median - sb.median) < MIN_EVENTS:
         return replace(j, verdict="within noise",
                        note=f"moved by under {MIN_EVENTS:g} per operation")
