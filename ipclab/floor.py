@@ -31,6 +31,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ipclab import stats
+
 FLOOR_FILE = Path(__file__).parent / "reference" / "icount-floor.json"
 SCHEMA = "ipclab-icount-floor/2"
 ABOUT = ("A/A noise of the deterministic mode: per clock, guest CPUs and kernel base, and per"
@@ -92,12 +94,7 @@ def find_modes(medians):
     sd = max(math.sqrt(ss / max(1, n - 2)), MODE_SD_FLOOR)
     if gap < MODE_MIN_GAP or gap / sd < MODE_SEPARATION:
         return None
-    return Modes((math.exp(_median(lo)), math.exp(_median(hi))), (len(lo), len(hi)), gap / sd)
-
-
-def _median(sorted_xs):
-    n = len(sorted_xs)
-    return sorted_xs[n // 2] if n % 2 else (sorted_xs[n // 2 - 1] + sorted_xs[n // 2]) / 2
+    return Modes((math.exp(stats.median(lo)), math.exp(stats.median(hi))), (len(lo), len(hi)), gap / sd)
 
 
 @dataclass
