@@ -419,6 +419,12 @@ class _IntermixedParser(argparse.ArgumentParser):
             self._mixing = False
 
 
+CONFIG_HELP = ("the kernel config: `tiny` (default: tinyconfig plus kernel/config/lab.config), "
+               "`production` (the base's Debian config, its cloud flavour, with "
+               "kernel/config/production.config on top: docs/lab.md), or a .config FILE "
+               "(then olddefconfig)")
+
+
 def _add_tree(p):
     p.add_argument("--tree", metavar="DIR",
                    help="kernel tree instead of a base's Debian tarball: a git tree, whose refs the "
@@ -431,9 +437,7 @@ def _add_kernel_sources(p, patch_side="the kernel"):
     p.add_argument("--patch", action="append", default=[], metavar="FILE",
                    help=f"a patch or an mbox to apply on top of {patch_side} (repeatable, in "
                         "order; the same as NAME+FILE)")
-    p.add_argument("--config", metavar="FILE",
-                   help="build with this .config (then olddefconfig) instead of tinyconfig "
-                        "plus kernel/config/lab.config")
+    p.add_argument("--config", metavar="FLAVOUR|FILE", help=CONFIG_HELP)
     p.add_argument("--kernel", action="append", default=[], metavar="PATH",
                    help="a bzImage built elsewhere, instead of a name; its config is checked "
                         "for what the suites need")
@@ -596,8 +600,7 @@ def add_bisect_parser(sub):
     b.add_argument("--boots", type=positive_int,
                    help=f"boots per commit (1 deterministic; {ab.TIMED_PAIRS} timed)")
     b.add_argument("--cpus", type=positive_int, help="guest CPUs")
-    b.add_argument("--config", metavar="FILE",
-                   help="build with this .config instead of tinyconfig plus lab.config")
+    b.add_argument("--config", metavar="FLAVOUR|FILE", help=CONFIG_HELP)
     _add_reps(b)
     b.add_argument("-j", "--jobs", type=positive_int, help="make -j (default: number of CPUs)")
     b.add_argument("--timeout", type=positive_float, default=1800, help="per boot, s (1800)")
@@ -630,7 +633,7 @@ def cmd_bisect(args):
         boots = args.boots or (1 if deterministic_mode else ab.TIMED_PAIRS)
         if not deterministic_mode:
             lab_bisect.check_timed_boots(boots)
-        config = str(variants.user_config(args.config)) if args.config else None
+        config = variants.config_arg(args.config)
         p = lab_bisect.Params(str(tree), gittree.resolve(tree, args.good),
                               gittree.resolve(tree, args.bad), args.suite, args.metric,
                               None if args.threshold is None else args.threshold / 100,
@@ -687,11 +690,15 @@ def cmd_kernel_build(args):
 def cmd_kernel_fetch(args):
     _no_command(args, "kernel fetch")
     for name in args.bases or bases.names():
-        found = bases.fetch(bases.load(name))
+        base = bases.load(name)
+        found = bases.fetch(base)
+        config = bases.fetch_config(base) if base.distro_config else None
         if args.print_path:
             print(found.path)
         else:
             print(f"{name}\t{found.path}\tsha256 {found.sha256}")
+            if config:
+                print(f"{name}\t{config}\tsha256 {base.distro_config.sha256}")
     return 0
 
 
@@ -712,6 +719,11 @@ def cmd_kernel_list(args):
                  if b["tarball"] else "not fetched: make lab-deps")
         print(f"  {b['base']:<9} {b['release']:<9} {b['package']} {b['version']} ({b['suite']}),"
               f" sha256 {b['sha256'][:12]}; {where}")
+        dc = b.get("distro_config")
+        if dc:
+            here = "" if b["distro_config_here"] else "; not fetched: make lab-deps"
+            print(f"  {'':<9} {'':<9} --config production: {dc['package']} {dc['version']} "
+                  f"{dc['file']}, sha256 {dc['sha256'][:12]}{here}")
     if not rows:
         print("no variants in kernel/series")
         return 0

@@ -36,6 +36,9 @@ PATCHES_DIR = ROOT / "kernel" / "patches"
 # A series file without a `base:` line builds on this one: new work targets mainline.
 DEFAULT_BASE = "mainline"
 FIELDS = ("package", "version", "suite", "release", "sha256")
+# The distribution's own kernel config for the release (the `production` flavour), from the
+# same suite: Debian's linux-config package and the file in it, pinned by its sha256.
+CONFIG_FIELDS = ("config-package", "config-version", "config-file", "config-sha256")
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
 APT_TIMEOUT_S = 900
 
@@ -48,6 +51,7 @@ class Base:
     suite: str          # the archive suite that carried that version when it was pinned
     release: str        # the kernel release in the tarball, e.g. 7.3.4
     sha256: str         # the tarball's
+    distro_config: "DistroConfig | None" = None
 
     @property
     def tarball_name(self) -> str:
@@ -66,6 +70,22 @@ class Base:
 
     def label(self) -> str:
         return f"{self.name} ({self.release}, {self.package} {self.version})"
+
+
+@dataclasses.dataclass(frozen=True)
+class DistroConfig:
+    """Debian's config for a base's release: `file` (xz) in the package `package`."""
+    package: str        # e.g. linux-config-7.3
+    version: str
+    file: str           # e.g. config.amd64_none_cloud-amd64.xz (cloud: made for VMs)
+    sha256: str         # of `file` as the package carries it
+
+    def cached(self, base: str) -> Path:
+        return sources_root() / base / self.file
+
+    def record(self) -> dict:
+        return {"package": self.package, "version": self.version, "file": self.file,
+                "sha256": self.sha256}
 
 
 def sources_root() -> Path:
@@ -88,14 +108,18 @@ def load(name: str) -> Base:
         if not line:
             continue
         key, sep, value = line.partition(":")
-        if not sep or key.strip() not in FIELDS:
-            raise Error(f"kernel/bases/{name}:{lineno}: want one of {', '.join(FIELDS)}: VALUE",
-                        EXIT_FAILED)
+        if not sep or key.strip() not in FIELDS + CONFIG_FIELDS:
+            raise Error(f"kernel/bases/{name}:{lineno}: want one of "
+                        f"{', '.join(FIELDS + CONFIG_FIELDS)}: VALUE", EXIT_FAILED)
         fields[key.strip()] = value.strip()
     missing = [f for f in FIELDS if not fields.get(f)]
+    given = [f for f in CONFIG_FIELDS if fields.get(f)]
+    if given and len(given) < len(CONFIG_FIELDS):
+        missing += [f for f in CONFIG_FIELDS if f not in given]
     if missing:
         raise Error(f"kernel/bases/{name}: missing {', '.join(missing)}", EXIT_FAILED)
-    return Base(name, **fields)
+    distro = DistroConfig(*(fields.pop(f) for f in CONFIG_FIELDS)) if given else None
+    return Base(name, distro_config=distro, **fields)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,22 +188,12 @@ def fetch(base: Base) -> Tarball:
     have = tarball(base)
     if have:
         return have
-    work = sources_root() / "apt"
-    apt = AptConfig(work, mirrors_for(base.suite), base.suite)
-    log(f"base {base.name}: fetching {base.package} {base.version} from {base.suite} "
-        f"({', '.join(apt.mirrors)})")
-    apt.update()
-    found = apt.versions(base.package)
-    if base.version not in found:
-        raise Error(f"base {base.name}: Debian's archive no longer has {base.package} "
-                    f"{base.version} ({base.suite} has {describe_found(apt, base, found)}); "
-                    f"rebase kernel/patches/{base.name} onto it and update kernel/bases/"
-                    f"{base.name}, or set {base.env_var} to a kernel.org tarball, or build a "
-                    "git tree with --tree", EXIT_FAILED)
-    debs = sources_root() / "debs"
-    deb = apt.download(base.package, base.version, debs)
+    deb = download(base, base.package, base.version,
+                   f"rebase kernel/patches/{base.name} onto it and update kernel/bases/"
+                   f"{base.name}, or set {base.env_var} to a kernel.org tarball, or build a "
+                   "git tree with --tree")
     dest = base.cached_tarball()
-    extract_tarball_from_deb(deb, base.tarball_name, dest)
+    extract_from_deb(deb, f"usr/src/{base.tarball_name}", dest)
     digest = memo_sha256(dest)
     if digest != base.sha256:
         dest.unlink()
@@ -191,9 +205,59 @@ def fetch(base: Base) -> Tarball:
     return Tarball(dest, digest, "package")
 
 
-def describe_found(apt: "AptConfig", base: Base, versions: list[str]) -> str:
-    others = [p for p in apt.packages("linux-source-") if p != base.package]
-    parts = [f"{base.package} {', '.join(versions)}" if versions else f"no {base.package}"]
+def download(base: Base, package: str, version: str, advice: str) -> Path:
+    """`package` at `version` from the base's suite, as a .deb in the sources directory; Error
+    naming what the archive has (and `advice`) when that version is gone."""
+    apt = AptConfig(sources_root() / "apt", mirrors_for(base.suite), base.suite)
+    log(f"base {base.name}: fetching {package} {version} from {base.suite} "
+        f"({', '.join(apt.mirrors)})")
+    apt.update()
+    found = apt.versions(package)
+    if version not in found:
+        raise Error(f"base {base.name}: Debian's archive no longer has {package} {version} "
+                    f"({base.suite} has {describe_found(apt, package, found)}); {advice}",
+                    EXIT_FAILED)
+    return apt.download(package, version, sources_root() / "debs")
+
+
+def distro_config(base: Base) -> Path | None:
+    """The base's Debian config (xz) on this machine with its pinned sha256, or None."""
+    dc = base.distro_config
+    if dc is None:
+        return None
+    p = dc.cached(base.name)
+    return p if p.is_file() and memo_sha256(p) == dc.sha256 else None
+
+
+def fetch_config(base: Base) -> Path:
+    """Download the base's Debian config package and take the config file out, unless it is
+    here already. Error when the base names none, or the archive has another."""
+    dc = base.distro_config
+    if dc is None:
+        raise Error(f"base {base.name} has no distribution config (kernel/bases/{base.name}: "
+                    f"{', '.join(CONFIG_FIELDS)}): it builds only the tiny config")
+    have = distro_config(base)
+    if have:
+        return have
+    deb = download(base, dc.package, dc.version,
+                   f"update kernel/bases/{base.name}'s config-version and config-sha256")
+    dest = dc.cached(base.name)
+    extract_from_deb(deb, f"usr/src/{dc.package}/{dc.file}", dest)
+    digest = memo_sha256(dest)
+    if digest != dc.sha256:
+        dest.unlink()
+        raise Error(f"base {base.name}: {deb.name} holds a {dc.file} with sha256 "
+                    f"{digest[:12]}, not {dc.sha256[:12]} as kernel/bases/{base.name} says",
+                    EXIT_FAILED)
+    deb.unlink()
+    log(f"base {base.name}: {dest} ({dc.package} {dc.version}, sha256 {digest[:12]})")
+    return dest
+
+
+def describe_found(apt: "AptConfig", package: str, versions: list[str]) -> str:
+    kind = re.sub(r"[0-9.]+$", "", package)         # linux-source-7.3 -> linux-source-
+    others = [p for p in apt.packages(kind) if p != package] if kind != package else []
+    parts = [f"{package} {', '.join(versions)}" if versions else f"no {package}"]
     for p in others:
         parts.append(f"{p} {', '.join(apt.versions(p))}")
     return "; ".join(parts)
@@ -279,14 +343,14 @@ class AptConfig:
         return debs[-1]
 
 
-def extract_tarball_from_deb(deb: Path, name: str, dest: Path) -> None:
+def extract_from_deb(deb: Path, member: str, dest: Path) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".deb-"))
     try:
         done = proc.run(["dpkg-deb", "-x", str(deb), str(tmp)], 600, capture=True)
-        inside = tmp / "usr" / "src" / name
+        inside = tmp / member
         if done.rc != 0 or not inside.is_file():
-            raise Error(f"{deb.name}: no usr/src/{name} in it ({done.err.strip()[-200:]})",
+            raise Error(f"{deb.name}: no {member} in it ({done.err.strip()[-200:]})",
                         EXIT_FAILED)
         os.replace(inside, dest)
     finally:

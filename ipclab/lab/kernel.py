@@ -13,6 +13,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import lzma
 import os
 import re
 import shutil
@@ -33,11 +34,23 @@ RECIPE = "ipclab-kernel/1"
 BUILD_TIMEOUT_S = 3600
 
 
+def distro_base(variant: Variant) -> bases.Base | None:
+    """The base whose Debian config a `production` variant starts from (a git tree's commit
+    takes the default base's), else None."""
+    if variant.flavour != "production":
+        return None
+    return bases.load(variant.base or bases.DEFAULT_BASE)
+
+
 def config_digest(variant: Variant) -> str:
-    """The config a variant is built with: its fragments, or the user's own .config."""
+    """The config a variant is built with: its fragments on tinyconfig or on the base's
+    Debian config, or the user's own .config."""
     h = hashlib.sha256()
     if variant.config:
         h.update(b"own config\0" + variant.config.read_bytes())
+    distro = distro_base(variant)
+    if distro:
+        h.update(f"distro config\0{distro.distro_config.sha256}\0".encode())
     for p in variant.fragment_paths():
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()
@@ -82,11 +95,16 @@ def configure(src: Source, variant: Variant, bdir: Path, logfile: Path, digest: 
     stamp = bdir / ".ipclab-config"
     if (bdir / ".config").is_file() and stamp.is_file() and stamp.read_text().strip() == digest:
         return False
+    distro = distro_base(variant)
+    merge = [str(src.tree / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(bdir),
+             str(bdir / ".config")] + [str(p) for p in variant.fragment_paths()]
     if variant.config:
         steps = [["cp", str(variant.config), str(bdir / ".config")]]
+    elif distro:
+        # fetch before the dry-run return: a dry run says so when the config is not here
+        found = bases.distro_config(distro) if proc.is_dry_run() else bases.fetch_config(distro)
+        steps = [["xz", "-dc", str(found or distro.distro_config.cached(distro.name))], merge]
     else:
-        merge = [str(src.tree / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(bdir),
-                 str(bdir / ".config")] + [str(p) for p in variant.fragment_paths()]
         steps = [make_argv(src, bdir, "tinyconfig"), merge]
     steps.append(make_argv(src, bdir, "olddefconfig"))
     if proc.is_dry_run():
@@ -95,10 +113,21 @@ def configure(src: Source, variant: Variant, bdir: Path, logfile: Path, digest: 
         return True
     bdir.mkdir(parents=True, exist_ok=True)
     for s in steps:
+        if s[0] == "xz":
+            write_distro_config(Path(s[-1]), bdir / ".config")
+            continue
         source.run(s, timeout=600, cwd=src.tree, logfile=logfile)
     check_config(variant, bdir, src.tree)
     stamp.write_text(digest + "\n")
     return True
+
+
+def write_distro_config(xz: Path, dest: Path) -> None:
+    """Debian's config as the start of a `production` build. Its CONFIG_CC_VERSION_TEXT and
+    the like name Debian's compiler; olddefconfig rewrites them for ours, and the build's
+    meta records both (`compiler`)."""
+    with lzma.open(xz, "rt") as f:
+        proc.write_text_atomic(dest, f.read())
 
 
 def check_config(variant: Variant, bdir: Path, tree: Path) -> None:
@@ -220,15 +249,41 @@ def build(variant: str | Variant, tree: str | None = None, jobs: int | None = No
                         for p in variant.patch_paths()],
             "fragments": [p.name for p in variant.fragment_paths()],
             "config": str(variant.config) if variant.config else None,
+            "config_flavour": variant.flavour,
             "config_sha256": sha256_file(d / "config"),
+            "compiler": config_value(d / "config", "CC_VERSION_TEXT"),
             "build_seconds": round(seconds, 1),
             "jobs": jobs,
             "built_at": proc.now_iso(),
         }
+        distro = distro_base(variant)
+        if distro:
+            meta["distro_config"] = distro_record(distro)
         proc.write_json_atomic(d / "meta.json", meta)
         log(f"{variant.name}: built {release} in {seconds:.0f} s -> {d}/bzImage")
         # Not kept in meta.json: this build's wait for others, for callers that time builds.
         return {**meta, "lock_wait_s": round(waited, 1)}
+
+
+def config_value(config: Path, option: str) -> str | None:
+    """CONFIG_<option>'s value in a .config, unquoted, or None."""
+    with contextlib.suppress(OSError):
+        m = re.search(rf"^CONFIG_{option}=(.*)$", config.read_text(errors="replace"), re.M)
+        if m:
+            return m.group(1).strip().strip('"')
+    return None
+
+
+def distro_record(base: bases.Base) -> dict:
+    """What a `production` build started from: Debian's package, file and sha256, and the
+    compiler Debian built its own kernel with (the config names it)."""
+    rec = base.distro_config.record()
+    with contextlib.suppress(OSError, lzma.LZMAError):
+        with lzma.open(base.distro_config.cached(base.name), "rt") as f:
+            m = re.search(r'^CONFIG_CC_VERSION_TEXT="(.*)"$', f.read(), re.M)
+        if m:
+            rec["compiler"] = m.group(1)
+    return rec
 
 
 def _config_sha256(meta: dict) -> str | None:
@@ -307,7 +362,8 @@ def identity(meta: dict) -> dict:
            "patches": [{"name": p["name"], "sha256": p.get("sha256")}
                        for p in meta.get("patches", [])],
            "config_sha256": meta.get("config_sha256") or _config_sha256(meta)}
-    for k in ("base", "commit", "describe", "image_sha256"):
+    for k in ("base", "commit", "describe", "image_sha256", "config_flavour",
+              "distro_config", "compiler"):
         if meta.get(k):
             out[k] = meta[k]
     return out
@@ -356,7 +412,9 @@ def describe_bases() -> list[dict]:
         try:
             b = bases.load(name)
             row.update(release=b.release, package=b.package, version=b.version,
-                       suite=b.suite, sha256=b.sha256)
+                       suite=b.suite, sha256=b.sha256,
+                       distro_config=b.distro_config.record() if b.distro_config else None,
+                       distro_config_here=bases.distro_config(b) is not None)
             found = bases.tarball(b)
             if found:
                 row.update(tarball=str(found.path), tarball_sha256=found.sha256,

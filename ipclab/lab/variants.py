@@ -21,6 +21,10 @@ from .cache import cache_root, sha256_bytes, sha256_file
 
 KERNEL_DIR = ROOT / "kernel"
 BASE_FRAGMENT = "lab.config"
+# --config NAME: `tiny` is tinyconfig + lab.config; `production` starts from the base's
+# Debian config (bases.fetch_config) with production.config on top instead of lab.config.
+FLAVOURS = ("tiny", "production")
+PRODUCTION_FRAGMENT = "production.config"
 
 
 @dataclasses.dataclass
@@ -33,6 +37,7 @@ class Variant:
     base: str | None = None     # kernel/bases/BASE; None for a commit of a user's git tree
     extra: list[Path] = dataclasses.field(default_factory=list)  # the user's, after the series
     config: Path | None = None  # the user's own .config instead of tinyconfig + fragments
+    flavour: str = "tiny"       # FLAVOURS; with `config`, the user's
     tree: Path | None = None    # a user's git tree, whose `commit` is built
     commit: str | None = None
     describe: str | None = None
@@ -131,7 +136,7 @@ def resolve(spec: str, tree: str | None = None, patches=(), config: str | None =
     if overlays and git_tree is not None:
         raise Error(f"{spec!r}: overlays ({', '.join(overlays)}) apply to the lab's variants,"
                     " not to a git tree's refs")
-    own = user_config(config) if config else None
+    own = user_config(config) if config and config not in FLAVOURS else None
     if git_tree is not None:
         commit = gittree.resolve(git_tree, name)
         v = Variant(name, [], [BASE_FRAGMENT], tree=git_tree, commit=commit,
@@ -142,6 +147,11 @@ def resolve(spec: str, tree: str | None = None, patches=(), config: str | None =
     v.name = "+".join([name, *overlays, *(f.name for f in files)])
     v.extra = split_mboxes(files)
     v.config = own
+    if own:
+        v.flavour = "own"
+    elif config == "production":
+        v.flavour = config
+        v.fragments = [PRODUCTION_FRAGMENT] + [f for f in v.fragments if f != BASE_FRAGMENT]
     return v
 
 
@@ -168,11 +178,18 @@ def patch_file(given: str, base: str | None) -> Path:
     raise Error(f"no patch file {given!r}")
 
 
+def config_arg(given: str | None) -> str | None:
+    """--config as the lab passes it on: a flavour's name, or the user's file, checked."""
+    if not given or given in FLAVOURS:
+        return given
+    return str(user_config(given))
+
+
 def user_config(given: str) -> Path:
     """--config FILE: a kernel .config with what the suites need, or Error (exit 2)."""
     path = Path(given)
     if not path.is_file():
-        raise Error(f"--config {given}: no such file")
+        raise Error(f"--config {given}: no such file (or a flavour: {', '.join(FLAVOURS)})")
     text = path.read_text(errors="replace")
     if "CONFIG_" not in text:
         raise Error(f"--config {given}: not a kernel config (no CONFIG_ lines)")

@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: MIT
+"""The `production` config flavour without building a kernel: the base's Debian config is
+pinned, fetched and checked by its sha256, and a production variant builds from it with
+kernel/config/production.config instead of tinyconfig plus lab.config, in a build directory
+and an image key of its own."""
+
+import hashlib
+import lzma
+import shutil
+import subprocess
+
+import pytest
+
+from ipclab import EXIT_FAILED, EXIT_USAGE, Error
+from ipclab.lab import bases, kernel, variants, vm
+
+pytestmark = pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="dpkg-deb needed")
+
+CONFIG = "CONFIG_SMP=y\nCONFIG_RANDOMIZE_BASE=y\nCONFIG_CC_VERSION_TEXT=\"gcc-14 (Debian)\"\n"
+
+
+def fake_deb(tmp_path, package, member_name, text):
+    """A .deb carrying usr/src/PACKAGE/MEMBER (xz), as Debian's linux-config packages do."""
+    root = tmp_path / "debroot"
+    (root / "DEBIAN").mkdir(parents=True)
+    (root / "DEBIAN" / "control").write_text(
+        f"Package: {package}\nVersion: 1\nArchitecture: all\nMaintainer: t <t@t>\n"
+        "Description: test\n")
+    inside = root / "usr" / "src" / package
+    inside.mkdir(parents=True)
+    data = lzma.compress(text.encode())
+    (inside / member_name).write_bytes(data)
+    deb = tmp_path / f"{package}_1_all.deb"
+    subprocess.run(["dpkg-deb", "-Zxz", "--build", str(root), str(deb)], check=True,
+                   capture_output=True)
+    return deb, hashlib.sha256(data).hexdigest()
+
+
+@pytest.fixture
+def base_with_config(tmp_path, monkeypatch):
+    """A base file naming a Debian config, a sources directory, and apt replaced by a .deb."""
+    monkeypatch.setenv("IPCLAB_SOURCES", str(tmp_path / "sources"))
+    deb, digest = fake_deb(tmp_path, "linux-config-9.9", "config.amd64_none_cloud-amd64.xz",
+                           CONFIG)
+    bdir = tmp_path / "bases"
+    bdir.mkdir()
+    (bdir / "mainline").write_text(
+        "package: linux-source-9.9\nversion: 9.9-1\nsuite: s\nrelease: 9.9.1\nsha256: 00\n"
+        "config-package: linux-config-9.9\nconfig-version: 9.9-1\n"
+        "config-file: config.amd64_none_cloud-amd64.xz\n"
+        f"config-sha256: {digest}\n")
+    monkeypatch.setattr(bases, "BASES_DIR", bdir)
+    calls = []
+
+    def download(base, package, version, advice):
+        calls.append((package, version))
+        copy = tmp_path / "sources" / "debs" / deb.name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(deb, copy)
+        return copy
+    monkeypatch.setattr(bases, "download", download)
+    return bdir, calls
+
+
+def test_the_repositorys_bases_pin_a_debian_cloud_config():
+    for name in bases.names():
+        dc = bases.load(name).distro_config
+        assert dc is not None, f"kernel/bases/{name} names no production config"
+        assert dc.package.startswith("linux-config-") and "cloud" in dc.file
+        assert len(dc.sha256) == 64
+
+
+def test_the_config_is_fetched_once_and_checked_by_its_sha256(base_with_config):
+    bdir, calls = base_with_config
+    b = bases.load("mainline")
+    assert bases.distro_config(b) is None
+    got = bases.fetch_config(b)
+    assert lzma.open(got, "rt").read() == CONFIG and calls == [("linux-config-9.9", "9.9-1")]
+    assert bases.fetch_config(b) == got and len(calls) == 1      # here already: no apt
+    got.unlink()
+    text = (bdir / "mainline").read_text()
+    (bdir / "mainline").write_text(text.replace(b.distro_config.sha256, "1" * 64))
+    with pytest.raises(Error) as e:
+        bases.fetch_config(bases.load("mainline"))
+    assert e.value.code == EXIT_FAILED and "not 111111111111" in str(e.value)
+    assert not got.exists()         # a config with another hash is not left to be used
+
+
+def test_a_base_names_its_config_whole_or_not_at_all(base_with_config):
+    bdir, _ = base_with_config
+    text = (bdir / "mainline").read_text()
+    (bdir / "mainline").write_text("\n".join(line for line in text.splitlines()
+                                             if not line.startswith("config-sha256")))
+    with pytest.raises(Error, match="missing config-sha256"):
+        bases.load("mainline")
+    (bdir / "mainline").write_text("\n".join(line for line in text.splitlines()
+                                             if not line.startswith("config-")))
+    b = bases.load("mainline")
+    assert b.distro_config is None
+    with pytest.raises(Error, match="builds only the tiny config"):
+        bases.fetch_config(b)
+
+
+def test_a_production_variant_replaces_lab_config_and_keeps_its_overlays():
+    tiny = variants.resolve("mainline+counters")
+    prod = variants.resolve("mainline+counters", config="production")
+    assert tiny.flavour == "tiny" and tiny.fragments == ["lab.config", "counters.config"]
+    assert prod.flavour == "production"
+    assert prod.fragments == ["production.config", "counters.config"]
+    assert prod.config_name == "production+counters" != tiny.config_name
+    assert kernel.distro_base(prod).name == bases.DEFAULT_BASE
+    assert kernel.distro_base(tiny) is None
+    assert kernel.config_digest(prod) != kernel.config_digest(tiny)
+    assert variants.config_arg("production") == "production"
+    assert variants.config_arg(None) is None
+    with pytest.raises(Error) as e:
+        variants.config_arg("nosuch-flavour")
+    assert e.value.code == EXIT_USAGE and "production" in str(e.value)
+
+
+def test_the_production_fragment_keeps_every_core_option_as_shipped():
+    text = (variants.KERNEL_DIR / "config" / variants.PRODUCTION_FRAGMENT).read_text()
+    set_here = {line.split("=")[0] for line in text.splitlines()
+                if line.startswith("CONFIG_")}
+    core = ("CC_OPTIMIZE", "MITIGATION", "STACKPROTECTOR", "INIT_STACK", "PREEMPT", "HZ",
+            "MEMCG", "LSM", "SECURITY", "NR_CPUS", "RANDOMIZE", "FORTIFY", "HARDENED",
+            "UBSAN", "FUNCTION_TRACER", "SLAB")
+    touched = [o for o in set_here if any(k in o for k in core)]
+    assert not touched, f"production.config changes core options: {touched}"
+
+
+def test_write_distro_config_and_config_value(tmp_path):
+    xz = tmp_path / "c.xz"
+    xz.write_bytes(lzma.compress(CONFIG.encode()))
+    dest = tmp_path / "build" / ".config"
+    dest.parent.mkdir()
+    kernel.write_distro_config(xz, dest)
+    assert dest.read_text() == CONFIG
+    assert kernel.config_value(dest, "CC_VERSION_TEXT") == "gcc-14 (Debian)"
+    assert kernel.config_value(dest, "NOSUCH") is None
+
+
+def test_a_randomised_image_boots_deterministic_runs_without_kaslr(tmp_path, monkeypatch):
+    monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
+    d = kernel.image_dir("k1")
+    d.mkdir(parents=True)
+    (d / "config").write_text(CONFIG)
+    assert vm.fixed_layout_args({"key": "k1"}) == ["nokaslr"]
+    (d / "config").write_text("CONFIG_SMP=y\n# CONFIG_RANDOMIZE_BASE is not set\n")
+    assert vm.fixed_layout_args({"key": "k1"}) == []
