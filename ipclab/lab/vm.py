@@ -79,16 +79,23 @@ class Clock:
     def mode(self) -> str:
         return "deterministic" if self.deterministic else "timed"
 
-    def qemu_opts(self) -> list[str]:
+    def qemu_opts(self, accel: str = "kvm") -> list[str]:
         # QEMU runs TCG single-threaded whenever icount is on.
-        return ["-icount", f"shift={self.shift},sleep=off"] if self.deterministic else []
+        if self.deterministic:
+            return ["-icount", f"shift={self.shift},sleep=off"]
+        # Timed TCG asks for a host thread per vCPU, so that two vCPUs really run at once
+        # (what the SMP counts rely on) rather than taking turns, whatever QEMU's default.
+        return ["-accel", "tcg,thread=multi"] if accel == "tcg" else []
 
     def engine_clock(self) -> str:
         """IPCBENCH_CLOCK in the guest: what every sample's env.clock records."""
         return f"icount shift={self.shift}" if self.deterministic else "real"
 
     def record(self, accel: str, cpus: int) -> dict:
-        rec = {"mode": self.mode, "accel": accel, "cpus": cpus, "qemu": qemu_version()}
+        rec = {"mode": self.mode, "accel": accel, "cpus": cpus, "qemu": qemu_version(),
+               # whether the vCPUs run at the same time: KVM and multi-threaded TCG do; under
+               # icount they take turns, one slice of instructions each
+               "vcpus_concurrent": cpus > 1 and not self.deterministic}
         if self.deterministic:
             rec["icount"] = {"shift": self.shift, "sleep": False,
                              "ns_per_instruction": 2 ** self.shift}
@@ -318,12 +325,12 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
            "timeout": job_timeout, "faults": faults, "kmemleak": kmemleak,
            "deterministic": clock.deterministic}
     command = f"{sys.executable} {GUEST_SCRIPT} {shared}"
-    qemu_opts = (kvm_qemu_opts() if accel == "kvm" else []) + clock.qemu_opts()
+    qemu_opts = (kvm_qemu_opts() if accel == "kvm" else []) + clock.qemu_opts(accel)
     append = []
     if insn_counts is not None:
         qemu_opts += insn_plugin_opts(meta, insn_counts, memory=plugin_memory,
                                       extra=plugin_args)
-        append += smp_code_args(meta)
+        append += smp_code_args(meta) + fixed_layout_args(meta)
     vargv = vng_argv(image, accel, shared, command, cpus=cpus, memory=memory,
                      append=append, qemu_opts=qemu_opts)
     clock_rec = clock.record(accel, cpus)
@@ -569,3 +576,13 @@ def smp_code_args(meta: dict) -> list[str]:
     if proc.is_dry_run() or not smap.exists():
         return []
     return ["noreplace-smp"] if profile.symbol_address(smap, "setup_noreplace_smp") else []
+
+
+def fixed_layout_args(meta: dict) -> list[str]:
+    """`nokaslr` for an image built with KASLR (the production config): the plugin names
+    functions by System.map's addresses, which a randomised base would move from boot to
+    boot. The image's code is the same; only where it is loaded changes."""
+    config = kernel.image_dir(meta["key"]) / "config"
+    if proc.is_dry_run() or not config.exists():
+        return []
+    return ["nokaslr"] if kernel.config_value(config, "RANDOMIZE_BASE") == "y" else []
