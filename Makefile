@@ -13,7 +13,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 SUITE  ?= seeds
 
-.PHONY: all deps lab-deps engine conformance run test test-engine test-conformance \
+.PHONY: all deps lab-deps reference-deps engine conformance run test test-engine test-conformance \
 	test-python test-kernel test-lts test-bisect engine-checks clean
 
 all: engine
@@ -23,6 +23,10 @@ deps:
 
 lab-deps:
 	@scripts/install-deps.sh lab
+
+# Booting Debian's own kernel (`--kernel debian`) needs a virtiofsd: not part of `make test`.
+reference-deps: lab-deps
+	@scripts/install-deps.sh reference
 
 engine:
 	@$(MAKE) --no-print-directory -C bench

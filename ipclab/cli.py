@@ -440,7 +440,9 @@ def _add_kernel_sources(p, patch_side="the kernel"):
     p.add_argument("--config", metavar="FLAVOUR|FILE", help=CONFIG_HELP)
     p.add_argument("--kernel", action="append", default=[], metavar="PATH",
                    help="a bzImage built elsewhere, instead of a name; its config is checked "
-                        "for what the suites need")
+                        "for what the suites need. `debian[:BASE]`: Debian's own kernel of "
+                        "the base's release (mainline's by default), the reference of "
+                        "--config production")
 
 
 def _add_dry_run(p):
@@ -670,10 +672,19 @@ def _kernels(args, names, count):
         kerns.append(variants.resolve(name, args.tree, patches=args.patch if last else (),
                                     config=args.config))
     for path in args.kernel:
-        kerns.append(kernel.prebuilt(path))
+        kerns.append(kernel.prebuilt(str(debian_kernel(path) or path)))
     if args.patch and isinstance(kerns[-1], dict):
         raise Error("--patch needs a kernel the lab builds, not a --kernel image")
     return kerns
+
+
+def debian_kernel(given: str):
+    """--kernel debian[:BASE]: Debian's own kernel of the base's release (default mainline),
+    fetched like its source; None for a path."""
+    name, sep, base = given.partition(":")
+    if name != "debian":
+        return None
+    return bases.fetch_reference(bases.load(base if sep else bases.DEFAULT_BASE))
 
 
 def cmd_kernel_build(args):

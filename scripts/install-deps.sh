@@ -5,13 +5,18 @@
 #                          the peers suite runs (perf from linux-perf, stress-ng, pmqtest from
 #                          rt-tests)
 #   install-deps.sh lab    kernel lab: build deps, QEMU (virtme-ng is in the venv), and each base's
-#                          kernel source (kernel/bases), downloaded into the lab's cache by
-#                          `ipclab kernel fetch` with the system's own Debian mirror
+#                          kernel source and Debian config (kernel/bases), downloaded into the
+#                          lab's cache by `ipclab kernel fetch` with the system's own Debian mirror
+#   install-deps.sh reference
+#                          what booting Debian's own kernel takes (`--kernel debian`): it has
+#                          virtiofs and no 9p, and virtme-ng wants the Rust virtiofsd, which
+#                          Debian 12 lacks: built from crates.io into the lab's cache (minutes)
 # Idempotent: apt runs only when a package is missing, pip only when requirements changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 host_pkgs=(gcc make stress-ng linux-perf rt-tests)
+VIRTIOFSD_VERSION=1.14.0
 lab_pkgs=(flex bison bc libelf-dev libssl-dev patch qemu-system-x86 busybox-static cpio
 	  xz-utils kmod)
 
@@ -47,5 +52,14 @@ case "${1:-host}" in
 host)	apt_install "${host_pkgs[@]}"; venv ;;
 lab)	apt_install "${host_pkgs[@]}" "${lab_pkgs[@]}"; venv
 	.venv/bin/python -m ipclab kernel fetch >&2 ;;
-*)	echo "usage: $0 host|lab" >&2; exit 2 ;;
+reference)
+	apt_install libcap-ng-dev libseccomp-dev pkg-config
+	tools=${IPCLAB_CACHE:-/var/cache/ipclab}/tools
+	if [ ! -x "$tools/bin/virtiofsd" ]; then
+		command -v cargo >/dev/null || { echo "install-deps: cargo (Rust) needed" >&2; exit 1; }
+		echo "install-deps: cargo install virtiofsd into $tools (a few minutes)" >&2
+		nice -n 10 cargo install -q virtiofsd --version "$VIRTIOFSD_VERSION" --locked \
+			--root "$tools" >&2
+	fi ;;
+*)	echo "usage: $0 host|lab|reference" >&2; exit 2 ;;
 esac

@@ -148,3 +148,45 @@ def test_a_randomised_image_boots_deterministic_runs_without_kaslr(tmp_path, mon
     assert vm.fixed_layout_args({"key": "k1"}) == ["nokaslr"]
     (d / "config").write_text("CONFIG_SMP=y\n# CONFIG_RANDOMIZE_BASE is not set\n")
     assert vm.fixed_layout_args({"key": "k1"}) == []
+
+
+def test_debians_own_kernel_is_fetched_with_its_config_beside_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("IPCLAB_SOURCES", str(tmp_path / "sources"))
+    release = "9.9.1+deb13-cloud-amd64"
+    image = b"HdrS-not-really-a-kernel"
+    debs = {}
+    for package, name, data in ((f"linux-binary-{release}", "vmlinuz", image),
+                                (f"linux-base-{release}", "config", CONFIG.encode())):
+        root = tmp_path / package
+        (root / "DEBIAN").mkdir(parents=True)
+        (root / "DEBIAN" / "control").write_text(
+            f"Package: {package}\nVersion: 1\nArchitecture: all\nMaintainer: t <t@t>\n"
+            "Description: test\n")
+        (root / "usr" / "lib" / "modules" / release).mkdir(parents=True)
+        (root / "usr" / "lib" / "modules" / release / name).write_bytes(data)
+        debs[package] = tmp_path / f"{package}.deb"
+        subprocess.run(["dpkg-deb", "--build", str(root), str(debs[package])], check=True,
+                       capture_output=True)
+    fetched = []
+
+    def download(base, package, version, advice):
+        fetched.append(package)
+        copy = tmp_path / "sources" / "debs" / debs[package].name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(debs[package], copy)
+        return copy
+    monkeypatch.setattr(bases, "download", download)
+    ref = bases.Reference(f"linux-binary-{release}", f"linux-base-{release}", "1",
+                          hashlib.sha256(image).hexdigest())
+    b = bases.Base("mainline", "p", "v", "s", "9.9.1", "00", reference=ref)
+    got = bases.fetch_reference(b)
+    assert got.name == f"vmlinuz-{release}" and got.read_bytes() == image
+    assert (got.parent / f"config-{release}").read_text() == CONFIG     # prebuilt reads it
+    assert bases.fetch_reference(b) == got and len(fetched) == 2
+    wrong = bases.Base("mainline", "p", "v", "s", "9.9.1", "00",
+                       reference=bases.Reference(ref.image, ref.config, "1", "2" * 64))
+    with pytest.raises(Error, match="not 222222222222"):
+        bases.fetch_reference(wrong)
+    assert not got.exists()
+    with pytest.raises(Error, match="names no Debian kernel"):
+        bases.fetch_reference(bases.Base("lts", "p", "v", "s", "9.9.1", "00"))

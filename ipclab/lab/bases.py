@@ -39,6 +39,11 @@ FIELDS = ("package", "version", "suite", "release", "sha256")
 # The distribution's own kernel config for the release (the `production` flavour), from the
 # same suite: Debian's linux-config package and the file in it, pinned by its sha256.
 CONFIG_FIELDS = ("config-package", "config-version", "config-file", "config-sha256")
+# Debian's own binary kernel of the release, the production build's reference (`--kernel
+# debian`): the package with its vmlinuz, the one with its config, their version, and the
+# vmlinuz's sha256.
+REFERENCE_FIELDS = ("reference-image", "reference-config", "reference-version",
+                    "reference-sha256")
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
 APT_TIMEOUT_S = 900
 
@@ -52,6 +57,7 @@ class Base:
     release: str        # the kernel release in the tarball, e.g. 7.3.4
     sha256: str         # the tarball's
     distro_config: "DistroConfig | None" = None
+    reference: "Reference | None" = None
 
     @property
     def tarball_name(self) -> str:
@@ -88,6 +94,23 @@ class DistroConfig:
                 "sha256": self.sha256}
 
 
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    """Debian's binary kernel: `image` carries usr/lib/modules/RELEASE/vmlinuz, `config`
+    the same release's config."""
+    image: str          # e.g. linux-binary-7.3.4+deb13-cloud-amd64
+    config: str         # e.g. linux-base-7.3.4+deb13-cloud-amd64
+    version: str
+    sha256: str         # of the vmlinuz
+
+    @property
+    def release(self) -> str:
+        return self.image.removeprefix("linux-binary-")
+
+    def cached(self, base: str) -> Path:
+        return sources_root() / base / "debian" / f"vmlinuz-{self.release}"
+
+
 def sources_root() -> Path:
     return Path(os.environ.get("IPCLAB_SOURCES", "/var/cache/ipclab-sources"))
 
@@ -108,18 +131,25 @@ def load(name: str) -> Base:
         if not line:
             continue
         key, sep, value = line.partition(":")
-        if not sep or key.strip() not in FIELDS + CONFIG_FIELDS:
-            raise Error(f"kernel/bases/{name}:{lineno}: want one of "
-                        f"{', '.join(FIELDS + CONFIG_FIELDS)}: VALUE", EXIT_FAILED)
+        known = FIELDS + CONFIG_FIELDS + REFERENCE_FIELDS
+        if not sep or key.strip() not in known:
+            raise Error(f"kernel/bases/{name}:{lineno}: want one of {', '.join(known)}: "
+                        "VALUE", EXIT_FAILED)
         fields[key.strip()] = value.strip()
     missing = [f for f in FIELDS if not fields.get(f)]
-    given = [f for f in CONFIG_FIELDS if fields.get(f)]
-    if given and len(given) < len(CONFIG_FIELDS):
-        missing += [f for f in CONFIG_FIELDS if f not in given]
+    # the optional groups come whole or not at all
+    groups = {}
+    for group in (CONFIG_FIELDS, REFERENCE_FIELDS):
+        given = [f for f in group if fields.get(f)]
+        if given and len(given) < len(group):
+            missing += [f for f in group if f not in given]
+        values = [fields.pop(f, None) for f in group]
+        groups[group] = values if given else None
     if missing:
         raise Error(f"kernel/bases/{name}: missing {', '.join(missing)}", EXIT_FAILED)
-    distro = DistroConfig(*(fields.pop(f) for f in CONFIG_FIELDS)) if given else None
-    return Base(name, distro_config=distro, **fields)
+    distro = DistroConfig(*groups[CONFIG_FIELDS]) if groups[CONFIG_FIELDS] else None
+    ref = Reference(*groups[REFERENCE_FIELDS]) if groups[REFERENCE_FIELDS] else None
+    return Base(name, distro_config=distro, reference=ref, **fields)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,6 +281,35 @@ def fetch_config(base: Base) -> Path:
                     EXIT_FAILED)
     deb.unlink()
     log(f"base {base.name}: {dest} ({dc.package} {dc.version}, sha256 {digest[:12]})")
+    return dest
+
+
+def fetch_reference(base: Base) -> Path:
+    """Debian's own kernel of the base's release, as a vmlinuz with its config-RELEASE
+    beside it (where kernel.prebuilt looks), downloaded unless here with its sha256."""
+    ref = base.reference
+    if ref is None:
+        raise Error(f"base {base.name} names no Debian kernel (kernel/bases/{base.name}: "
+                    f"{', '.join(REFERENCE_FIELDS)})")
+    dest = ref.cached(base.name)
+    config = dest.parent / f"config-{ref.release}"
+    if dest.is_file() and config.is_file() and memo_sha256(dest) == ref.sha256:
+        return dest
+    advice = f"update kernel/bases/{base.name}'s reference-version and reference-sha256"
+    inside = f"usr/lib/modules/{ref.release}"
+    deb = download(base, ref.config, ref.version, advice)
+    extract_from_deb(deb, f"{inside}/config", config)
+    deb.unlink()
+    deb = download(base, ref.image, ref.version, advice)
+    extract_from_deb(deb, f"{inside}/vmlinuz", dest)
+    deb.unlink()
+    digest = memo_sha256(dest)
+    if digest != ref.sha256:
+        dest.unlink()
+        raise Error(f"base {base.name}: {ref.image} {ref.version} holds a vmlinuz with sha256 "
+                    f"{digest[:12]}, not {ref.sha256[:12]} as kernel/bases/{base.name} says",
+                    EXIT_FAILED)
+    log(f"base {base.name}: Debian's kernel {dest} (sha256 {digest[:12]})")
     return dest
 
 

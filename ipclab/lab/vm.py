@@ -27,7 +27,7 @@ from pathlib import Path
 from ipclab import EXIT_FAILED, ROOT, Error, costmodel, deterministic, proc, profile, suites
 from ipclab.progress import log
 
-from . import cache, kernel, variants
+from . import cache, image, kernel, variants
 from .cache import cache_root
 
 GUEST_SCRIPT = ROOT / "scripts" / "guest-run.py"
@@ -128,14 +128,18 @@ def machine_id() -> str:
 
 def vng_argv(image: Path, accel: str, shared: Path | None, command: str,
              cpus: int = DEFAULT_CPUS, memory: str = DEFAULT_MEMORY,
-             append: list[str] | None = None, qemu_opts: list[str] | None = None) -> list[str]:
-    # 9p, not virtiofs: Debian's virtiofsd is the deprecated C one. The kernel then needs the
-    # 9p tag as root= (vng leaves it out and 6.12 mounts an empty device name otherwise).
+             append: list[str] | None = None, qemu_opts: list[str] | None = None,
+             fs: str = "9p") -> list[str]:
     argv = [str(VNG), "--run", str(image), "--verbose", "--cpus", str(cpus),
-            "--memory", memory, "--name", "ipclab", "--force-9p", "--append", "root=/dev/root",
+            "--memory", memory, "--name", "ipclab",
             # An emulated CPU on a busy host can miss the IO-APIC timer check's deadline and
             # panic ("IO-APIC + timer doesn't work!"); the check is pointless in a VM.
             "--append", "no_timer_check"]
+    if fs == "9p":
+        # 9p wherever the kernel has it: Debian 12's virtiofsd is the deprecated C one. The
+        # kernel then needs the 9p tag as root= (vng leaves it out and 6.12 mounts an empty
+        # device name otherwise). Without 9p, vng exports the root with virtiofsd (ours).
+        argv += ["--force-9p", "--append", "root=/dev/root"]
     if accel == "tcg":
         argv.append("--disable-kvm")
     if shared is not None:
@@ -229,9 +233,10 @@ def run_vng(argv: list[str], timeout: float, logfile: Path,
     timing of guest milestones); once it returns True the guest's work is done, and a guest
     that does not exit 15 s after that is killed without being a failure.
     """
-    # vng runs its helpers (virtme-run) from PATH: put the venv's bin dir first.
+    # vng runs its helpers (virtme-run, virtiofsd) from PATH: the venv's and the lab's first.
     env = dict(os.environ)
-    env["PATH"] = f"{Path(argv[0]).parent}:{env.get('PATH', '/usr/bin:/bin')}"
+    env["PATH"] = (f"{Path(argv[0]).parent}:{virtiofsd().parent}:"
+                   f"{env.get('PATH', '/usr/bin:/bin')}")
     logfile.unlink(missing_ok=True)     # proc.run appends; a stale probe log must not count
     # kill_group_at_end: vng may leave helpers (virtiofsd) behind in the group.
     done = proc.run(argv, timeout, logfile=logfile, env=env, poll=poll, grace=15.0,
@@ -332,7 +337,7 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
                                       extra=plugin_args)
         append += smp_code_args(meta) + fixed_layout_args(meta)
     vargv = vng_argv(image, accel, shared, command, cpus=cpus, memory=memory,
-                     append=append, qemu_opts=qemu_opts)
+                     append=append, qemu_opts=qemu_opts, fs=host_fs(meta))
     clock_rec = clock.record(accel, cpus)
     if proc.would_run(vargv):
         log("guest job: " + json.dumps(job))
@@ -586,3 +591,20 @@ def fixed_layout_args(meta: dict) -> list[str]:
     if proc.is_dry_run() or not config.exists():
         return []
     return ["nokaslr"] if kernel.config_value(config, "RANDOMIZE_BASE") == "y" else []
+
+
+def virtiofsd() -> Path:
+    """The Rust virtiofsd the lab builds (`make reference-deps`): vng needs one to boot a
+    kernel without 9p, and Debian 12 has only QEMU's C one, which vng refuses."""
+    return cache_root() / "tools" / "bin" / "virtiofsd"
+
+
+def host_fs(meta: dict) -> str:
+    """How the image's guest mounts the host's root: 9p, or virtiofs (Debian's cloud
+    kernel); Error (exit 1) when that needs a virtiofsd the lab does not have."""
+    config = kernel.image_dir(meta["key"]) / "config"
+    fs = image.shared_fs(config.read_text(errors="replace")) if config.is_file() else None
+    if fs == "virtiofs" and not proc.is_dry_run() and not os.access(virtiofsd(), os.X_OK):
+        raise Error(f"{meta['variant']}: its kernel has virtiofs and no 9p, and {virtiofsd()} "
+                    "is missing: run `make reference-deps`", EXIT_FAILED)
+    return fs or "9p"

@@ -18,7 +18,8 @@ from ipclab.lab import bases, cache, gittree, image, kernel, source, variants
 pytestmark = pytest.mark.skipif(shutil.which("git") is None or shutil.which("patch") is None,
                                 reason="git and GNU patch needed")
 
-FULL_CONFIG = "".join(f"{opt}=y\n" for opt, _, _ in image.REQUIRED)
+FULL_CONFIG = "".join(f"{opt}=y\n" for opt in [*(o for o, _, _ in image.REQUIRED),
+                                                  *image.SHARED_FS["9p"]])
 
 
 def git(repo, *args):
@@ -171,9 +172,17 @@ def test_own_config_must_have_what_the_suites_need(tmp_path):
     msg = str(e.value)
     assert e.value.code == EXIT_USAGE and "\n" not in msg
     assert "CONFIG_POSIX_MQUEUE (POSIX mqueue)" in msg
-    assert "CONFIG_9P_FS (the 9p file system for vng, a module, not built in)" in msg
+    assert "the host's root for vng: 9p (CONFIG_NET_9P, CONFIG_NET_9P_VIRTIO, CONFIG_9P_FS)" \
+        " or virtiofs (CONFIG_FUSE_FS, CONFIG_VIRTIO_FS)" in msg
     cfg.write_text(FULL_CONFIG)
     assert variants.user_config(str(cfg)) == cfg.resolve()
+    # Debian's cloud kernels have virtiofs and no 9p: either serves.
+    virtiofs = "CONFIG_FUSE_FS=y\nCONFIG_VIRTIO_FS=y\n"
+    cfg.write_text("".join(line + "\n" for line in FULL_CONFIG.splitlines()
+                           if "9P" not in line) + virtiofs)
+    assert variants.user_config(str(cfg)) == cfg.resolve()
+    assert image.shared_fs(cfg.read_text()) == "virtiofs"
+    assert image.shared_fs(FULL_CONFIG + virtiofs) == "9p"
 
 
 def fake_bzimage(path, release):
