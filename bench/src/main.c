@@ -25,7 +25,8 @@
 
 extern const struct bench bench_pipe_sweep, bench_token_ring, bench_pipe_throughput,
 	bench_pipe_context, bench_fastpipe, bench_mq_latency, bench_messaging,
-	bench_splice_chain;
+	bench_splice_chain,
+	bench_vcpu_slices;
 
 static const struct bench *const benches[] = {
 	&bench_pipe_sweep,
@@ -36,6 +37,7 @@ static const struct bench *const benches[] = {
 	&bench_mq_latency,
 	&bench_messaging,
 	&bench_splice_chain,
+	&bench_vcpu_slices,
 };
 
 #define NR_BENCHES (sizeof(benches) / sizeof(benches[0]))
