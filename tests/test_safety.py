@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: MIT
+"""Issue 30: nothing replaced, nothing lost, nothing escapes. Bad paths, signals and absurd
+input each get one line and an exit status, and no file is lost or replaced."""
+import os
+import stat
+
+import pytest
+
+from ipclab import proc, results
+from ipclab.cli import main
+
+QUICK = ["run", "pipe-context", "--reps", "1", "--warmups", "0", "--quiet", "--no-report"]
+
+
+def one_line(err):
+    return err.count("\n") == 1 and "Traceback" not in err
+
+
+# ---- 1. -o never replaces what is not a regular file ---------------------------------------
+
+
+def _make(kind, path, tmp_path):
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dir":
+        os.mkdir(path)
+    else:
+        target = tmp_path / "target.json"
+        target.write_text("mine\n")
+        os.symlink(target, path)
+
+
+@pytest.mark.parametrize("kind,test", [("fifo", stat.S_ISFIFO), ("dir", stat.S_ISDIR),
+                                       ("symlink", stat.S_ISLNK)])
+def test_output_never_replaces_what_is_not_a_regular_file(kind, test, fake_engine, tmp_path,
+                                                          monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _make(kind, tmp_path / "out", tmp_path)
+    assert main(QUICK + ["-o", "out"]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "out: is a" in err
+    assert test(os.lstat(tmp_path / "out").st_mode)
+    # nothing half-written is left beside it either
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+
+
+def test_atomic_write_refuses_a_fifo(tmp_path):
+    os.mkfifo(tmp_path / "f")
+    with pytest.raises(Exception, match="FIFO"):
+        proc.write_text_atomic(tmp_path / "f", "x")
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "f").st_mode)
+
+
+def test_output_errors_name_the_output_not_a_temp_file(fake_engine, tmp_path, monkeypatch,
+                                                       capsys):
+    monkeypatch.chdir(tmp_path)
+    # A long name the file system takes, which left no room for the temp file's name.
+    fine = "r" * 245 + ".json"
+    assert main(QUICK + ["-o", fine]) == 0
+    assert results.load(fine)["complete"]
+    capsys.readouterr()
+    too_long = "r" * 260 + ".json"
+    assert main(QUICK + ["-o", too_long]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and ".tmp" not in err and too_long in err
