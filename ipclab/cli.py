@@ -98,6 +98,9 @@ def _resume(args):
     else:
         eng = engine.find_engine(args.engine) if not args.dry_run else \
             (args.engine or engine.default_engine_path())
+        out = args.output
+        if out and not (os.path.exists(out) and os.path.samefile(out, args.resume)):
+            runner.check_new_outputs([out], args.force)
         sides = [runner.Side(res, runner.resumable(res, args.resume), eng,
                              args.output or args.resume)]
     if args.dry_run:
@@ -150,6 +153,7 @@ def cmd_run(args):
         res = runner.start(suite, mode, cells, reps, warmups, args.order_seed, meta)
         sides = [runner.Side(res, cells, engine.find_engine(args.engine),
                              args.output or runner.default_path(res["id"]))]
+    runner.check_new_outputs([s.path for s in sides], args.force)
     for s in sides:
         results.save(s.res, s.path)
     if not args.quiet:
@@ -301,6 +305,8 @@ def build_parser():
     r.add_argument("-o", "--output", metavar="FILE", help="results file"
                    " (default results/<id>.json; with --side, each side's FILE.NAME.json)")
     r.add_argument("--resume", metavar="FILE", help="continue an interrupted run")
+    r.add_argument("--force", action="store_true", help="replace the results file -o names"
+                   " even when it holds a run (a complete one, or one --resume would finish)")
     r.add_argument("--cell", action="append", default=[], metavar="KEY",
                    help="run only this cell of the suite (a key, or the start of keys;"
                         " repeatable)")

@@ -9,13 +9,15 @@ samples carry the round that pairs them (compare.py)."""
 
 import dataclasses
 import hashlib
+import os
 import random
 import re
 import shlex
 import sys
 from pathlib import Path
 
-from ipclab import Error, engine, envinfo, peers, progress, proc, results, schedule, suites
+from ipclab import Error, engine, envinfo, peers, progress, proc, results, safeio, schedule
+from ipclab import suites
 
 
 @dataclasses.dataclass
@@ -134,6 +136,27 @@ def start_sides(suite, mode, cells, reps, warmups, specs, engines, out=None, ord
                           order_seed, meta, host=host, pair=dict(pair, side=spec.name))
         sides.append(Side(res, sc, eng, path, spec.name))
     return sides
+
+
+def check_new_outputs(paths, force=False):
+    """Error when a new run would replace a file at one of `paths`: a finished run, or an
+    interrupted one whose samples `--resume` would keep. force replaces a regular file,
+    never anything else (safeio)."""
+    for p in paths:
+        safeio.check_replaceable(p)
+        if force or not os.path.lexists(p):
+            continue
+        try:
+            old = results.load(p)
+        except Error:
+            raise Error(f"{p}: exists and is not a results file: give another -o, or --force"
+                        " to replace it") from None
+        n = sum(len(c["samples"]) for c in old["cells"])
+        if old.get("complete"):
+            raise Error(f"{p} holds a complete run ({n} samples): give another -o, or --force"
+                        " to replace it")
+        raise Error(f"{p} holds an interrupted run ({n} samples): continue it with"
+                    f" `ipclab run --resume {p}`, or --force to replace it")
 
 
 def resume_sides(res, path):

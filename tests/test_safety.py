@@ -63,3 +63,42 @@ def test_output_errors_name_the_output_not_a_temp_file(fake_engine, tmp_path, mo
     assert main(QUICK + ["-o", too_long]) == 2
     err = capsys.readouterr().err
     assert one_line(err) and ".tmp" not in err and too_long in err
+
+
+# ---- 2. a run is never replaced silently ---------------------------------------------------
+
+
+def test_a_complete_run_is_not_overwritten(fake_engine, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(QUICK + ["-o", "c3.json"]) == 0
+    before = (tmp_path / "c3.json").read_text()
+    capsys.readouterr()
+    assert main(QUICK + ["-o", "c3.json"]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "complete run" in err and "--force" in err
+    assert (tmp_path / "c3.json").read_text() == before
+    assert main(QUICK + ["-o", "c3.json", "--force"]) == 0
+    assert results.load("c3.json")["complete"]
+
+
+def test_an_interrupted_run_is_not_overwritten(fake_engine, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(QUICK + ["-o", "i.json"]) == 0
+    res = results.load("i.json")
+    res["complete"] = False
+    res["cells"][0]["samples"] = []
+    res["cells"][0]["status"] = "pending"
+    results.save(res, "i.json")
+    before = (tmp_path / "i.json").read_text()
+    capsys.readouterr()
+    assert main(QUICK + ["-o", "i.json"]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "interrupted run" in err and "--resume i.json" in err
+    assert (tmp_path / "i.json").read_text() == before
+    # nor a file that is not a results file
+    (tmp_path / "notes.txt").write_text("mine\n")
+    assert main(QUICK + ["-o", "notes.txt"]) == 2
+    assert (tmp_path / "notes.txt").read_text() == "mine\n"
+    # nor by a resume told to write elsewhere
+    assert main(["run", "--resume", "i.json", "-o", "notes.txt", "--quiet", "--no-report"]) == 2
+    assert (tmp_path / "notes.txt").read_text() == "mine\n"
