@@ -24,7 +24,7 @@ ipclab/metrics.py's.
 import json
 from pathlib import Path
 
-from ipclab import EXIT_FAILED, Error, proc
+from ipclab import EXIT_FAILED, Error, proc, safeio
 
 SCHEMA = "ipclab-results/1"
 
@@ -121,6 +121,7 @@ def load(path):
     for k in ("id", "suite", "mode"):
         if k in data and not isinstance(data[k], str):
             raise Error(f"{path}: corrupt results file ({k!r} is not a string)")
+    _check_names(data, path)
     for c in cells:
         c.setdefault("status", "ok")
         c.setdefault("error", "")
@@ -140,6 +141,18 @@ def load(path):
     data.setdefault("plan", {})
     data.setdefault("id", Path(path).stem)
     return data
+
+
+def _check_names(data, path):
+    """A run's id names its report folder, and a pair's files are found beside it: each must
+    be one plain name, or a crafted file could make `report` write anywhere."""
+    pair = data.get("pair", {})
+    files = pair.get("files") if isinstance(pair.get("files"), list) else []
+    for what, name in [("id", data.get("id")), ("pair id", pair.get("id"))] + \
+            [("pair file", f) for f in files]:
+        if name is not None and not safeio.plain_name(name):
+            raise Error(f"{path}: corrupt results file ({what} {name!r} is not a plain name:"
+                        " no path separators, not '.' or '..')")
 
 
 def _sample_problem(smp):

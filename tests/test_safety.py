@@ -6,6 +6,8 @@ import stat
 
 import pytest
 
+from conftest import fixture
+
 from ipclab import proc, results
 from ipclab.cli import main
 
@@ -102,3 +104,27 @@ def test_an_interrupted_run_is_not_overwritten(fake_engine, tmp_path, monkeypatc
     # nor by a resume told to write elsewhere
     assert main(["run", "--resume", "i.json", "-o", "notes.txt", "--quiet", "--no-report"]) == 2
     assert (tmp_path / "notes.txt").read_text() == "mine\n"
+
+
+# ---- 3. a results id never escapes its folder ----------------------------------------------
+
+
+@pytest.mark.parametrize("field,value", [("id", "../../../tmp/evil"), ("id", ".."),
+                                         ("id", "a/b"), ("pair", "../x.json")])
+def test_a_results_id_is_one_plain_name(field, value, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    res = results.load(fixture("base.json"))
+    if field == "pair":
+        res["pair"] = {"id": "p", "side": "a", "sides": [], "files": [value, "p.b.json"]}
+    else:
+        res["id"] = value
+    (tmp_path / "deep" / "er").mkdir(parents=True)
+    path = tmp_path / "deep" / "er" / "evil.json"
+    results.save(res, path)
+    before = set(tmp_path.rglob("*"))
+    for argv in (["report", str(path)], ["show", str(path)],
+                 ["compare", fixture("base.json"), str(path)]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert one_line(err) and "not a plain name" in err
+    assert set(tmp_path.rglob("*")) == before
