@@ -88,6 +88,16 @@ def _print_commands(sides):
 
 
 def _resume(args):
+    # The plan is the file's: an option that would change it could only be ignored.
+    ignored = [opt for opt, given in (
+        ("SUITE|WORKLOAD", args.target), ("--quick", args.quick), ("--full", args.full),
+        ("--reps", args.reps is not None), ("--warmups", args.warmups is not None),
+        ("--cell", args.cell), ("--side", args.side), ("--order-seed", args.order_seed is not None),
+        ("--profile", args.profile), ("--force without -o", args.force and not args.output),
+        ("engine arguments after --", args.engine_args is not None)) if given]
+    if ignored:
+        raise Error(f"--resume carries on with the plan in {args.resume}; drop"
+                    f" {', '.join(ignored)}")
     res = results.load(args.resume)
     if res.get("pair"):
         for opt, given in (("--output", args.output), ("--engine", args.engine)):
@@ -103,6 +113,7 @@ def _resume(args):
             runner.check_new_outputs([out], args.force)
         sides = [runner.Side(res, runner.resumable(res, args.resume), eng,
                              args.output or args.resume)]
+    runner.check_unfinished(sides, args.resume)
     if args.dry_run:
         _print_commands(sides)
         return 0

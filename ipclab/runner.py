@@ -181,6 +181,15 @@ def resume_sides(res, path):
     return sides
 
 
+def check_unfinished(sides, path):
+    """Error when resuming `path` would do nothing: every side's run is complete, with no
+    failed cell to try again."""
+    if all(s.res.get("complete") and not any(c["status"] == "failed" for c in s.res["cells"])
+           for s in sides):
+        raise Error(f"{path}: already complete, nothing to resume (`ipclab show {path}`"
+                    " prints it)")
+
+
 def resumable(res, path):
     """The cells a results file still needs, rebuilt from it; Error if it cannot resume."""
     plan = res.get("plan", {})

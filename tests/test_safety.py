@@ -128,3 +128,44 @@ def test_a_results_id_is_one_plain_name(field, value, tmp_path, monkeypatch, cap
         err = capsys.readouterr().err
         assert one_line(err) and "not a plain name" in err
     assert set(tmp_path.rglob("*")) == before
+
+
+# ---- 5. --resume takes no option it would ignore -------------------------------------------
+
+
+def _interrupted(path):
+    res = results.load(path)
+    res["complete"] = False
+    res["cells"][0]["samples"] = []
+    res["cells"][0]["status"] = "pending"
+    results.save(res, path)
+
+
+@pytest.mark.parametrize("extra", [["--reps", "5"], ["--warmups", "2"], ["--full"],
+                                   ["--quick"], ["seeds"], ["--order-seed", "3"],
+                                   ["--cell", "pipe"], ["--side", "a=", "--side", "b="],
+                                   ["--profile", "p.json"], ["--force"], ["--", "--copies", "2"]])
+def test_resume_refuses_what_it_would_ignore(extra, fake_engine, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(QUICK + ["-o", "r.json"]) == 0
+    _interrupted("r.json")
+    before = (tmp_path / "r.json").read_text()
+    capsys.readouterr()
+    assert main(["run", "--resume", "r.json", "--quiet", "--no-report"] + extra) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "drop" in err
+    assert (tmp_path / "r.json").read_text() == before
+    # what it does take: --meta, --quiet, --no-report
+    assert main(["run", "--resume", "r.json", "--quiet", "--no-report", "--meta", "k=v"]) == 0
+    assert results.load("r.json")["complete"]
+
+
+def test_resume_of_a_complete_run_says_so(fake_engine, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(QUICK + ["-o", "r.json"]) == 0
+    before = (tmp_path / "r.json").read_text()
+    capsys.readouterr()
+    assert main(["run", "--resume", "r.json", "--quiet", "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "already complete" in err
+    assert (tmp_path / "r.json").read_text() == before
