@@ -109,7 +109,8 @@ def start(suite, mode, cells, reps, warmups, order_seed=None, meta=None):
     """A new results object for the plan, with the host it runs on."""
     order_seed = random.randrange(2 ** 31) if order_seed is None else order_seed
     return results.new(default_id(suite.name, mode), suite.name, mode, cells, reps, warmups,
-                       order_seed, meta, host=envinfo.collect())
+                       order_seed, meta, host=envinfo.collect(),
+                       catalog=engine.analysis_catalog())
 
 
 def start_sides(suite, mode, cells, reps, warmups, specs, engines, out=None, order_seed=None,
@@ -131,7 +132,8 @@ def start_sides(suite, mode, cells, reps, warmups, specs, engines, out=None, ord
     for spec, eng, path in zip(specs, engines, paths):
         sc = side_cells(cells, spec)
         res = results.new(f"{run_id}.{spec.name}", suite.name, mode, sc, reps, warmups,
-                          order_seed, meta, host=host, pair=dict(pair, side=spec.name))
+                          order_seed, meta, host=host, pair=dict(pair, side=spec.name),
+                          catalog=engine.analysis_catalog(eng))
         sides.append(Side(res, sc, eng, path, spec.name))
     return sides
 
