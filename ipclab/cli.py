@@ -88,6 +88,16 @@ def _print_commands(sides):
 
 
 def _resume(args):
+    # The plan is the file's: an option that would change it could only be ignored.
+    ignored = [opt for opt, given in (
+        ("SUITE|WORKLOAD", args.target), ("--quick", args.quick), ("--full", args.full),
+        ("--reps", args.reps is not None), ("--warmups", args.warmups is not None),
+        ("--cell", args.cell), ("--side", args.side), ("--order-seed", args.order_seed is not None),
+        ("--profile", args.profile), ("--force without -o", args.force and not args.output),
+        ("engine arguments after --", args.engine_args is not None)) if given]
+    if ignored:
+        raise Error(f"--resume carries on with the plan in {args.resume}; drop"
+                    f" {', '.join(ignored)}")
     res = results.load(args.resume)
     if res.get("pair"):
         for opt, given in (("--output", args.output), ("--engine", args.engine)):
@@ -98,8 +108,12 @@ def _resume(args):
     else:
         eng = engine.find_engine(args.engine) if not args.dry_run else \
             (args.engine or engine.default_engine_path())
+        out = args.output
+        if out and not (os.path.exists(out) and os.path.samefile(out, args.resume)):
+            runner.check_new_outputs([out], args.force)
         sides = [runner.Side(res, runner.resumable(res, args.resume), eng,
                              args.output or args.resume)]
+    runner.check_unfinished(sides, args.resume)
     if args.dry_run:
         _print_commands(sides)
         return 0
@@ -150,6 +164,7 @@ def cmd_run(args):
         res = runner.start(suite, mode, cells, reps, warmups, args.order_seed, meta)
         sides = [runner.Side(res, cells, engine.find_engine(args.engine),
                              args.output or runner.default_path(res["id"]))]
+    runner.check_new_outputs([s.path for s in sides], args.force)
     for s in sides:
         results.save(s.res, s.path)
     if not args.quiet:
@@ -301,6 +316,8 @@ def build_parser():
     r.add_argument("-o", "--output", metavar="FILE", help="results file"
                    " (default results/<id>.json; with --side, each side's FILE.NAME.json)")
     r.add_argument("--resume", metavar="FILE", help="continue an interrupted run")
+    r.add_argument("--force", action="store_true", help="replace the results file -o names"
+                   " even when it holds a run (a complete one, or one --resume would finish)")
     r.add_argument("--cell", action="append", default=[], metavar="KEY",
                    help="run only this cell of the suite (a key, or the start of keys;"
                         " repeatable)")

@@ -62,13 +62,6 @@ def check_clocks(base, new, names=("BASE", "NEW")):
     return cb
 
 
-def guest_cpus(res):
-    clock = res.get("meta", {}).get("clock")
-    if isinstance(clock, dict) and clock.get("cpus"):
-        return clock["cpus"]
-    return res.get("env", {}).get("nproc")
-
-
 def not_comparable(b, n, out):
     """True, with the reason noted in out.skipped, when a failed or skipped side rules a
     pair of cells out."""
@@ -208,8 +201,7 @@ def measured_costs(base, new):
     sample, warmups included): a boot's cost is its wall time less its samples'."""
     boot_s, rep_s = [], {}
     for res in (base, new):
-        lab = res.get("meta", {}).get("lab")
-        lab = lab if isinstance(lab, list) else [lab]
+        lab = results.lab_boots(res)
         spent = {}
         for cell in res.get("cells", []):
             for smp in cell.get("samples", []):
@@ -294,13 +286,6 @@ def verdict(row, min_change):
     return within_text(min_change) if inside else "inconclusive"
 
 
-def kernel_base(res):
-    """The kernel base a results file's kernel was built on (meta.build.base.name: `mainline`,
-    `lts`), or None for a kernel the lab did not build from a base."""
-    base = (res.get("meta", {}).get("build") or {}).get("base")
-    return base.get("name") if isinstance(base, dict) else None
-
-
 def deterministic_rows(cell):
     """[(path, unit, better, primary)] a deterministic comparison judges for a cell: its
     instructions per operation (primary), then the metrics compare tests (secondary)."""
@@ -314,7 +299,7 @@ def deterministic_rows(cell):
 
 
 def _judge_deterministic(out, pairs, floor_file):
-    clock, cpus, kbase = out.clock, guest_cpus(out.base), kernel_base(out.base)
+    clock, cpus, kbase = out.clock, results.guest_cpus(out.base), results.kernel_base(out.base)
     floors, entry = floor.load(clock, cpus, kbase, floor_file)
     out.floor_source = dict(entry, path=str(floor_file)) if entry else None
     for b, n in pairs:
@@ -351,7 +336,7 @@ def _judge_deterministic(out, pairs, floor_file):
                 b["key"], path, costmodel.ROW_LABEL[name], unit, False,
                 costmodel.judge(xb, xn, floors.get(floor.key(b["key"], path)), len(costs)),
                 model=True))
-    models = [r.get("meta", {}).get("cost_model") for r in (out.base, out.new)]
+    models = [results.cost_model(r) for r in (out.base, out.new)]
     out.cost_model = models[0]
     if any(r.model for r in out.judged) and models[0] and models[1] and \
             (models[0].get("weights"), models[0].get("cache")) != \

@@ -26,20 +26,33 @@ from ipclab import EXIT_FAILED, Error, deterministic, stats
 
 MODEL_FILE = Path(__file__).parent / "reference" / "cost-model.json"
 PLUGIN_SCHEMA = "ipclab-insncount/2"
-# The plugin's fields, in its order (insncount.c's field_names).
+# The plugin's fields, in its order (insncount.c's x86_field_names, then mem_field_names).
 FIELDS = ("insns", "locked", "mfences", "lfences", "sfences", "irqflags", "loads", "stores",
           "l1_misses", "ll_misses")
+# Under qemu-system-aarch64 (insncount.c's a64_field_names, a64-events.h): LSE atomics,
+# load- and store-exclusives, acquire and release accesses, barriers by kind, DAIF writes.
+A64_BARRIERS = ("dmb_ish", "dmb_ishld", "dmb_ishst", "dmb_other", "dsb", "isb")
+A64_FIELDS = ("insns", "lse", "ldex", "stex", "acquire", "release", *A64_BARRIERS, "daif",
+              "loads", "stores", "l1_misses", "ll_misses")
 # What each weight of the model file multiplies.
 WEIGHTED = {"locked": "locked", "mfence": "mfences", "lfence": "lfences", "sfence": "sfences",
             "irqflag": "irqflags", "l1_miss": "l1_misses", "ll_miss": "ll_misses"}
 # The rows a comparison shows, per operation: (name in a sample's "cost", label).
-ROWS = (("atomics", "atomics"), ("fences", "fences"), ("irqflags", "irq-flag changes"),
-        ("loads", "loads"), ("stores", "stores"), ("l1_misses", "L1d misses"),
+ROWS = (("atomics", "atomics"), ("fences", "fences"),
+        # arm64 only: its barriers by kind (x86's fences are one kind that matters, MFENCE,
+        # and smp_mb() is a locked add there) and its ordered accesses
+        ("dmb_ish", "dmb ish"), ("dmb_ishld", "dmb ishld"), ("dmb_ishst", "dmb ishst"),
+        ("dmb_other", "dmb other"), ("dsb", "dsb"), ("isb", "isb"),
+        ("acquire", "acquire accesses"), ("release", "release accesses"),
+        ("irqflags", "irq-flag changes"), ("loads", "loads"), ("stores", "stores"), ("l1_misses", "L1d misses"),
         ("ll_misses", "LL misses"), ("est_cycles", "est. cycles"))
 ROW_LABEL = dict(ROWS)
 CAVEAT = ("estimated cycles are a model, not a measurement: instructions plus atomics, fences"
           " and the misses of a simulated cache, each weighted by what it cost on the CPU the"
           " weights were calibrated on")
+A64_CAVEAT = ("arm64: events are counted, not priced (no arm64 CPU here to calibrate weights"
+              " on, so no est. cycles); atomics are LSE atomics plus store-exclusives (one per"
+              " LL/SC attempt), fences every DMB, DSB and ISB, irq-flag changes DAIF writes")
 
 
 def load_model(path=MODEL_FILE):
@@ -50,6 +63,11 @@ def load_model(path=MODEL_FILE):
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and isinstance(data.get("weights"), dict) else None
+
+
+def is_arm64(names):
+    """Whether cost rows or counts with these names were counted on arm64."""
+    return any(n in A64_BARRIERS or n == "lse" for n in names)
 
 
 def plugin_options(model):
@@ -118,6 +136,11 @@ def derived(counts, model):
     """A sample's cost record from raw plugin counts: the rows' names, est. cycles added."""
     out = {"insns": counts.get("insns"), "atomics": counts.get("locked"),
            "irqflags": counts.get("irqflags")}
+    if "lse" in counts:
+        out.update(atomics=counts["lse"] + counts["stex"], irqflags=counts["daif"],
+                   fences=sum(counts[k] for k in A64_BARRIERS))
+        out.update({k: counts[k] for k in (*A64_BARRIERS, "lse", "ldex", "stex", "acquire",
+                                           "release")})
     if all(k in counts for k in ("mfences", "lfences", "sfences")):
         out["fences"] = counts["mfences"] + counts["lfences"] + counts["sfences"]
         out.update({k: counts[k] for k in ("mfences", "lfences", "sfences")})
@@ -232,8 +255,11 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
-def caveat(model):
-    """CAVEAT, with where the weights come from, and a word when they do not fit this CPU."""
+def caveat(model, arm64=False):
+    """CAVEAT, with where the weights come from, and a word when they do not fit this CPU;
+    for arm64's counts, A64_CAVEAT instead."""
+    if arm64:
+        return A64_CAVEAT
     if not model:
         return (CAVEAT + "; no model file (ipclab/reference/cost-model.json): est. cycles are"
                 " not computed, run scripts/cost-calibrate")

@@ -29,7 +29,8 @@ def render_rows(outcome, out):
     out.write("Cost model, per operation (secondary rows: the instruction rule and the cells'"
               " A/A floors, a cell's rows sharing its 5% level; counted by QEMU's plugin over"
               " each sample's measured section)\n")
-    out.write(f"note: {costmodel.caveat(costmodel.load_model())}\n")
+    arm64 = costmodel.is_arm64(r.path.split()[0].removeprefix("cost.") for r in rows)
+    out.write(f"note: {costmodel.caveat(costmodel.load_model(), arm64)}\n")
     if model.get("memory") == "off":
         out.write("note: no memory model in this run (--cost runs it): no loads, stores,"
                   " misses or est. cycles\n")
@@ -47,6 +48,9 @@ def render_rows(outcome, out):
 
 
 SHORT = {"insns": "insn", "atomics": "atomics", "fences": "fences", "irqflags": "irqflag",
+         "dmb_ish": "dmb ish", "dmb_ishld": "dmb ishld", "dmb_ishst": "dmb ishst",
+         "dmb_other": "dmb other", "dsb": "dsb", "isb": "isb", "acquire": "acquire",
+         "release": "release",
          "loads": "loads", "stores": "stores", "l1_misses": "L1d miss", "ll_misses": "LL miss",
          "est_cycles": "est. cycles"}
 
@@ -60,7 +64,7 @@ def render_profile(base, new, out):
     out.write("Where the costs went: the cost model's counts per operation by kernel function,"
               " new - base (user space as one row); the functions that moved most in est."
               f" cycles, and every one whose atomics, fences or irq-flag changes moved.\n"
-              f"note: {costmodel.caveat(costmodel.load_model())}\n")
+              f"note: {costmodel.caveat(costmodel.load_model(), costmodel.is_arm64(d[0][1]))}\n")
     for key, names, rows, (tb, tn) in d:
         out.write(f"{key}: all functions, per operation: "
                   + ", ".join(f"{SHORT[k]} {_n(tb[k])} -> {_n(tn[k])}" for k in names) + "\n")

@@ -20,7 +20,7 @@ guest instructions. This module owns that reading:
 import math
 from dataclasses import dataclass, replace
 
-from ipclab import metrics, stats
+from ipclab import metrics, results, stats
 
 REAL = "real"
 
@@ -61,8 +61,8 @@ TIME_UNITS = ("ns", "us", "ms", "s")
 
 def clock_of(res):
     """'real', or the guest clock a results file was measured with ('icount shift=0')."""
-    meta_clock = res.get("meta", {}).get("clock")
-    if isinstance(meta_clock, dict) and meta_clock.get("mode") == "deterministic":
+    meta_clock = results.guest_clock(res)
+    if meta_clock and meta_clock.get("mode") == "deterministic":
         return f"icount shift={meta_clock.get('icount', {}).get('shift', '?')}"
     env_clock = res.get("env", {}).get("clock")
     if not env_clock:
@@ -96,8 +96,7 @@ def timing_caveat(clock=REAL, accel="native"):
 
 def caveat_of(res):
     """timing_caveat() for a results file."""
-    return timing_caveat(clock_of(res), res.get("meta", {}).get("accel")
-                         or res.get("env", {}).get("accel") or "native")
+    return timing_caveat(clock_of(res), results.accel(res))
 
 
 def operations(sample, workload):

@@ -71,6 +71,15 @@ def _catalog(path):
     return data
 
 
+def analysis_catalog(path=None):
+    """The part of the catalog that analysis needs: the fast-pipes ladder's rungs and the
+    sweep's grid, which the seed tables are built from. A run keeps it in its results file
+    (results.new), so that a stored file is shown and compared without an engine."""
+    by_name = {w["name"]: w for w in catalog(path)["workloads"]}
+    return {"ladder": list(by_name.get("fastpipe", {}).get("ladder") or []),
+            "sweep": dict(by_name.get("pipe-sweep", {}).get("sweep") or {})}
+
+
 def workloads(path=None):
     """{name: summary} of the engine's workloads, in its order."""
     return {w["name"]: w.get("summary", "") for w in catalog(path)["workloads"]}

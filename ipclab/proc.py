@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ipclab import EXIT_FAILED, Error
+from ipclab import EXIT_FAILED, Error, safeio
 from ipclab.progress import log
 
 # Process groups running now: the deterministic `ab` runs two guests from two threads, and an
@@ -127,19 +127,27 @@ def run(argv, timeout, *, capture=False, logfile=None, cwd=None, env=None, poll=
 
 
 def write_text_atomic(path, text):
-    """A file written whole or not at all (temp file in the same directory, then rename)."""
+    """A file written whole or not at all (temp file in the same directory, then rename).
+    Error when something other than a regular file is at `path` (safeio); an OSError names
+    `path`, never the temp file the user did not ask for."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    safeio.check_replaceable(path)
     # A name of this process and thread (two guests' records may be written at once), made
-    # with open() so that the file gets the usual permissions, not mkstemp's 0600.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+    # with open() so that the file gets the usual permissions, not mkstemp's 0600; the name
+    # is cut so that a long but valid `path` still leaves room for the temp file's.
+    tmp = path.with_name(f".{path.name[:100]}.{os.getpid()}-{threading.get_ident()}.tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "w") as f:
             f.write(text)
+        # Checked again: the first check was before a write that may have taken a while.
+        safeio.check_replaceable(path)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.errno is not None:
+            raise OSError(e.errno, e.strerror, str(path)) from None
         raise
 
 

@@ -278,12 +278,12 @@ def show(res, out=sys.stdout, peers=None):
               f" {res.get('created')}{incomplete}\n")
     env = res.get("env", {})
     if env:
-        accel = res.get("meta", {}).get("accel", env.get("accel", "?"))
+        accel = results.accel(res, "?")
         out.write(f"host: {env.get('hostname', '?')}, {env.get('cpu', '?')},"
                   f" {env.get('nproc', '?')} CPUs, kernel {env.get('kernel', '?')},"
                   f" accel {accel}\n")
-    if "build" in res.get("meta", {}):
-        out.write(f"kernel: {build_text(res['meta']['build'])}\n")
+    if results.build(res) is not None:
+        out.write(f"kernel: {build_text(results.build(res))}\n")
     if deterministic.is_deterministic(res):
         out.write(f"clock: {deterministic.clock_of(res)} (deterministic: guest instructions,"
                   " not time)\n")
@@ -320,7 +320,7 @@ def write_report(paths_and_results, out_dir, peers=None):
           f" repetitions + {plan.get('warmups', '?')} warmup round(s), created"
           f" {res.get('created')}")
         if env:
-            accel = res.get("meta", {}).get("accel", env.get("accel", "?"))
+            accel = results.accel(res, "?")
             w(f"- host: {env.get('cpu', '?')}, {env.get('nproc', '?')} CPUs, kernel"
               f" {env.get('kernel', '?')}, THP {env.get('thp', '?')}, accel {accel}")
         caveat = deterministic.caveat_of(res)
@@ -334,9 +334,9 @@ def write_report(paths_and_results, out_dir, peers=None):
                         w("- environment: " + x)
             except (TypeError, ValueError, AttributeError):
                 pass  # a hand-edited host block must not stop the report
-        if "build" in res.get("meta", {}):
-            w(f"- kernel: {build_text(res['meta']['build'])}")
-        meta = {k: v for k, v in res.get("meta", {}).items() if k not in ("accel", "build")}
+        if results.build(res) is not None:
+            w(f"- kernel: {build_text(results.build(res))}")
+        meta = results.other_meta(res)
         if meta:
             w("- meta: " + ", ".join(f"{k}={v}" for k, v in sorted(meta.items())))
         w("")

@@ -17,20 +17,34 @@ The file is rewritten atomically (temp file + rename) after every sample, so
 an interrupted run loses nothing and `run --resume FILE` carries on.
 
 This module is the schema's one owner: every field is set here (new, add_samples,
-cell_failed, finish, tag, merge_boots), whoever calls it.  What a sample's numbers mean is
-ipclab/metrics.py's.
+cell_failed, finish, tag, merge_boots), whoever calls it, and the fields others need are
+read here (catalog, accel, guest_clock, guest_cpus, build, kernel_base, lab_boots,
+cost_model, other_meta). What a sample's numbers mean is ipclab/metrics.py's.
+
+Schema history. Every addition is optional, so the schema's name has stayed
+ipclab-results/1 and a reader takes a file of any age; what an older file lacks:
+  2026-11-22  id, suite, mode, created, updated, meta, env, plan, cells, complete.
+  2026-11-23  "host" (the machine, envinfo.collect); meta "lab", "variant", "kernel",
+              "patches", "clock" (how a lab guest kept time) from the lab's tag; a pooled
+              A/B side's cells "boots_ok", "boot_errors" and samples "lab_boot".
+  2026-11-23  meta "build" (what exactly was built: commit, patches, config hash, base).
+  2026-11-23  "pair" and samples' "round": the two files of one run with two sides.
+  2026-11-25  samples' "cost" and meta "cost_model" (deterministic lab boots).
+  2026-11-27  "catalog": the engine's ladder rungs and sweep grid the seed tables are built
+              from (engine.analysis_catalog). Without it, `catalog` returns None and the
+              suites ask this checkout's engine, as they did.
 """
 
 import json
 from pathlib import Path
 
-from ipclab import EXIT_FAILED, Error, proc
+from ipclab import EXIT_FAILED, Error, proc, safeio
 
 SCHEMA = "ipclab-results/1"
 
 
 def new(run_id, suite, mode, cells, reps, warmups, order_seed, meta=None, host=None,
-        pair=None):
+        pair=None, catalog=None):
     res = {
         "schema": SCHEMA,
         "id": run_id,
@@ -50,6 +64,8 @@ def new(run_id, suite, mode, cells, reps, warmups, order_seed, meta=None, host=N
         res["host"] = host
     if pair is not None:
         res["pair"] = pair
+    if catalog is not None:
+        res["catalog"] = catalog
     return res
 
 
@@ -115,12 +131,13 @@ def load(path):
             isinstance(c, dict) and isinstance(c.get("key"), str)
             and isinstance(c.get("samples"), list) for c in cells):
         raise Error(f"{path}: corrupt results file (bad \"cells\" list)")
-    for k in ("meta", "env", "plan", "host", "pair"):
+    for k in ("meta", "env", "plan", "host", "pair", "catalog"):
         if k in data and not isinstance(data[k], dict):
             raise Error(f"{path}: corrupt results file ({k!r} is not an object)")
     for k in ("id", "suite", "mode"):
         if k in data and not isinstance(data[k], str):
             raise Error(f"{path}: corrupt results file ({k!r} is not a string)")
+    _check_names(data, path)
     for c in cells:
         c.setdefault("status", "ok")
         c.setdefault("error", "")
@@ -140,6 +157,18 @@ def load(path):
     data.setdefault("plan", {})
     data.setdefault("id", Path(path).stem)
     return data
+
+
+def _check_names(data, path):
+    """A run's id names its report folder, and a pair's files are found beside it: each must
+    be one plain name, or a crafted file could make `report` write anywhere."""
+    pair = data.get("pair", {})
+    files = pair.get("files") if isinstance(pair.get("files"), list) else []
+    for what, name in [("id", data.get("id")), ("pair id", pair.get("id"))] + \
+            [("pair file", f) for f in files]:
+        if name is not None and not safeio.plain_name(name):
+            raise Error(f"{path}: corrupt results file ({what} {name!r} is not a plain name:"
+                        " no path separators, not '.' or '..')")
 
 
 def _sample_problem(smp):
@@ -163,6 +192,73 @@ def _sample_problem(smp):
         if not isinstance(lat, dict):
             return f"latency {name!r} is not an object"
     return None
+
+
+# ---- what others read --------------------------------------------------------------------
+
+
+def catalog(res):
+    """The engine's analysis catalog the run was made with (engine.analysis_catalog), or None
+    for a file older than it (the suites then ask this checkout's engine)."""
+    cat = res.get("catalog")
+    return cat if isinstance(cat, dict) else None
+
+
+def _meta(res):
+    meta = res.get("meta")
+    return meta if isinstance(meta, dict) else {}
+
+
+def accel(res, default="native"):
+    """How the run's machine ran: native, kvm or tcg (the lab's tag, else the engine's env)."""
+    return _meta(res).get("accel") or res.get("env", {}).get("accel") or default
+
+
+def guest_clock(res):
+    """How a lab guest kept time (meta.clock: mode, icount, cpus), or None."""
+    clock = _meta(res).get("clock")
+    return clock if isinstance(clock, dict) else None
+
+
+def guest_cpus(res):
+    """The CPUs the run had: the lab guest's, else the engine's nproc."""
+    clock = guest_clock(res)
+    if clock and clock.get("cpus"):
+        return clock["cpus"]
+    return res.get("env", {}).get("nproc")
+
+
+def build(res):
+    """What the lab built for the run (meta.build), or None."""
+    b = _meta(res).get("build")
+    return b if isinstance(b, dict) else None
+
+
+def kernel_base(res):
+    """The kernel base a results file's kernel was built on (meta.build.base.name: `mainline`,
+    `lts`), or None for a kernel the lab did not build from a base."""
+    base = (build(res) or {}).get("base")
+    return base.get("name") if isinstance(base, dict) else None
+
+
+def lab_boots(res):
+    """The lab's boot records: one per boot of a pooled A/B side, one for a single boot."""
+    lab = _meta(res).get("lab")
+    return lab if isinstance(lab, list) else [lab]
+
+
+def variant(res, default=None):
+    return _meta(res).get("variant", default)
+
+
+def cost_model(res):
+    """The cost model the samples' costs were counted with (meta.cost_model), or None."""
+    return _meta(res).get("cost_model")
+
+
+def other_meta(res):
+    """The meta a report lists as key=value: all but what it prints on lines of its own."""
+    return {k: v for k, v in _meta(res).items() if k not in ("accel", "build")}
 
 
 def measured(cell):
@@ -247,7 +343,7 @@ _SAME_META = ("variant", "kernel", "patches", "build", "accel")
 
 
 def _clock_shape(res):
-    c = res.get("meta", {}).get("clock")
+    c = _meta(res).get("clock")
     return {k: c.get(k) for k in ("mode", "icount", "cpus")} if isinstance(c, dict) else c
 
 
@@ -295,8 +391,11 @@ def merge_boots(runs, label):
                     m["error"] = cell.get("error") or "failed"
     meta = dict(first.get("meta", {}))
     meta.update(lab=[r.get("meta", {}).get("lab") for r in runs], boots=len(runs), side=label)
-    return {"schema": first.get("schema", SCHEMA), "id": f"ab-{label}",
-            "suite": first.get("suite"), "mode": first.get("mode"), "meta": meta,
-            "env": dict(first.get("env", {})), "plan": dict(first.get("plan", {})),
-            "cells": [cells[k] for k in order],
-            "complete": all(r.get("complete") for r in runs)}
+    merged = {"schema": first.get("schema", SCHEMA), "id": f"ab-{label}",
+              "suite": first.get("suite"), "mode": first.get("mode"), "meta": meta,
+              "env": dict(first.get("env", {})), "plan": dict(first.get("plan", {})),
+              "cells": [cells[k] for k in order],
+              "complete": all(r.get("complete") for r in runs)}
+    if catalog(first) is not None:
+        merged["catalog"] = catalog(first)
+    return merged

@@ -9,13 +9,15 @@ samples carry the round that pairs them (compare.py)."""
 
 import dataclasses
 import hashlib
+import os
 import random
 import re
 import shlex
 import sys
 from pathlib import Path
 
-from ipclab import Error, engine, envinfo, peers, progress, proc, results, schedule, suites
+from ipclab import Error, engine, envinfo, peers, progress, proc, results, safeio, schedule
+from ipclab import suites
 
 
 @dataclasses.dataclass
@@ -109,7 +111,8 @@ def start(suite, mode, cells, reps, warmups, order_seed=None, meta=None):
     """A new results object for the plan, with the host it runs on."""
     order_seed = random.randrange(2 ** 31) if order_seed is None else order_seed
     return results.new(default_id(suite.name, mode), suite.name, mode, cells, reps, warmups,
-                       order_seed, meta, host=envinfo.collect())
+                       order_seed, meta, host=envinfo.collect(),
+                       catalog=engine.analysis_catalog())
 
 
 def start_sides(suite, mode, cells, reps, warmups, specs, engines, out=None, order_seed=None,
@@ -131,9 +134,31 @@ def start_sides(suite, mode, cells, reps, warmups, specs, engines, out=None, ord
     for spec, eng, path in zip(specs, engines, paths):
         sc = side_cells(cells, spec)
         res = results.new(f"{run_id}.{spec.name}", suite.name, mode, sc, reps, warmups,
-                          order_seed, meta, host=host, pair=dict(pair, side=spec.name))
+                          order_seed, meta, host=host, pair=dict(pair, side=spec.name),
+                          catalog=engine.analysis_catalog(eng))
         sides.append(Side(res, sc, eng, path, spec.name))
     return sides
+
+
+def check_new_outputs(paths, force=False):
+    """Error when a new run would replace a file at one of `paths`: a finished run, or an
+    interrupted one whose samples `--resume` would keep. force replaces a regular file,
+    never anything else (safeio)."""
+    for p in paths:
+        safeio.check_replaceable(p)
+        if force or not os.path.lexists(p):
+            continue
+        try:
+            old = results.load(p)
+        except Error:
+            raise Error(f"{p}: exists and is not a results file: give another -o, or --force"
+                        " to replace it") from None
+        n = sum(len(c["samples"]) for c in old["cells"])
+        if old.get("complete"):
+            raise Error(f"{p} holds a complete run ({n} samples): give another -o, or --force"
+                        " to replace it")
+        raise Error(f"{p} holds an interrupted run ({n} samples): continue it with"
+                    f" `ipclab run --resume {p}`, or --force to replace it")
 
 
 def resume_sides(res, path):
@@ -156,6 +181,15 @@ def resume_sides(res, path):
                         " rebuilt or replaced): resuming would mix two builds; start a new run")
         sides.append(Side(r, resumable(r, str(p)), eng, str(p), info.get("name", "")))
     return sides
+
+
+def check_unfinished(sides, path):
+    """Error when resuming `path` would do nothing: every side's run is complete, with no
+    failed cell to try again."""
+    if all(s.res.get("complete") and not any(c["status"] == "failed" for c in s.res["cells"])
+           for s in sides):
+        raise Error(f"{path}: already complete, nothing to resume (`ipclab show {path}`"
+                    " prints it)")
 
 
 def resumable(res, path):

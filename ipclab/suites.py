@@ -10,7 +10,9 @@ with the seed's published figures, which live in ipclab/reference/*.json.
 
 What the engine offers (its workloads, the ladder's rungs, the sweep's grid) is the
 engine's to say: cells and views are built from `ipcbench list --json` when first asked
-for, so a suite's name and summary need no engine but its cells do.
+for, so a suite's name and summary need no engine but its cells do. A results file keeps
+the part its views need (engine.analysis_catalog, results.catalog), and views_for(catalog)
+builds a stored file's tables from it, engine or not.
 """
 
 import functools
@@ -67,12 +69,12 @@ class View:
 
 @dataclass
 class Suite:
-    """make_cells(mode) and make_views() are called when first needed: they may ask the
+    """make_cells(mode) and make_views(catalog) are called when first needed: they may ask the
     engine what it offers."""
     name: str
     summary: str
     make_cells: object = None       # mode -> [Cell]
-    make_views: object = None       # () -> [View]
+    make_views: object = None       # analysis catalog or None (ask the engine) -> [View]
     seed: str = ""                  # reference file stem, "" for none
     reps: dict = field(default_factory=lambda: {QUICK: 10, FULL: 10})
     warmups: int = 1
@@ -87,7 +89,13 @@ class Suite:
 
     @property
     def views(self):
-        return self.make_views() if self.make_views else []
+        """The views as this checkout's engine builds them."""
+        return self.views_for(None)
+
+    def views_for(self, catalog):
+        """The views built from an analysis catalog (engine.analysis_catalog, as a results
+        file keeps it); None asks the engine."""
+        return self.make_views(catalog) if self.make_views else []
 
     def reference(self):
         return load_reference(self.seed) if self.seed else None
@@ -105,9 +113,14 @@ def ncpu():
 
 # ---- seed-pipe-prealloc -------------------------------------------------
 
-def sweep_grid():
-    """(writers, readers): the seed's sweep, as the engine's --sweep runs it."""
-    grid = engine.workload_info("pipe-sweep").get("sweep") or {}
+def _catalog(catalog):
+    return catalog if catalog is not None else engine.analysis_catalog()
+
+
+def sweep_grid(catalog=None):
+    """(writers, readers): the seed's sweep, as the engine's --sweep runs it (or ran it, for
+    a results file's catalog)."""
+    grid = _catalog(catalog).get("sweep") or {}
     return tuple(grid.get("writers", ())), tuple(grid.get("readers", ()))
 
 
@@ -126,10 +139,10 @@ def _sweep_cells(duration, pressure=False):
     return cells
 
 
-def _sweep_view(vid, title, path, unit, ref_key, pressure=False, modes=(QUICK, FULL)):
+def _sweep_view(catalog, vid, title, path, unit, ref_key, pressure=False, modes=(QUICK, FULL)):
     prefix = f"pipe-sweep/{'pressure/' if pressure else ''}"
     rows, ref = [], {}
-    writers, readers = sweep_grid()
+    writers, readers = sweep_grid(catalog)
     for w in writers:
         cols = []
         for r in readers:
@@ -148,14 +161,14 @@ PIPE_PREALLOC = Suite(
     # The seed's own sizes: 10 s per config, 6 s under memory pressure.
     make_cells=lambda mode: _sweep_cells(0.25) if mode == QUICK else
     _sweep_cells(10.0) + _sweep_cells(6.0, pressure=True),
-    make_views=lambda: [
-        _sweep_view("throughput", "Throughput in MB/s", "metrics.throughput", "MB/s",
+    make_views=lambda cat: [
+        _sweep_view(cat, "throughput", "Throughput in MB/s", "metrics.throughput", "MB/s",
                     "throughput"),
-        _sweep_view("latency", "Avg write latency in ns", "latency.write.mean", "ns",
+        _sweep_view(cat, "latency", "Avg write latency in ns", "latency.write.mean", "ns",
                     "latency"),
-        _sweep_view("pressure-throughput", "Under memory pressure: throughput in MB/s",
+        _sweep_view(cat, "pressure-throughput", "Under memory pressure: throughput in MB/s",
                     "metrics.throughput", "MB/s", "pressure-throughput", True, (FULL,)),
-        _sweep_view("pressure-latency", "Under memory pressure: avg write latency in ns",
+        _sweep_view(cat, "pressure-latency", "Under memory pressure: avg write latency in ns",
                     "latency.write.mean", "ns", "pressure-latency", True, (FULL,)),
     ],
 )
@@ -176,7 +189,7 @@ EXCLUSIVE_WAITS = Suite(
     " migrations and time per transfer",
     seed="exclusive-waits",
     make_cells=lambda mode: _token_cells(50000 if mode == QUICK else 1000000),
-    make_views=lambda: [
+    make_views=lambda cat: [
         View("token", "Token passing, 64 processes, per transfer", "", ["per transfer"], [
             ("context switches", [(_TOKEN_KEY, "metrics.cs_per_transfer")]),
             ("cpu migrations", [(_TOKEN_KEY, "counters.cpu_migrations / params.transfers")]),
@@ -213,7 +226,7 @@ SKIP_WAKEUPS = Suite(
     "UnixBench pipe throughput and pipe context switching, one copy and one per CPU",
     seed="skip-wakeups",
     make_cells=lambda mode: _unixbench_cells(0.5 if mode == QUICK else 2.0),
-    make_views=lambda: [
+    make_views=lambda cat: [
         View("unixbench", "UnixBench-style pipe tests (copies=ncpu: one per CPU)", "test",
              ["copies=1", "copies=ncpu"], [
                  ("pipe throughput (loops/s)", [("pipe-throughput/copies=1", "primary"),
@@ -252,10 +265,11 @@ DONT_TOUCH = ("dont-touch", "vmsplice -> splice, pages untouched",
               ["--write", "vmsplice", "--read", "splice", "--dont-touch"])
 
 
-def ladder():
-    """[(step, label, engine args)]: the engine's rungs in its order, then the aside."""
+def ladder(catalog=None):
+    """[(step, label, engine args)]: the engine's rungs in its order (or a results file's
+    catalog's), then the aside."""
     steps = []
-    for rung in engine.workload_info("fastpipe").get("ladder", []):
+    for rung in _catalog(catalog).get("ladder") or []:
         name = rung["rung"]
         if name not in RUNG_LABELS:
             raise Error(f"the engine's ladder has a rung {name!r} that suites.RUNG_LABELS"
@@ -277,8 +291,8 @@ def _ladder_cells(duration):
     return cells
 
 
-def _ladder_views():
-    steps = ladder()
+def _ladder_views(catalog):
+    steps = ladder(catalog)
     return [View("ladder", "Pipe throughput ladder in GiB/s", "step", ["GiB/s"],
                  [(label, [("fastpipe/" + step, "metrics.throughput")])
                   for step, label, _ in steps],
@@ -314,7 +328,7 @@ MQUEUE_CACHE = Suite(
     "POSIX mqueue send/recv ns per message, queue empty and queue full, by priority pattern",
     seed="mqueue-cache",
     make_cells=lambda mode: _mq_cells(0.2 if mode == QUICK else 2.0),
-    make_views=lambda: [
+    make_views=lambda cat: [
         View("empty", "Queue empty: ns per message", "op", ["ns"], [
             ("send", [("mq-latency/prio=constant", "metrics.empty_send_ns")]),
             ("recv", [("mq-latency/prio=constant", "metrics.empty_recv_ns")]),

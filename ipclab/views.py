@@ -12,7 +12,7 @@ here, so a results file gets the same tables everywhere.
 import math
 from dataclasses import dataclass
 
-from ipclab import deterministic, metrics, peers, stats, suites
+from ipclab import deterministic, metrics, peers, results, stats, suites
 
 
 @dataclass
@@ -35,7 +35,7 @@ def shown(res):
         if part.name not in present:
             continue
         ref = None if det else part.reference()
-        for view in part.views:
+        for view in part.views_for(results.catalog(res)):
             if mode not in view.modes:
                 continue
             if det:

@@ -227,3 +227,27 @@ def test_a_count_that_moves_under_one_event_in_a_hundred_operations_is_no_change
     # One more event per operation is a change, from zero too.
     assert costmodel.judge([5.0] * 9, [6.0] * 9).verdict == "worse"
     assert costmodel.judge([0.0] * 9, [1.0] * 9).verdict == "worse"
+
+
+def test_arm64_counts_are_counted_not_priced(tmp_path):
+    """An aarch64 guest's file: atomics are LSE atomics plus store-exclusives, fences every
+    barrier, irq-flag changes DAIF writes, each barrier kind its own row, no est. cycles
+    (no arm64 weights), and the caveat says so."""
+    names = costmodel.A64_FIELDS[:13]       # memory=off: the static fields only
+    vals = (5000, 3, 2, 2, 4, 5, 1, 0, 2, 0, 1, 1, 6)
+    p = tmp_path / "insncount.txt"
+    p.write_text(f"# {costmodel.PLUGIN_SCHEMA} fields: {' '.join(names)}\n"
+                 f"sample 1 {' '.join(map(str, vals))} {' '.join(map(str, vals))}\n")
+    fields, samples, _ = costmodel.read_counts(p)
+    assert fields == names
+    d = costmodel.derived(samples[1], MODEL)
+    assert d["atomics"] == 3 + 2 and d["fences"] == 1 + 0 + 2 + 0 + 1 + 1
+    assert d["irqflags"] == 6 and d["dmb_ish"] == 1 and d["dmb_ishst"] == 2
+    assert (d["acquire"], d["release"]) == (4, 5)
+    assert "est_cycles" not in d
+    assert costmodel.is_arm64(d) and not costmodel.is_arm64(costmodel.FIELDS)
+    assert "counted, not priced" in costmodel.caveat(MODEL, arm64=True)
+    cell = {"workload": "pipe-throughput",
+            "samples": [{"cost": d}, {"cost": d, "warmup": True}]}
+    rows = [name for _, name, _ in costmodel.cost_paths(cell)]
+    assert rows[:3] == ["atomics", "fences", "dmb_ish"] and "est_cycles" not in rows

@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: MIT
 """The results file: round trip, layout, metric paths."""
 import json
+import os
+import shutil
+import subprocess
+import sys
 
 import pytest
-from conftest import fixture
+from conftest import ROOT, fixture
 
-from ipclab import Error, metrics, results
+from ipclab import Error, engine, metrics, results, suites, views
 
 
 def test_save_load_round_trip(tmp_path):
@@ -51,3 +55,66 @@ def test_corrupt_files_are_one_line_errors(tmp_path, text, msg):
     p.write_text(text)
     with pytest.raises(Error, match=msg.replace("(", "\\(")):
         results.load(str(p))
+
+
+# ---- a results file describes itself ----------------------------------------------------
+
+
+def _checkout_without_engine(tmp_path):
+    """The package and the fixtures copied where no bench/ipcbench was ever built."""
+    shutil.copytree(os.path.join(ROOT, "ipclab"), tmp_path / "ipclab",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("base.json", "new.json", "aa.json"):
+        shutil.copy(fixture(name), tmp_path / name)
+    assert not (tmp_path / "bench").exists()
+    env = dict(os.environ, IPCBENCH=str(tmp_path / "bench" / "ipcbench"), PYTHONPATH="")
+    return env
+
+
+def _ipclab(tmp_path, env, *argv):
+    return subprocess.run([sys.executable, "-m", "ipclab", *argv], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_stored_files_compare_without_an_engine(tmp_path):
+    env = _checkout_without_engine(tmp_path)
+    done = _ipclab(tmp_path, env, "compare", "base.json", "new.json")
+    assert done.returncode == 0, done.stderr
+    with open(os.path.join(ROOT, "tests", "golden", "compare-base-new.txt")) as f:
+        assert done.stdout == f.read()
+    done = _ipclab(tmp_path, env, "show", "base.json")
+    assert done.returncode == 0, done.stderr
+    with open(os.path.join(ROOT, "tests", "golden", "show-base.txt")) as f:
+        assert done.stdout == f.read()
+
+
+def test_a_file_from_before_the_catalog_asks_the_engine(tmp_path):
+    # aa.json has no catalog: without an engine its tables cannot be built, and that is said
+    # in one line (exit 2), as before files kept it.
+    env = _checkout_without_engine(tmp_path)
+    done = _ipclab(tmp_path, env, "show", "aa.json")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "engine not found" in done.stderr
+    assert results.catalog(results.load(fixture("aa.json"))) is None
+
+
+def test_a_run_keeps_the_engines_catalog(tmp_path, fake_engine):
+    from ipclab.cli import main
+    out = tmp_path / "r.json"
+    assert main(["run", "seed-fast-pipes", "--reps", "1", "--warmups", "0", "--quiet",
+                 "--no-report", "-o", str(out)]) == 0
+    res = results.load(str(out))
+    assert res["catalog"] == engine.analysis_catalog(fake_engine)
+    assert [s for s, _, _ in suites.ladder(res["catalog"])][:-1] == \
+        [r["rung"] for r in res["catalog"]["ladder"]]
+    # Its tables are the file's, whatever the engine says now.
+    res["catalog"]["ladder"] = res["catalog"]["ladder"][:2]
+    (sv,) = views.shown(res)
+    assert [label for label, _ in sv.view.rows] == ["write/read", "vmsplice -> read",
+                                                    "vmsplice -> splice, pages untouched"]
+
+
+def test_a_pooled_side_keeps_the_catalog():
+    base = results.load(fixture("base.json"))
+    merged = results.merge_boots([base, base], "A")
+    assert merged["catalog"] == base["catalog"]

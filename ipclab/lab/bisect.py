@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Callable
 
 from ipclab import EXIT_FAILED, EXIT_USAGE, Error, costmodel, deterministic, fmt, metrics, proc
-from ipclab import floor, power, stats, suites
+from ipclab import floor, power, results, stats, suites
 from ipclab.progress import log
 
 from . import ab, gittree, kernel, variants, vm
@@ -547,9 +547,8 @@ class LabMeasure:
                 continue
             path_, m.unit = metric_path(cell, self.path, self.p.deterministic)
             if self.p.deterministic:
-                base = (res["meta"].get("build") or {}).get("base") or {}
-                floors, _ = floor.load(deterministic.clock_of(res),
-                                       res["meta"]["clock"].get("cpus"), base.get("name"))
+                floors, _ = floor.load(deterministic.clock_of(res), results.guest_cpus(res),
+                                       results.kernel_base(res))
                 m.floor = floors.get(floor.key(cell["key"], path_))
                 for cpath, name, unit in costmodel.cost_paths(cell):
                     vals = metrics.metric_values(cell, cpath)

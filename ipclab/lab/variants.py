@@ -231,9 +231,10 @@ def split_mboxes(files: list[Path]) -> list[Path]:
 
 def load_overlaid(name: str) -> Variant:
     """VARIANT+O1+O2: VARIANT's patches and fragments, then for each overlay O its fragment
-    kernel/config/O.config and, when it exists, kernel/patches/BASE/lab-O.patch after the series.
-    So one measurement configuration (counters, lock statistics, debug checks) applies to
-    any variant without a series file per pair."""
+    kernel/config/O.config and its lab patches after the series (overlay_patches). So one
+    measurement configuration (counters, lock statistics, debug checks) applies to any
+    variant without a series file per pair. A fragment that sets no option is left out of
+    the config, so that a patch-only overlay builds in the variant's own build directory."""
     base, *overlays = name.split("+")
     v = load_variant(base)
     patches, fragments = list(v.patches), list(v.fragments)
@@ -244,10 +245,38 @@ def load_overlaid(name: str) -> Variant:
                                      if p.name != BASE_FRAGMENT)) or "none"
             raise Error(f"variant {name!r}: no overlay {o!r} (kernel/config/{o}.config; "
                         f"known: {known})")
-        if frag not in fragments:
+        options = sets_options(KERNEL_DIR / "config" / frag)
+        if options and frag not in fragments:
             fragments.append(frag)
-        lab_patch = f"lab-{o}.patch"
-        if (bases.PATCHES_DIR / v.base / lab_patch).is_file() and lab_patch not in patches:
-            patches.append(lab_patch)
+        own = overlay_patches(o, v.base, patches)
+        if not own and not options:
+            raise Error(f"variant {name!r}: overlay {o!r} is a lab patch, and base {v.base} has"
+                        f" none (kernel/patches/{v.base}/lab-{o}.patch)")
+        patches += [p for p in own if p not in patches]
     return Variant(name, patches, fragments, v.base)
 
+
+def sets_options(fragment: Path) -> bool:
+    return re.search(r"^(CONFIG_\w+=|# CONFIG_\w+ is not set)", fragment.read_text(), re.M) \
+        is not None
+
+
+def overlay_patches(o: str, base: str, series: list[str]) -> list[str]:
+    """Overlay O's lab patches for a series of base: lab-O.patch, then its pieces
+    lab-O--PIECE.patch in name order. A piece touches lines that a patch of some series
+    changes, and has a version for that patch, lab-O--PIECE@TAG.patch, taken instead when
+    the series has the patch TAG.patch or one whose name starts with TAG-. Error when two versions of a piece
+    both match (none was made for that combination)."""
+    d = bases.PATCHES_DIR / base
+    out = [f"lab-{o}.patch"] if (d / f"lab-{o}.patch").is_file() else []
+    pieces = sorted(p.name for p in d.glob(f"lab-{o}--*.patch") if "@" not in p.name)
+    for piece in pieces:
+        stem = piece.removesuffix(".patch")
+        fits = [v.name for v in sorted(d.glob(f"{stem}@*.patch"))
+                if any(s == f"{tag}.patch" or s.startswith(f"{tag}-") for s in series
+                       for tag in [v.stem.split("@", 1)[1]])]
+        if len(fits) > 1:
+            raise Error(f"overlay {o!r}: {', '.join(fits)} all fit this series; none is made"
+                        " for them together")
+        out.append(fits[0] if fits else piece)
+    return out

@@ -506,7 +506,8 @@ def parse_size(s: str) -> int:
 
 
 PLUGIN_SOURCE = ROOT / "kernel" / "qemu-plugin" / "insncount.c"
-PLUGIN_HEADERS = [ROOT / "kernel" / "qemu-plugin" / h for h in ("x86-events.h", "cachesim.h")]
+PLUGIN_HEADERS = [ROOT / "kernel" / "qemu-plugin" / h for h in ("x86-events.h", "a64-events.h",
+                                                                 "cachesim.h")]
 # The system calls the engine opens and closes its measured sections with (IPCBENCH_MARK,
 # bench/src/counters.c): swapon(NULL, 0) and quotactl(0, NULL, 0, NULL), which fail and
 # which nothing else calls; the profile's marker is swapoff (profile.MARKER_SYMBOL). Each

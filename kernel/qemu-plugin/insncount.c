@@ -2,8 +2,10 @@
 /*
  * insncount.c: a QEMU TCG plugin that counts, at each code address and window by window,
  * the guest instructions executed and the events a cost model prices: locked
- * read-modify-writes, fences, interrupt-flag changes (x86-events.h), memory loads and
- * stores, and the misses of a two-level data cache model (cachesim.h).
+ * read-modify-writes, fences, interrupt-flag changes (x86-events.h; on arm64 atomics,
+ * exclusives, acquire/release accesses, barriers by kind and DAIF writes, a64-events.h:
+ * the target QEMU names picks the decoder), memory loads and stores, and the misses of a
+ * two-level data cache model (cachesim.h).
  *
  * Two kinds of window, each closed by the guest entering a marker function:
  *
@@ -49,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "a64-events.h"
 #include "cachesim.h"
 #include "x86-events.h"
 
@@ -57,7 +60,10 @@ typedef uint32_t qemu_plugin_meminfo_t;
 struct qemu_plugin_tb;
 struct qemu_plugin_insn;
 struct qemu_plugin_hwaddr;
-typedef struct qemu_info_t qemu_info_t;
+/* Its first member is all the plugin reads; QEMU 7.2 has more after it. */
+typedef struct qemu_info_t {
+	const char *target_name;
+} qemu_info_t;
 enum qemu_plugin_cb_flags { QEMU_PLUGIN_CB_NO_REGS };
 enum qemu_plugin_op { QEMU_PLUGIN_INLINE_ADD_U64 };
 enum qemu_plugin_mem_rw { QEMU_PLUGIN_MEM_R = 1, QEMU_PLUGIN_MEM_W, QEMU_PLUGIN_MEM_RW };
@@ -95,16 +101,38 @@ __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 #define PAGE_SIZE 4096
 
 /*
- * The fields of every count line, in order. The first NSTATIC are per execution of a block
- * (known when it is translated), the others are counted as the accesses happen.
+ * The fields of every count line, in order: the target's static fields, per execution of a
+ * block (known when it is translated: instructions, then one per event bit of its decoder,
+ * bit 0 first), then the memory fields, counted as the accesses happen. A count array
+ * keeps the static fields from 0 and the memory fields from NSTATIC_MAX.
  */
-enum { F_INSNS, F_LOCKED, F_MFENCES, F_LFENCES, F_SFENCES, F_IRQFLAGS, F_LOADS, F_STORES,
-       F_L1_MISSES, F_LL_MISSES, NFIELDS };
-#define NSTATIC 6
-static const char *const field_names[NFIELDS] = {
-	"insns", "locked", "mfences", "lfences", "sfences", "irqflags", "loads", "stores",
-	"l1_misses", "ll_misses",
+#define NSTATIC_MAX 13
+enum { F_LOADS, F_STORES, F_L1_MISSES, F_LL_MISSES, NMEM };
+#define NFIELDS (NSTATIC_MAX + NMEM)
+static const char *const x86_field_names[] = {
+	"insns", "locked", "mfences", "lfences", "sfences", "irqflags",
 };
+static const char *const a64_field_names[] = {
+	"insns", "lse", "ldex", "stex", "acquire", "release", "dmb_ish", "dmb_ishld",
+	"dmb_ishst", "dmb_other", "dsb", "isb", "daif",
+};
+static const char *const mem_field_names[NMEM] = { "loads", "stores", "l1_misses", "ll_misses" };
+
+struct target {
+	const char *name;	/* QEMU's target_name */
+	unsigned int nstatic;
+	const char *const *field_names;
+	unsigned int (*events)(const uint8_t *p, size_t len);
+};
+#define TARGET(n, f, e) { n, sizeof(f) / sizeof(f[0]), f, e }
+static const struct target targets[] = {
+	TARGET("x86_64", x86_field_names, x86_events),
+	TARGET("aarch64", a64_field_names, a64_events),
+};
+static const struct target *target;
+_Static_assert(sizeof(a64_field_names) / sizeof(a64_field_names[0]) <= NSTATIC_MAX &&
+	       sizeof(x86_field_names) / sizeof(x86_field_names[0]) <= NSTATIC_MAX,
+	       "NSTATIC_MAX holds every target's static fields");
 
 enum { PROFILE, SAMPLE, NSEQ };	/* the two kinds of window */
 enum { M_PROFILE, M_OPEN, M_CLOSE, NMARKERS };
@@ -112,10 +140,10 @@ enum { M_PROFILE, M_OPEN, M_CLOSE, NMARKERS };
 struct block {
 	uint64_t vaddr;
 	uint64_t runs;			/* executions, bumped inline by the translated code */
-	uint64_t per_run[NSTATIC];	/* instructions and events in one execution */
-	uint64_t mem[NFIELDS - NSTATIC];	/* loads, stores, misses so far */
+	uint64_t per_run[NSTATIC_MAX];	/* instructions and events in one execution */
+	uint64_t mem[NMEM];		/* loads, stores, misses so far */
 	uint64_t seen_runs[NSEQ];	/* runs and mem at the last window end of each kind */
-	uint64_t seen_mem[NSEQ][NFIELDS - NSTATIC];
+	uint64_t seen_mem[NSEQ][NMEM];
 };
 
 static struct block **blocks;
@@ -135,7 +163,6 @@ static FILE *out;
  * together: 2744.40).
  */
 static enum { MEM_OFF, MEM_CACHE } memory = MEM_CACHE;
-static const unsigned int nfields_of[] = { NSTATIC, NFIELDS };
 static bool virtual_index;	/* index=virtual: skip the physical address lookup */
 static uint64_t l1_size = 32768, ll_size = 1ULL << 20;
 static unsigned int l1_ways = 8, ll_ways = 8;
@@ -185,9 +212,9 @@ static inline void touch_line(struct block *b, unsigned int vcpu, struct cache *
 			      uint64_t line, bool store, uint64_t *slot)
 {
 	if (!cache_access_at(c, line, slot)) {
-		b->mem[F_L1_MISSES - NSTATIC]++;
+		b->mem[F_L1_MISSES]++;
 		if (!cache_access(&ll, line))
-			b->mem[F_LL_MISSES - NSTATIC]++;
+			b->mem[F_LL_MISSES]++;
 	}
 	if (store && nl1 > 1)
 		invalidate_others(vcpu, line);
@@ -237,7 +264,7 @@ static void on_memory(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t va
 	bool one_line = (vaddr >> LINE_SHIFT) == (last >> LINE_SHIFT);
 	struct cache *c;
 
-	b->mem[(store ? F_STORES : F_LOADS) - NSTATIC]++;
+	b->mem[store ? F_STORES : F_LOADS]++;
 	if (!in_window[PROFILE] && !in_window[SAMPLE] && !model_always)
 		return;
 	c = l1_of(vcpu);
@@ -272,11 +299,11 @@ static void take(struct block *b, int seq, uint64_t counts[NFIELDS])
 	uint64_t runs = b->runs - b->seen_runs[seq];
 	int f;
 
-	for (f = 0; f < NSTATIC; f++)
+	for (f = 0; f < NSTATIC_MAX; f++)
 		counts[f] = runs * b->per_run[f];
-	for (f = NSTATIC; f < NFIELDS; f++) {
-		counts[f] = b->mem[f - NSTATIC] - b->seen_mem[seq][f - NSTATIC];
-		b->seen_mem[seq][f - NSTATIC] = b->mem[f - NSTATIC];
+	for (f = 0; f < NMEM; f++) {
+		counts[NSTATIC_MAX + f] = b->mem[f] - b->seen_mem[seq][f];
+		b->seen_mem[seq][f] = b->mem[f];
 	}
 	b->seen_runs[seq] = b->runs;
 }
@@ -286,8 +313,10 @@ static void print_counts(const uint64_t c[NFIELDS])
 {
 	unsigned int f;
 
-	for (f = 0; f < nfields_of[memory]; f++)
+	for (f = 0; f < target->nstatic; f++)
 		fprintf(out, " %" PRIu64, c[f]);
+	for (f = 0; memory == MEM_CACHE && f < NMEM; f++)
+		fprintf(out, " %" PRIu64, c[NSTATIC_MAX + f]);
 }
 
 static bool any(const uint64_t c[NFIELDS])
@@ -366,6 +395,7 @@ static void end_sample_window(unsigned int vcpu, void *udata)
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t n = qemu_plugin_tb_n_insns(tb), i;
+	unsigned int f;
 	struct block *b;
 
 	(void)id;
@@ -379,17 +409,14 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	if (!b)
 		abort();
 	b->vaddr = qemu_plugin_tb_vaddr(tb);
-	b->per_run[F_INSNS] = n;
+	b->per_run[0] = n;
 	for (i = 0; i < n; i++) {
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
-		unsigned int ev = x86_events(qemu_plugin_insn_data(insn),
-					     qemu_plugin_insn_size(insn));
+		unsigned int ev = target->events(qemu_plugin_insn_data(insn),
+						 qemu_plugin_insn_size(insn));
 
-		b->per_run[F_LOCKED] += !!(ev & X86_LOCKED);
-		b->per_run[F_MFENCES] += !!(ev & X86_MFENCE);
-		b->per_run[F_LFENCES] += !!(ev & X86_LFENCE);
-		b->per_run[F_SFENCES] += !!(ev & X86_SFENCE);
-		b->per_run[F_IRQFLAGS] += !!(ev & X86_IRQFLAG);
+		for (f = 1; f < target->nstatic; f++)
+			b->per_run[f] += (ev >> (f - 1)) & 1;
 		if (memory == MEM_CACHE) {
 			qemu_plugin_register_vcpu_mem_cb(insn, on_memory, QEMU_PLUGIN_CB_NO_REGS,
 							 QEMU_PLUGIN_MEM_RW, b);
@@ -433,9 +460,17 @@ int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, 
 {
 	const char *path = NULL;
 	uint64_t v;
+	unsigned int t;
 	int i, f;
 
-	(void)info;
+	for (t = 0; t < sizeof(targets) / sizeof(targets[0]); t++)
+		if (info && info->target_name && !strcmp(info->target_name, targets[t].name))
+			target = &targets[t];
+	if (!target) {
+		fprintf(stderr, "insncount: no decoder for target %s\n",
+			info && info->target_name ? info->target_name : "(none)");
+		return -1;
+	}
 	for (i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		int bad = 0;
@@ -493,8 +528,10 @@ int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, 
 		return -1;
 	}
 	fprintf(out, "# ipclab-insncount/2 fields:");
-	for (f = 0; f < (int)nfields_of[memory]; f++)
-		fprintf(out, " %s", field_names[f]);
+	for (f = 0; f < (int)target->nstatic; f++)
+		fprintf(out, " %s", target->field_names[f]);
+	for (f = 0; memory == MEM_CACHE && f < NMEM; f++)
+		fprintf(out, " %s", mem_field_names[f]);
 	fputc('\n', out);
 	if (memory == MEM_CACHE)
 		fprintf(out, "# cache l1d %" PRIu64 " bytes %u-way, last level %" PRIu64 " bytes"

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Every series of every base applies to that base's tarball, in order, and so does every
-overlay's lab patch (lab-O.patch of an overlay O) on the plain base: a check that costs one
+overlay's lab patch (lab-O.patch of an overlay O) on the plain base, and every variant of a
+base that has the wakeup counters with them on top (the census's VARIANT+wakeup-counters, whose
+pieces come in versions for the series patches that change their lines): a check that costs one
 pass over each tarball instead of a kernel build, so that `make test` keeps the base it does
 not boot (lts) honest too."""
 
@@ -15,7 +17,10 @@ CASES = [(b, v) for v in variants.list_variants()
          for b in [variants.load_variant(v).base]] + \
         [(b, p.name) for b in bases.names()
          for p in sorted(bases.load(b).patch_dir.glob("lab-*.patch"))
-         if variants.is_overlay(p.stem.removeprefix("lab-"))]
+         if variants.is_overlay(p.stem.removeprefix("lab-"))] + \
+        [(b, f"{v}+wakeup-counters") for v in variants.list_variants()
+         for b in [variants.load_variant(v).base]
+         if variants.overlay_patches("wakeup-counters", b, [])]
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +56,7 @@ def test_applies_to_its_base(base, what, pristine, tmp_path):
     if what.endswith(".patch"):
         patches = [bases.load(base).patch_dir / what]
     else:
-        patches = variants.load_variant(what).patch_paths()
+        patches = variants.resolve(what).patch_paths()
     for p in patches:
         # Without fuzz, as `git am` applies a mail: a patch that needs fuzz has gone stale.
         argv = source.patch_argv(work, p, dry=False) + ["--fuzz=0"]

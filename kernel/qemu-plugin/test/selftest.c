@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
- * selftest.c: known answers for the plugin's instruction decoder (x86-events.h) and cache
- * model (cachesim.h). The byte table was produced by GNU as from the assembly in each row's
- * comment (objdump -d to read it back). Exit 0 when every check passes; each failure is
- * printed.
+ * selftest.c: known answers for the plugin's instruction decoders (x86-events.h,
+ * a64-events.h) and cache model (cachesim.h). The byte tables were produced by GNU as (the
+ * A64 one by aarch64-linux-gnu-as) from the assembly in each row's comment (objdump -d to
+ * read it back). Exit 0 when every check passes; each failure is printed.
  *
  * `selftest -` instead reads one instruction a line, its bytes in hex ("f0 83 44 24 fc 00"),
- * and prints its events as a number a line: tests/test_qemu_plugin.py feeds it every
- * instruction objdump finds in a binary and checks the answers against objdump's mnemonics.
+ * and prints its events as a number a line; `selftest - a64` does the same for A64, each
+ * line one instruction word as objdump prints it ("c85f7c20"). tests/test_qemu_plugin.py
+ * feeds it every instruction objdump finds in a binary and checks the answers against
+ * objdump's mnemonics.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "../a64-events.h"
 #include "../cachesim.h"
 #include "../x86-events.h"
 
@@ -93,6 +96,120 @@ static const struct row rows[] = {
 	{ "nothing", { 0 }, 0, 0 },
 };
 
+#define LSE A64_LSE
+#define LDEX A64_LDEX
+#define STEX A64_STEX
+#define ACQ A64_ACQUIRE
+#define REL A64_RELEASE
+#define ISH A64_DMB_ISH
+#define ISHLD A64_DMB_ISHLD
+#define ISHST A64_DMB_ISHST
+#define DMBO A64_DMB_OTHER
+#define DSB A64_DSB
+#define ISB A64_ISB
+#define DAIF A64_DAIF
+
+/* Each word little-endian, as it sits in memory and as QEMU hands it over. */
+static const struct row a64_rows[] = {
+	{ "ldxr x0, [x1]", { 0x20, 0x7c, 0x5f, 0xc8 }, 4, LDEX },
+	{ "ldxr w0, [x1]", { 0x20, 0x7c, 0x5f, 0x88 }, 4, LDEX },
+	{ "ldxrb w0, [x1]", { 0x20, 0x7c, 0x5f, 0x08 }, 4, LDEX },
+	{ "ldxrh w0, [x1]", { 0x20, 0x7c, 0x5f, 0x48 }, 4, LDEX },
+	{ "ldaxr x0, [x1]", { 0x20, 0xfc, 0x5f, 0xc8 }, 4, LDEX | ACQ },
+	{ "ldaxrb w0, [x1]", { 0x20, 0xfc, 0x5f, 0x08 }, 4, LDEX | ACQ },
+	{ "stxr w2, x0, [x1]", { 0x20, 0x7c, 0x02, 0xc8 }, 4, STEX },
+	{ "stxrb w2, w0, [x1]", { 0x20, 0x7c, 0x02, 0x08 }, 4, STEX },
+	{ "stlxr w2, x0, [x1]", { 0x20, 0xfc, 0x02, 0xc8 }, 4, STEX | REL },
+	{ "stlxrh w2, w0, [x1]", { 0x20, 0xfc, 0x02, 0x48 }, 4, STEX | REL },
+	{ "ldxp x0, x3, [x1]", { 0x20, 0x0c, 0x7f, 0xc8 }, 4, LDEX },
+	{ "ldaxp x0, x3, [x1]", { 0x20, 0x8c, 0x7f, 0xc8 }, 4, LDEX | ACQ },
+	{ "stxp w2, x0, x3, [x1]", { 0x20, 0x0c, 0x22, 0xc8 }, 4, STEX },
+	{ "stlxp w2, x0, x3, [x1]", { 0x20, 0x8c, 0x22, 0xc8 }, 4, STEX | REL },
+	{ "ldar x0, [x1]", { 0x20, 0xfc, 0xdf, 0xc8 }, 4, ACQ },
+	{ "ldarb w0, [x1]", { 0x20, 0xfc, 0xdf, 0x08 }, 4, ACQ },
+	{ "ldlar x0, [x1]", { 0x20, 0x7c, 0xdf, 0xc8 }, 4, ACQ },
+	{ "ldapr x0, [x1]", { 0x20, 0xc0, 0xbf, 0xf8 }, 4, ACQ },
+	{ "ldaprb w0, [x1]", { 0x20, 0xc0, 0xbf, 0x38 }, 4, ACQ },
+	{ "ldapur x0, [x1, #8]", { 0x20, 0x80, 0x40, 0xd9 }, 4, ACQ },
+	{ "ldapursw x0, [x1, #-4]", { 0x20, 0xc0, 0x9f, 0x99 }, 4, ACQ },
+	{ "stlr x0, [x1]", { 0x20, 0xfc, 0x9f, 0xc8 }, 4, REL },
+	{ "stlrh w0, [x1]", { 0x20, 0xfc, 0x9f, 0x48 }, 4, REL },
+	{ "stllr x0, [x1]", { 0x20, 0x7c, 0x9f, 0xc8 }, 4, REL },
+	{ "stlur w0, [x1, #4]", { 0x20, 0x40, 0x00, 0x99 }, 4, REL },
+	{ "ldadd x0, x2, [x1]", { 0x22, 0x00, 0x20, 0xf8 }, 4, LSE },
+	{ "ldaddal w0, w2, [x1]", { 0x22, 0x00, 0xe0, 0xb8 }, 4, LSE | ACQ | REL },
+	{ "ldadda x0, x2, [x1]", { 0x22, 0x00, 0xa0, 0xf8 }, 4, LSE | ACQ },
+	{ "ldaddl x0, x2, [x1]", { 0x22, 0x00, 0x60, 0xf8 }, 4, LSE | REL },
+	{ "stadd w0, [x1]", { 0x3f, 0x00, 0x20, 0xb8 }, 4, LSE },
+	{ "staddl x0, [x1]", { 0x3f, 0x00, 0x60, 0xf8 }, 4, LSE | REL },
+	{ "ldclr x0, x2, [x1]", { 0x22, 0x10, 0x20, 0xf8 }, 4, LSE },
+	{ "ldeor w0, w2, [x1]", { 0x22, 0x20, 0x20, 0xb8 }, 4, LSE },
+	{ "ldset x0, x2, [x1]", { 0x22, 0x30, 0x20, 0xf8 }, 4, LSE },
+	{ "stset w0, [x1]", { 0x3f, 0x30, 0x20, 0xb8 }, 4, LSE },
+	{ "ldsmax x0, x2, [x1]", { 0x22, 0x40, 0x20, 0xf8 }, 4, LSE },
+	{ "ldumin w0, w2, [x1]", { 0x22, 0x70, 0x20, 0xb8 }, 4, LSE },
+	{ "ldaddb w0, w2, [x1]", { 0x22, 0x00, 0x20, 0x38 }, 4, LSE },
+	{ "swp x0, x2, [x1]", { 0x22, 0x80, 0x20, 0xf8 }, 4, LSE },
+	{ "swpal w0, w2, [x1]", { 0x22, 0x80, 0xe0, 0xb8 }, 4, LSE | ACQ | REL },
+	{ "swpab w0, w2, [x1]", { 0x22, 0x80, 0xa0, 0x38 }, 4, LSE | ACQ },
+	{ "cas x0, x2, [x1]", { 0x22, 0x7c, 0xa0, 0xc8 }, 4, LSE },
+	{ "casal w0, w2, [x1]", { 0x22, 0xfc, 0xe0, 0x88 }, 4, LSE | ACQ | REL },
+	{ "casa x0, x2, [x1]", { 0x22, 0x7c, 0xe0, 0xc8 }, 4, LSE | ACQ },
+	{ "casl x0, x2, [x1]", { 0x22, 0xfc, 0xa0, 0xc8 }, 4, LSE | REL },
+	{ "casb w0, w2, [x1]", { 0x22, 0x7c, 0xa0, 0x08 }, 4, LSE },
+	{ "caspal x0, x1, x2, x3, [x4]", { 0x82, 0xfc, 0x60, 0x48 }, 4, LSE | ACQ | REL },
+	{ "casp w0, w1, w2, w3, [x4]", { 0x82, 0x7c, 0x20, 0x08 }, 4, LSE },
+	{ "dmb ish", { 0xbf, 0x3b, 0x03, 0xd5 }, 4, ISH },
+	{ "dmb ishld", { 0xbf, 0x39, 0x03, 0xd5 }, 4, ISHLD },
+	{ "dmb ishst", { 0xbf, 0x3a, 0x03, 0xd5 }, 4, ISHST },
+	{ "dmb sy", { 0xbf, 0x3f, 0x03, 0xd5 }, 4, DMBO },
+	{ "dmb ld", { 0xbf, 0x3d, 0x03, 0xd5 }, 4, DMBO },
+	{ "dmb st", { 0xbf, 0x3e, 0x03, 0xd5 }, 4, DMBO },
+	{ "dmb osh", { 0xbf, 0x33, 0x03, 0xd5 }, 4, DMBO },
+	{ "dmb nsh", { 0xbf, 0x37, 0x03, 0xd5 }, 4, DMBO },
+	{ "dmb oshst", { 0xbf, 0x32, 0x03, 0xd5 }, 4, DMBO },
+	{ "dsb ish", { 0x9f, 0x3b, 0x03, 0xd5 }, 4, DSB },
+	{ "dsb sy", { 0x9f, 0x3f, 0x03, 0xd5 }, 4, DSB },
+	{ "dsb ishst", { 0x9f, 0x3a, 0x03, 0xd5 }, 4, DSB },
+	{ "dsb nsh", { 0x9f, 0x37, 0x03, 0xd5 }, 4, DSB },
+	{ "isb", { 0xdf, 0x3f, 0x03, 0xd5 }, 4, ISB },
+	{ "ssbb", { 0x9f, 0x30, 0x03, 0xd5 }, 4, 0 },
+	{ "pssbb", { 0x9f, 0x34, 0x03, 0xd5 }, 4, 0 },
+	{ "clrex", { 0x5f, 0x3f, 0x03, 0xd5 }, 4, 0 },
+	{ "sb", { 0xff, 0x30, 0x03, 0xd5 }, 4, 0 },
+	{ "msr daifset, #0x2", { 0xdf, 0x42, 0x03, 0xd5 }, 4, DAIF },
+	{ "msr daifclr, #0x2", { 0xff, 0x42, 0x03, 0xd5 }, 4, DAIF },
+	{ "msr daifset, #0xf", { 0xdf, 0x4f, 0x03, 0xd5 }, 4, DAIF },
+	{ "msr daifclr, #0xf", { 0xff, 0x4f, 0x03, 0xd5 }, 4, DAIF },
+	{ "msr daif, x0", { 0x20, 0x42, 0x1b, 0xd5 }, 4, DAIF },
+	{ "msr daif, x3", { 0x23, 0x42, 0x1b, 0xd5 }, 4, DAIF },
+	{ "mrs x0, daif", { 0x20, 0x42, 0x3b, 0xd5 }, 4, 0 },
+	{ "msr spsel, #0x1", { 0xbf, 0x41, 0x00, 0xd5 }, 4, 0 },
+	{ "msr pan, #0x1", { 0x9f, 0x41, 0x00, 0xd5 }, 4, 0 },
+	{ "msr ssbs, #0x1", { 0x3f, 0x41, 0x03, 0xd5 }, 4, 0 },
+	{ "msr icc_pmr_el1, x0", { 0x00, 0x46, 0x18, 0xd5 }, 4, 0 },
+	{ "ldr x0, [x1]", { 0x20, 0x00, 0x40, 0xf9 }, 4, 0 },
+	{ "str x0, [x1]", { 0x20, 0x00, 0x00, 0xf9 }, 4, 0 },
+	{ "ldp x0, x1, [sp]", { 0xe0, 0x07, 0x40, 0xa9 }, 4, 0 },
+	{ "stp x29, x30, [sp, #-16]!", { 0xfd, 0x7b, 0xbf, 0xa9 }, 4, 0 },
+	{ "ldur x0, [x1, #-8]", { 0x20, 0x80, 0x5f, 0xf8 }, 4, 0 },
+	{ "stur w0, [x1, #4]", { 0x20, 0x40, 0x00, 0xb8 }, 4, 0 },
+	{ "ldtr x0, [x1]", { 0x20, 0x08, 0x40, 0xf8 }, 4, 0 },
+	{ "prfm pldl1keep, [x1]", { 0x20, 0x00, 0x80, 0xf9 }, 4, 0 },
+	{ "add x0, x1, x2", { 0x20, 0x00, 0x02, 0x8b }, 4, 0 },
+	{ "nop", { 0x1f, 0x20, 0x03, 0xd5 }, 4, 0 },
+	{ "yield", { 0x3f, 0x20, 0x03, 0xd5 }, 4, 0 },
+	{ "wfe", { 0x5f, 0x20, 0x03, 0xd5 }, 4, 0 },
+	{ "ret", { 0xc0, 0x03, 0x5f, 0xd6 }, 4, 0 },
+	{ "svc #0x0", { 0x01, 0x00, 0x00, 0xd4 }, 4, 0 },
+	{ "eret", { 0xe0, 0x03, 0x9f, 0xd6 }, 4, 0 },
+	{ "mrs x0, tpidr_el1", { 0x80, 0xd0, 0x38, 0xd5 }, 4, 0 },
+	{ "msr tpidr_el1, x0", { 0x80, 0xd0, 0x18, 0xd5 }, 4, 0 },
+	{ "ld64b x0, [x1]", { 0x20, 0xd0, 0x3f, 0xf8 }, 4, 0 },
+	{ "st64b x0, [x1]", { 0x20, 0x90, 0x3f, 0xf8 }, 4, 0 },
+	{ "a word cut short", { 0xbf, 0x3b, 0x03 }, 3, 0 },
+};
+
 static int failures;
 
 static void check(int ok, const char *what)
@@ -103,24 +220,31 @@ static void check(int ok, const char *what)
 	}
 }
 
-static void decoder(void)
+static void decode_table(const char *arch, const struct row *table, size_t n,
+			 unsigned int (*events)(const uint8_t *, size_t))
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+	for (i = 0; i < n; i++) {
 		unsigned char buf[15];
 		unsigned int got;
 
 		/* bytes past the length are poison: a decoder that reads them sees a lock */
 		memset(buf, 0xf0, sizeof(buf));
-		memcpy(buf, rows[i].bytes, rows[i].len);
-		got = x86_events(buf, rows[i].len);
-		if (got != rows[i].events) {
-			printf("FAIL decode %s: got %#x, want %#x\n", rows[i].what, got,
-			       rows[i].events);
+		memcpy(buf, table[i].bytes, table[i].len);
+		got = events(buf, table[i].len);
+		if (got != table[i].events) {
+			printf("FAIL decode %s %s: got %#x, want %#x\n", arch, table[i].what, got,
+			       table[i].events);
 			failures++;
 		}
 	}
+}
+
+static void decoder(void)
+{
+	decode_table("x86", rows, sizeof(rows) / sizeof(rows[0]), x86_events);
+	decode_table("a64", a64_rows, sizeof(a64_rows) / sizeof(a64_rows[0]), a64_events);
 }
 
 static void cache(void)
@@ -209,16 +333,24 @@ static void memo(unsigned int ways)
 	      plain.clock == fast.clock, "the same cache state with and without the memo");
 }
 
-static int filter(void)
+static int filter(int a64)
 {
 	char line[256];
 
 	while (fgets(line, sizeof(line), stdin)) {
 		unsigned char buf[16];
-		unsigned int n = 0, byte;
+		unsigned int n = 0, byte, word;
 		char *p = line;
 		int used;
 
+		if (a64) {
+			/* one word, as objdump prints it: the most significant byte first */
+			if (sscanf(line, "%8x", &word) == 1)
+				for (n = 0; n < 4; n++)
+					buf[n] = word >> (8 * n);
+			printf("%u\n", a64_events(buf, n));
+			continue;
+		}
 		while (n < sizeof(buf) && sscanf(p, "%2x%n", &byte, &used) == 1) {
 			buf[n++] = byte;
 			p += used;
@@ -230,8 +362,8 @@ static int filter(void)
 
 int main(int argc, char **argv)
 {
-	if (argc == 2 && !strcmp(argv[1], "-"))
-		return filter();
+	if (argc >= 2 && !strcmp(argv[1], "-"))
+		return filter(argc == 3 && !strcmp(argv[2], "a64"));
 	decoder();
 	cache();
 	memo(4);
@@ -240,6 +372,7 @@ int main(int argc, char **argv)
 		printf("%d failures\n", failures);
 		return 1;
 	}
-	printf("ok: %zu decoder rows, cache model\n", sizeof(rows) / sizeof(rows[0]));
+	printf("ok: %zu x86 and %zu a64 decoder rows, cache model\n", sizeof(rows) / sizeof(rows[0]),
+	       sizeof(a64_rows) / sizeof(a64_rows[0]));
 	return 0;
 }
