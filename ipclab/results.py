@@ -236,9 +236,15 @@ def build(res):
 
 def kernel_base(res):
     """The kernel base a results file's kernel was built on (meta.build.base.name: `mainline`,
-    `lts`), or None for a kernel the lab did not build from a base."""
-    base = (build(res) or {}).get("base")
-    return base.get("name") if isinstance(base, dict) else None
+    `lts`), with its config flavour when it is not the tiny one (`mainline/production`):
+    A/A floors are kept per base and config. None for a kernel the lab did not build from
+    a base."""
+    b = build(res) or {}
+    base = b.get("base")
+    if not isinstance(base, dict):
+        return None
+    flavour = b.get("config_flavour")
+    return base.get("name") if flavour in (None, "tiny") else f"{base.get('name')}/{flavour}"
 
 
 def lab_boots(res):

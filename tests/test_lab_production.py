@@ -190,3 +190,16 @@ def test_debians_own_kernel_is_fetched_with_its_config_beside_it(tmp_path, monke
     assert not got.exists()
     with pytest.raises(Error, match="names no Debian kernel"):
         bases.fetch_reference(bases.Base("lts", "p", "v", "s", "9.9.1", "00"))
+
+
+def test_floors_are_kept_per_base_and_config():
+    from ipclab import results
+
+    def res(build):
+        return {"meta": {"build": build}}
+    base = {"name": "mainline", "release": "7.3.4"}
+    assert results.kernel_base(res({"base": base})) == "mainline"       # before flavours
+    assert results.kernel_base(res({"base": base, "config_flavour": "tiny"})) == "mainline"
+    assert results.kernel_base(res({"base": base, "config_flavour": "production"})) == \
+        "mainline/production"
+    assert results.kernel_base(res({"release": "x"})) is None

@@ -295,7 +295,7 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
          memory: str = DEFAULT_MEMORY, shared: Path | None = None, watch: str | None = None,
          job_rc_fails: bool = True, clock: Clock = TIMED,
          insn_counts: Path | None = None, plugin_memory: str = DEFAULT_PLUGIN_MEMORY,
-         plugin_args: tuple[str, ...] = ()) -> Boot:
+         plugin_args: tuple[str, ...] = (), kernel_args: tuple[str, ...] = ()) -> Boot:
     """Boot the image in `meta`, run argv inside, and judge the result. A dry run says what
     it would boot and which job the guest would get.
 
@@ -331,7 +331,7 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
            "deterministic": clock.deterministic}
     command = f"{sys.executable} {GUEST_SCRIPT} {shared}"
     qemu_opts = (kvm_qemu_opts() if accel == "kvm" else []) + clock.qemu_opts(accel)
-    append = []
+    append = list(kernel_args)
     if insn_counts is not None:
         qemu_opts += insn_plugin_opts(meta, insn_counts, memory=plugin_memory,
                                       extra=plugin_args)
@@ -553,9 +553,8 @@ def insn_plugin_opts(meta: dict, out: Path, memory: str = DEFAULT_PLUGIN_MEMORY,
                                     + [f"{k}=<{sym} in System.map>"
                                        for k, sym in SAMPLE_MARKERS.items()] + opts)]
     smap = kernel.image_dir(meta["key"]) / "System.map"
-    if not smap.exists() and meta.get("prebuilt"):
-        raise Error(f"{meta['variant']}: a prebuilt image needs its System.map-{meta['release']}"
-                    " beside it to name the addresses of a profile")
+    if meta.get("prebuilt") and not has_symbols(smap):
+        map_from_kallsyms(meta, smap)
     if not smap.exists():
         raise Error(f"{meta['variant']}: the cached image has no System.map (built before "
                     f"profiles needed it): `ipclab kernel build {meta['variant']} --force`",
@@ -609,3 +608,30 @@ def host_fs(meta: dict) -> str:
         raise Error(f"{meta['variant']}: its kernel has virtiofs and no 9p, and {virtiofsd()} "
                     "is missing: run `make reference-deps`", EXIT_FAILED)
     return fs or "9p"
+
+
+def has_symbols(smap: Path) -> bool:
+    """A System.map with symbols in it: Debian's packages ship a one-line stub that sends
+    the reader to the -dbg package."""
+    with contextlib.suppress(OSError):
+        return smap.stat().st_size > 4096
+    return False
+
+
+def map_from_kallsyms(meta: dict, smap: Path) -> None:
+    """A System.map for a prebuilt image that came without one (Debian's own kernel): its
+    /proc/kallsyms, read in one boot with the kernel where every deterministic boot puts
+    it (nokaslr), which names the same addresses. Error (exit 1) if it cannot be read."""
+    shared = new_shared(variants.slug(meta["variant"]), "kallsyms")
+    out = shared / "kallsyms"
+    log(f"{meta['variant']}: no System.map; reading the guest's /proc/kallsyms (one boot)")
+    # Deterministic: a timed TCG guest can calibrate its TSC at a fiftieth of the truth on a
+    # busy host, and its clock then races past the job's watchdog.
+    b = boot(meta, "tcg", ["sh", "-c", f"cat /proc/kallsyms > {out}"], timeout=900,
+             shared=shared, clock=DETERMINISTIC, kernel_args=tuple(fixed_layout_args(meta)))
+    text = out.read_text(errors="replace") if b.ok and out.exists() else ""
+    lines = [line for line in text.splitlines() if "[" not in line]   # no module symbols
+    if not lines or all(line.startswith("0000000000000000") for line in lines):
+        raise Error(f"{meta['variant']}: could not read its symbols from the guest's "
+                    f"/proc/kallsyms ({b.reason or 'no addresses'})", EXIT_FAILED)
+    proc.write_text_atomic(smap, "\n".join(lines) + "\n")
