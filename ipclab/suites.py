@@ -389,13 +389,29 @@ TIMING_COST = Suite(
 )
 
 
-def _icount_check_cells():
+def _quick_seed_cells(picks):
     # The same cells, arguments and keys as the quick seed suites, so that their A/A floors
-    # apply: one per workload the deterministic mode measures on one vCPU.
-    picks = {"pipe-throughput/copies=1", "pipe-context/copies=1", "mq-latency/prio=constant",
-             "pipe-sweep/w=1,r=1"}
-    return [c for s in (SKIP_WAKEUPS, MQUEUE_CACHE, PIPE_PREALLOC)
-            for c in s.make_cells(QUICK) if c.key in picks]
+    # apply.
+    return [c for s in SEED_SUITES for c in s.make_cells(QUICK) if c.key in picks]
+
+
+def _icount_check_cells():
+    # one per workload the deterministic mode measures on one vCPU
+    return _quick_seed_cells({"pipe-throughput/copies=1", "pipe-context/copies=1",
+                              "mq-latency/prio=constant", "pipe-sweep/w=1,r=1"})
+
+
+ACCEPTANCE = Suite(
+    "acceptance",
+    "the deterministic acceptance table's cells (docs/lab.md), from the quick seed suites:"
+    " pipe loop, ping-pong, sweep 1x1 2x1 5x1 5x10, token ring, mqueue by priority pattern",
+    make_cells=lambda mode: _quick_seed_cells({
+        "pipe-throughput/copies=1", "pipe-context/copies=1", "pipe-sweep/w=1,r=1",
+        "pipe-sweep/w=2,r=1", "pipe-sweep/w=5,r=1", "pipe-sweep/w=5,r=10",
+        "token-ring/procs=64", "mq-latency/prio=constant", "mq-latency/prio=increasing",
+        "mq-latency/prio=decreasing", "mq-latency/prio=random"}),
+    reps={QUICK: 9, FULL: 9},
+)
 
 
 ICOUNT_CHECK = Suite(
@@ -428,7 +444,7 @@ def register(suite):
     return suite
 
 
-for _s in SEED_SUITES + [SEEDS, PEERS, ENGINE_CHECKS, TIMING_COST, ICOUNT_CHECK]:
+for _s in SEED_SUITES + [SEEDS, PEERS, ENGINE_CHECKS, TIMING_COST, ICOUNT_CHECK, ACCEPTANCE]:
     register(_s)
 
 
