@@ -1,6 +1,4 @@
 # SPDX-License-Identifier: MIT
-import sys
+from ipclab.signals import entry
 
-from ipclab.cli import main
-
-sys.exit(main())
+entry()

@@ -15,9 +15,9 @@ import os
 import sys
 from pathlib import Path
 
-from ipclab import EXIT_INTERRUPTED, EXIT_USAGE, Error, __version__, compare, engine, envinfo
+from ipclab import EXIT_USAGE, Error, __version__, compare, engine, envinfo
 from ipclab import fmt, peers, proc, profile, progress, report, results, runner, stats, suites
-from ipclab import views
+from ipclab import signals, views
 from ipclab.lab import ab, bases, gittree, kernel, variants, vm
 from ipclab.lab import bisect as lab_bisect
 
@@ -825,10 +825,10 @@ def run_command(args):
     except Error as e:
         sys.stderr.write(f"ipclab: error: {e}\n")
         return e.code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:      # Ctrl-C, or SIGTERM (signals.Terminated)
         proc.kill_all()
-        sys.stderr.write("ipclab: interrupted\n")
-        return EXIT_INTERRUPTED
+        sys.stderr.write(f"ipclab: {signals.word(e)}\n")
+        return signals.status(e)
     except BrokenPipeError:
         return 0
     except OSError as e:

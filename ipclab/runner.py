@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from ipclab import Error, engine, envinfo, peers, progress, proc, results, safeio, schedule
-from ipclab import suites
+from ipclab import signals, suites
 
 
 @dataclasses.dataclass
@@ -219,7 +219,8 @@ def cells_from_results(res):
 
 
 def execute(sides, quiet=False, stream=None):
-    """Run what the plan still needs on every side; returns 0, or 130 when interrupted.
+    """Run what the plan still needs on every side; returns 0, or 130 when interrupted (143
+    on SIGTERM).
 
     The sides share one plan (reps, warmups, order_seed).  Each file is saved after every
     sample, so Ctrl-C loses at most the sample in flight.
@@ -258,15 +259,15 @@ def execute(sides, quiet=False, stream=None):
                     stream.write(f"\n{what}: {out.status}: {out.error}\n")
             results.save(side.res, side.path)
             bar.step(what, cell.est_s)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:      # Ctrl-C, or SIGTERM (signals.Terminated)
         bar.close()
         for side in sides:
             results.save(side.res, side.path)
         n = sum(len(c["samples"]) for side in sides for c in side.res["cells"])
         files = " and ".join(side.path for side in sides)
-        stream.write(f"interrupted: {n} samples saved in {files}; continue with"
+        stream.write(f"{signals.word(e)}: {n} samples saved in {files}; continue with"
                      f" `ipclab run --resume {sides[0].path}`\n")
-        return 130
+        return signals.status(e)
     bar.close()
     for side in sides:
         results.finish(side.res)

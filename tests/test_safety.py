@@ -2,11 +2,14 @@
 """Issue 30: nothing replaced, nothing lost, nothing escapes. Bad paths, signals and absurd
 input each get one line and an exit status, and no file is lost or replaced."""
 import os
+import signal
 import stat
+import subprocess
+import sys
+import time
 
 import pytest
-
-from conftest import fixture
+from conftest import FAKE_ENGINE, ROOT, fixture
 
 from ipclab import proc, results
 from ipclab.cli import main
@@ -169,3 +172,71 @@ def test_resume_of_a_complete_run_says_so(fake_engine, tmp_path, monkeypatch, ca
     err = capsys.readouterr().err
     assert one_line(err) and "already complete" in err
     assert (tmp_path / "r.json").read_text() == before
+
+
+# ---- 7. SIGTERM is handled as Ctrl-C is; an interrupt while starting is one line -------------
+
+
+def _engines_of(mark, but=None):
+    """Live processes whose environment carries `mark`, but ipclab's own: the engines one
+    test started."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if int(pid) == but:
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if mark.encode() in f.read().split(b"\0"):
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def _start(argv, tmp_path, **env):
+    return subprocess.Popen([sys.executable, "-m", "ipclab"] + argv, cwd=str(tmp_path),
+                            env=dict(os.environ, PYTHONPATH=ROOT, **env),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def test_sigterm_saves_kills_the_engine_and_exits_143(tmp_path):
+    mark = f"IPCLAB_TEST_MARK={tmp_path}"
+    p = _start(["run", "seed-skip-wakeups", "--reps", "2", "-o", "r.json", "--no-report",
+                "--order-seed", "1", "--quiet"], tmp_path, IPCBENCH=FAKE_ENGINE,
+               FAKE_HANG="pipe-context", IPCLAB_TEST_MARK=str(tmp_path))
+    path = tmp_path / "r.json"
+    deadline = time.monotonic() + 60
+    # Stuck in the hanging workload, with a sample saved before it.
+    while time.monotonic() < deadline and not (
+            path.exists() and _engines_of(mark, p.pid) and
+            sum(len(c["samples"]) for c in results.load(str(path))["cells"]) >= 1):
+        time.sleep(0.2)
+    try:
+        assert _engines_of(mark, p.pid), "the hanging engine never started"
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+        left = _engines_of(mark)
+    finally:
+        for pid in _engines_of(mark):     # whatever a failure left, not another test's
+            os.kill(pid, signal.SIGKILL)
+    assert p.returncode == 143, err
+    assert one_line(err) and "terminated" in err and "--resume r.json" in err
+    kept = results.load(str(path))
+    assert not kept["complete"] and sum(len(c["samples"]) for c in kept["cells"]) >= 1
+    assert left == []
+
+
+def test_ctrl_c_while_starting_is_one_line_and_130(tmp_path):
+    # The modules take a second or so to load; an interrupt then used to be a traceback.
+    interrupted = 0
+    for delay in (0.15, 0.3, 0.5):
+        p = _start(["suites"], tmp_path)
+        time.sleep(delay)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+        assert "Traceback" not in err
+        if p.returncode != 0:
+            assert p.returncode == 130 and err == "ipclab: interrupted\n", (delay, err)
+            interrupted += 1
+    assert interrupted
