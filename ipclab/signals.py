@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""SIGTERM handled as Ctrl-C is, and the command's entry point.
+"""SIGTERM handled as Ctrl-C is.
 
 SIGTERM raises Terminated, a KeyboardInterrupt: every path that saves a run and kills the
 process groups it started on Ctrl-C (runner.execute, proc.run, cli.run_command) does the
@@ -7,7 +7,6 @@ same on SIGTERM, and only the word and the exit status (128 + the signal) differ
 """
 
 import signal
-import sys
 import threading
 
 from ipclab import EXIT_INTERRUPTED, EXIT_TERMINATED
@@ -36,17 +35,3 @@ def status(exc):
 
 def word(exc):
     return "terminated" if isinstance(exc, Terminated) else "interrupted"
-
-
-def entry():
-    """`ipclab` and `python -m ipclab`. The command line's own handler (cli.run_command)
-    is not in place while the modules load (a second or so): an interrupt then is one line
-    and its status too, not a traceback."""
-    try:
-        install()
-        from ipclab.cli import main
-        code = main()
-    except KeyboardInterrupt as e:
-        sys.stderr.write(f"ipclab: {word(e)}\n")
-        code = status(e)
-    sys.exit(code)
