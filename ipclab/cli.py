@@ -144,6 +144,7 @@ def cmd_run(args):
                                                     args.reps, args.warmups)
     if args.cell:
         cells = suites.select(cells, args.cell)
+    runner.check_size(cells, reps, warmups, max(1, len(specs)))
     if args.dry_run:
         est = sum(c.est_s for c in cells) * (reps + warmups) * max(1, len(specs))
         runs = len(cells) * (reps + warmups) * max(1, len(specs))

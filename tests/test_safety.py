@@ -240,3 +240,28 @@ def test_ctrl_c_while_starting_is_one_line_and_130(tmp_path):
             assert p.returncode == 130 and err == "ipclab: interrupted\n", (delay, err)
             interrupted += 1
     assert interrupted
+
+
+# ---- 6. an absurd plan is refused before it takes memory ----------------------------------
+
+
+@pytest.mark.parametrize("extra", [["--reps", "100000000"], ["--warmups", "100000000"],
+                                   ["--reps", "1000", "--side", "a=--copies 1", "--side", "b=--copies 2"]])
+def test_an_absurd_plan_is_refused_with_its_cost(extra, fake_engine, tmp_path, monkeypatch,
+                                                 capsys):
+    import resource
+    monkeypatch.chdir(tmp_path)
+    # The refusal must come before the plan is built: 10**8 slots took 14.5 GiB. Memory is
+    # capped here so that a regression fails (MemoryError) instead of swapping the machine.
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, hard))
+    try:
+        rc = main(["run", "seeds", "--quiet", "--no-report", "-o", "r.json"] + extra)
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    err = capsys.readouterr().err
+    assert rc == 2 and one_line(err), err
+    assert "GiB" in err and "engine runs" in err
+    assert not os.path.exists("r.json")
+    # a dry run says the same
+    assert main(["run", "seeds", "--dry-run"] + extra) == 2
