@@ -608,9 +608,12 @@ def add_bisect_parser(sub):
                    help="a commit has moved when its metric is more than PCT%% from GOOD's "
                         "(default: half of GOOD -> BAD)")
     _add_cost(b)
-    b.add_argument("--timed", action="store_true",
-                   help="timed boots instead of the deterministic mode (refused when its "
-                        "steps lack the power to see the threshold)")
+    mode = b.add_mutually_exclusive_group()
+    mode.add_argument("--deterministic", action="store_true",
+                      help="boots under QEMU icount, one per commit (the default)")
+    mode.add_argument("--timed", action="store_true",
+                      help="timed boots instead of the deterministic mode (refused when its "
+                           "steps lack the power to see the threshold)")
     b.add_argument("--boots", type=positive_int,
                    help=f"boots per commit (1 deterministic; {ab.TIMED_PAIRS} timed)")
     b.add_argument("--cpus", type=positive_int, help="guest CPUs")
@@ -643,8 +646,8 @@ def cmd_bisect(args):
         tree = Path(args.tree).resolve()
         if not gittree.is_git_tree(tree):
             raise Error(f"--tree {args.tree}: not a git tree")
-        lab_bisect.check_metric(args.suite, args.metric)
         deterministic_mode = not args.timed
+        lab_bisect.check_metric(args.suite, args.metric, deterministic_mode)
         boots = args.boots or (1 if deterministic_mode else ab.TIMED_PAIRS)
         if not deterministic_mode:
             lab_bisect.check_timed_boots(boots)

@@ -265,3 +265,51 @@ def test_an_absurd_plan_is_refused_with_its_cost(extra, fake_engine, tmp_path, m
     assert not os.path.exists("r.json")
     # a dry run says the same
     assert main(["run", "seeds", "--dry-run"] + extra) == 2
+
+
+# ---- 8. bisect checks its metric before anything is built ---------------------------------
+
+
+def _git_tree(tmp_path):
+    tree = tmp_path / "linux"
+    tree.mkdir()
+    (tree / "Makefile").write_text("VERSION = 6\n")
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    for n in (1, 2):
+        subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", str(n)], check=True)
+    return tree
+
+
+@pytest.mark.parametrize("metric,want", [
+    ("pipe", "several cells match"),
+    ("pipe-throughput/copies=1:metrics.nosuch", "samples have no metrics.nosuch"),
+    ("pipe-throughput/copies=1:loops", "'loops' is not metrics.NAME"),
+    ("pipe-throughput/copies=1:metrics.loops_per_s * x", "'x' is not a number"),
+])
+def test_bisect_refuses_an_ambiguous_or_bad_metric_before_building(metric, want, fake_engine,
+                                                                   tmp_path, monkeypatch,
+                                                                   capsys):
+    from ipclab.lab import kernel
+    built = []
+    monkeypatch.setattr(kernel, "obtain", lambda *a, **k: built.append(a))
+    tree = _git_tree(tmp_path)
+    for mode in (["--dry-run"], ["--dry-run", "--timed"]):
+        rc = main(["bisect", "--tree", str(tree), "HEAD~1", "HEAD", "--suite",
+                   "seed-skip-wakeups", "--metric", metric, "-o", str(tmp_path / "o")] + mode)
+        err = capsys.readouterr().err
+        assert rc == 2 and one_line(err) and want in err, err
+    assert built == [] and not (tmp_path / "o").exists()
+    # what the probe takes: a path the cell's samples have, or what only a guest counts
+    from ipclab.lab import bisect
+    bisect.check_metric("seed-skip-wakeups", "pipe-throughput/copies=1:metrics.loops_per_s")
+    bisect.check_metric("seed-skip-wakeups", "pipe-throughput/copies=1:cost.atomics")
+
+
+def test_bisect_takes_the_deterministic_its_help_offers(tmp_path, capsys):
+    from ipclab.cli import build_parser
+    args = build_parser().parse_args(["bisect", "--deterministic", "--cost"])
+    assert args.deterministic and not args.timed
+    assert main(["bisect", "--deterministic", "--timed"]) == 2
+    assert "not allowed with" in capsys.readouterr().err
