@@ -439,9 +439,9 @@ class _IntermixedParser(argparse.ArgumentParser):
 
 def _add_tree(p):
     p.add_argument("--tree", metavar="DIR",
-                   help="kernel tree instead of a base's Debian tarball: a git tree, whose refs the "
-                        "names then are (each commit is built in the lab's own checkout; your "
-                        "work tree and index are not touched), or a plain tree to patch")
+                   help="a kernel's git tree instead of a base's Debian tarball: the names are "
+                        "then its refs (each commit is built in the lab's own checkout; your "
+                        "work tree and index are not touched)")
 
 
 def _add_kernel_sources(p, patch_side="the kernel"):
@@ -524,7 +524,6 @@ def add_lab_parsers(sub):
     b.set_defaults(func=cmd_kernel_build)
     ls = ksub.add_parser("list", help="the bases (kernel releases) and variants, their "
                          "patches, and whether each is built")
-    _add_tree(ls)
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=cmd_kernel_list)
     f = ksub.add_parser("fetch", help="download a base's kernel source (make lab-deps does)",
@@ -718,7 +717,7 @@ def cmd_kernel_fetch(args):
 
 def cmd_kernel_list(args):
     _no_command(args, "kernel list")
-    base_rows, rows = kernel.describe_bases(), kernel.describe(args.tree)
+    base_rows, rows = kernel.describe_bases(), kernel.describe()
     if args.json:
         json.dump({"bases": base_rows, "variants": rows}, sys.stdout, indent=2)
         print()

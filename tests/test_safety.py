@@ -313,3 +313,30 @@ def test_bisect_takes_the_deterministic_its_help_offers(tmp_path, capsys):
     assert args.deterministic and not args.timed
     assert main(["bisect", "--deterministic", "--timed"]) == 2
     assert "not allowed with" in capsys.readouterr().err
+
+
+# ---- 4. --tree is checked, never ignored --------------------------------------------------
+
+
+def test_a_tree_that_is_not_a_kernel_git_tree_is_refused(tmp_path, monkeypatch, capsys):
+    from ipclab.lab import kernel
+    built = []
+    monkeypatch.setattr(kernel, "obtain", lambda *a, **k: built.append(a))
+    plain = tmp_path / "plain"
+    (plain / "kernel").mkdir(parents=True)
+    (plain / "Makefile").write_text("VERSION = 6\n")
+    not_kernel = _git_tree(tmp_path)            # a git tree with a Makefile, no kernel/
+    cases = [("/nonexistent", "no such directory"), (str(plain), "not the top of a git tree"),
+             (str(not_kernel), "not a kernel tree")]
+    for tree, want in cases:
+        for argv in (["kernel", "build", "mainline", "--dry-run"],
+                     ["kernel", "build", "HEAD", "--dry-run"],
+                     ["ab", "HEAD~1", "HEAD", "--dry-run"],
+                     ["vm", "run", "HEAD", "seeds", "--dry-run"]):
+            assert main(argv + ["--tree", tree]) == 2, (argv, tree)
+            err = capsys.readouterr().err
+            assert one_line(err) and want in err, (argv, err)
+    # `kernel list` never used its --tree: it has none now
+    assert main(["kernel", "list", "--tree", str(plain)]) == 2
+    assert "unrecognized arguments: --tree" in capsys.readouterr().err
+    assert built == []
