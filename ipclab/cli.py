@@ -28,6 +28,11 @@ def _meta(items):
         if "=" not in item:
             raise Error(f"--meta wants key=value, got {item!r}")
         k, v = item.split("=", 1)
+        if not k.strip():
+            raise Error(f"--meta {item!r}: the key is empty")
+        if k.strip() in results.TOOL_META:
+            raise Error(f"--meta {k.strip()}: ipclab records {k.strip()} itself (its own keys:"
+                        f" {', '.join(results.TOOL_META)})")
         meta[k.strip()] = v
     return meta
 
@@ -168,9 +173,10 @@ def cmd_run(args):
     runner.check_new_outputs([s.path for s in sides], args.force)
     for s in sides:
         results.save(s.res, s.path)
+    # --quiet drops the bar and this banner, never a warning.
+    for w in envinfo.warnings(sides[0].res["host"]):
+        sys.stderr.write(f"warning: {w}\n")
     if not args.quiet:
-        for w in envinfo.warnings(sides[0].res["host"]):
-            sys.stderr.write(f"warning: {w}\n")
         where = " and ".join(s.path for s in sides)
         how = (f" on each side ({', '.join(str(s) for s in specs)}), A and B alternating"
                if specs else "")
@@ -236,6 +242,9 @@ def cmd_show(args):
 def cmd_compare(args):
     base = results.load(args.base)
     new = results.load(args.new)
+    for path, res in ((args.base, base), (args.new, new)):
+        if not any(results.measured(c) for c in res["cells"]):
+            raise Error(f"{path}: no measured samples to compare")
     names = (base["pair"]["side"], new["pair"]["side"]) \
         if results.sides_of_one_run(base, new) else ("baseline", "new")
     outcome = compare.compare_results(base, new, common=args.common,
@@ -251,7 +260,7 @@ def cmd_report(args):
     loaded = [(p, results.load(p)) for p in args.files]
     if len(loaded) > 1:
         for _, r in loaded[1:]:
-            compare.match_cells(loaded[0][1], r, common=False)
+            compare.match_cells(loaded[0][1], r, common=False, hint_common=False)
     out_dir = _report_dir(loaded[0][1]["id"] if len(loaded) == 1 else
                           f"{loaded[0][1]['id']}-vs-{loaded[-1][1]['id']}", args.output)
     md = report.write_report(loaded, out_dir, peers=_peers_run(args.peers))

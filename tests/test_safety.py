@@ -2,6 +2,7 @@
 """Issue 30: nothing replaced, nothing lost, nothing escapes. Bad paths, signals and absurd
 input each get one line and an exit status, and no file is lost or replaced."""
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -221,6 +222,7 @@ def test_sigterm_saves_kills_the_engine_and_exits_143(tmp_path):
         for pid in _engines_of(mark):     # whatever a failure left, not another test's
             os.kill(pid, signal.SIGKILL)
     assert p.returncode == 143, err
+    err = "".join(line + "\n" for line in err.splitlines() if not line.startswith("warning: "))
     assert one_line(err) and "terminated" in err and "--resume r.json" in err
     kept = results.load(str(path))
     assert not kept["complete"] and sum(len(c["samples"]) for c in kept["cells"]) >= 1
@@ -340,3 +342,77 @@ def test_a_tree_that_is_not_a_kernel_git_tree_is_refused(tmp_path, monkeypatch, 
     assert main(["kernel", "list", "--tree", str(plain)]) == 2
     assert "unrecognized arguments: --tree" in capsys.readouterr().err
     assert built == []
+
+
+# ---- 9. the smaller things ------------------------------------------------------------------
+
+
+def test_reading_a_fifo_is_refused_not_a_hang(tmp_path, capsys):
+    os.mkfifo(tmp_path / "f.json")
+    for argv in (["show", str(tmp_path / "f.json")],
+                 ["compare", fixture("base.json"), str(tmp_path / "f.json")],
+                 ["report", str(tmp_path / "f.json"), "-o", str(tmp_path / "rep")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert one_line(err) and "is a FIFO" in err
+
+
+def test_compare_of_a_file_without_samples_is_an_error(tmp_path, capsys):
+    res = results.load(fixture("base.json"))
+    for c in res["cells"]:
+        c["samples"], c["status"] = [], "pending"
+    results.save(res, tmp_path / "empty.json")
+    assert main(["compare", fixture("base.json"), str(tmp_path / "empty.json")]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "no measured samples" in err
+
+
+def test_report_does_not_advise_an_option_it_lacks(tmp_path, capsys):
+    res = results.load(fixture("base.json"))
+    res["cells"] = res["cells"][1:]
+    results.save(res, tmp_path / "fewer.json")
+    assert main(["report", fixture("base.json"), str(tmp_path / "fewer.json"),
+                 "-o", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "do not match" in err and "--common" not in err
+
+
+@pytest.mark.parametrize("item,want", [("accel=fake", "records accel itself"),
+                                       ("=v", "the key is empty"), (" =v", "the key is empty")])
+def test_meta_cannot_set_what_ipclab_records(item, want, fake_engine, tmp_path, monkeypatch,
+                                             capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(QUICK + ["-o", "r.json", "--meta", item]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and want in err and not os.path.exists("r.json")
+
+
+@pytest.mark.parametrize("value", [None, float("nan"), float("inf"), -1.0])
+def test_a_metric_that_is_null_nan_or_negative_is_named(value, tmp_path, capsys):
+    res = results.load(fixture("base.json"))
+    cell = next(c for c in res["cells"] if c["samples"])
+    name = next(iter(cell["samples"][0]["metrics"]))
+    cell["samples"][0]["metrics"][name]["value"] = value
+    results.save(res, tmp_path / "bad.json")
+    assert main(["show", str(tmp_path / "bad.json")]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and f"metric {name!r}" in err
+
+
+def test_quiet_keeps_the_warnings(fake_engine, tmp_path, monkeypatch, capsys):
+    from ipclab import envinfo
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(envinfo, "warnings", lambda env: ["something to know"])
+    assert main(QUICK + ["-o", "r.json"]) == 0
+    assert capsys.readouterr().err == "warning: something to know\n"
+
+
+def test_a_report_into_an_old_folder_drops_the_old_plots(tmp_path, capsys):
+    rep = tmp_path / "rep"
+    assert main(["report", fixture("base.json"), fixture("new.json"), "-o", str(rep)]) == 0
+    before = {p.name for p in rep.glob("*.png")}
+    (rep / "mine.png").write_bytes(b"not the report's")
+    assert main(["report", fixture("base.json"), "-o", str(rep)]) == 0
+    after = {p.name for p in rep.glob("*.png")}
+    shown = set(re.findall(r"\]\(([^)]+\.png)\)", (rep / "report.md").read_text()))
+    assert after == shown | {"mine.png"} and before - after
