@@ -7,7 +7,8 @@
 #   install-deps.sh lab    kernel lab: build deps, QEMU (virtme-ng is in the venv), and each base's
 #                          kernel source (kernel/bases), downloaded into the lab's cache by
 #                          `ipclab kernel fetch` with the system's own Debian mirror
-# Idempotent: apt runs only when a package is missing, pip only when requirements changed.
+# Idempotent: apt runs only when a package is missing, pip only when requirements.txt or
+# pyproject.toml changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,13 +33,16 @@ apt_install() {
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
 }
 
+# The pinned requirements, then this checkout as the editable package `ipclab` (pyproject.toml),
+# which puts the `ipclab` command in .venv/bin.
 venv() {
 	local py=${PYTHON:-python3} stamp=.venv/.requirements.sha
 	[ -x .venv/bin/python ] || "$py" -m venv .venv
 	local want
-	want=$(sha256sum requirements.txt | cut -d' ' -f1)
-	if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+	want=$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+	if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || [ ! -x .venv/bin/ipclab ]; then
 		.venv/bin/pip install -q --disable-pip-version-check -r requirements.txt >&2
+		.venv/bin/pip install -q --disable-pip-version-check --no-deps -e . >&2
 		echo "$want" > "$stamp"
 	fi
 }
