@@ -362,7 +362,7 @@ def write_report(paths_and_results, out_dir, peers=None):
         w("```\n" + buf.getvalue().rstrip() + "\n```\n")
         png = plot.compare_plot(outcome, out_dir)
         if png:
-            w(f"![baseline -> new, 95% CI]({png.name})\n")
+            w(f"![baseline -> new: each delta with its interval]({png.name})\n")
     path = out_dir / "report.md"
     proc.write_text_atomic(path, "\n".join(md).rstrip() + "\n")
     # An earlier report's plots that this one does not show would pass for its own.

@@ -407,12 +407,48 @@ def test_quiet_keeps_the_warnings(fake_engine, tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().err == "warning: something to know\n"
 
 
-def test_a_report_into_an_old_folder_drops_the_old_plots(tmp_path, capsys):
+def test_a_report_into_an_old_folder_drops_the_old_plots(fake_engine, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(QUICK + ["-o", "r.json"]) == 0
     rep = tmp_path / "rep"
-    assert main(["report", fixture("base.json"), fixture("new.json"), "-o", str(rep)]) == 0
-    before = {p.name for p in rep.glob("*.png")}
-    (rep / "mine.png").write_bytes(b"not the report's")
-    assert main(["report", fixture("base.json"), "-o", str(rep)]) == 0
-    after = {p.name for p in rep.glob("*.png")}
-    shown = set(re.findall(r"\]\(([^)]+\.png)\)", (rep / "report.md").read_text()))
-    assert after == shown | {"mine.png"} and before - after
+    rep.mkdir()
+    # an earlier report's folder: its report.md shows old.png; mine.png is the user's
+    (rep / "report.md").write_text("# old\n\n![an old plot](old.png)\n")
+    (rep / "old.png").write_bytes(b"old")
+    (rep / "mine.png").write_bytes(b"mine")
+    assert main(["report", "r.json", "-o", str(rep)]) == 0
+    assert not (rep / "old.png").exists() and (rep / "mine.png").read_bytes() == b"mine"
+    assert "old.png" not in (rep / "report.md").read_text()
+
+
+# ---- 10. the compare plot says what it draws ---------------------------------------------
+
+
+def test_the_compare_plot_names_its_level_direction_and_scale(tmp_path, monkeypatch):
+    import dataclasses
+
+    from ipclab import compare, plot
+    outcome = compare.compare_results(results.load(fixture("base.json")),
+                                      results.load(fixture("new.json")))
+    rows = [r for r in outcome.rows if r.cmp.ci and r.cmp.ratio == r.cmp.ratio]
+    assert len(rows) >= 3
+    # one row's interval very wide, one row's missing
+    rows[0].cmp = dataclasses.replace(rows[0].cmp, ci=(0.5, 11.0))
+    rows[1].cmp = dataclasses.replace(rows[1].cmp, ci=(float("nan"), float("nan")))
+    drawn = {}
+
+    def keep(fig, out_dir, name):
+        drawn["ax"] = fig.axes[0]
+        return name
+    monkeypatch.setattr(plot, "_save", keep)
+    assert plot.compare_plot(outcome, tmp_path)
+    ax = drawn["ax"]
+    level = f"{outcome.level:.1%}".replace(".0%", "%")
+    assert level != "95%" and level in ax.get_xlabel()
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert all("is better)" in t for t in labels if "throughput" in t)
+    # the wide interval (+1000%) does not set the scale; its bound is written at the edge
+    assert ax.get_xlim()[1] < 1000
+    assert any(t.get_text() == "+1000%" for t in ax.texts)
+    # the row without an interval is marked so, not drawn as an exact tick
+    assert any("no interval" in t.get_text() for t in ax.texts)
