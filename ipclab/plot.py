@@ -197,7 +197,7 @@ def compare_plot(outcome, out_dir):
                     fmt="none", ecolor="k", capsize=2, lw=0.8)
         for bound, edge in ((inter[0], -half), (inter[1], half)):
             if abs(bound) > half:
-                ax.annotate(f"{bound:+.0f}%", (edge, i), fontsize=6, va="center",
+                ax.annotate(f"{bound:+.0f}%", (edge, i), fontsize=6, va="bottom",
                             ha="right" if edge > 0 else "left")
     ax.set_xlim(-half, half)
     ax.axvline(0, color="k", lw=0.8)
@@ -206,9 +206,9 @@ def compare_plot(outcome, out_dir):
                         for r in rows], fontsize=7)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     level = f"{outcome.level:.1%}".replace(".0%", "%")
-    ax.set_xlabel(f"delta % (new vs baseline); intervals: {level} for the primary rows"
-                  f" (Holm, family of {outcome.family}), 95% for the others; green better,"
-                  " red worse, orange changed")
+    ax.set_xlabel(f"delta % (new vs baseline); green better, red worse, orange changed\n"
+                  f"intervals: {level} for the primary rows (Holm, family of {outcome.family}),"
+                  " 95% for the others", fontsize=8)
     ax.set_title(f"{outcome.base.get('id')} -> {outcome.new.get('id')}")
     name = f"compare-{outcome.base.get('id')}-vs-{outcome.new.get('id')}.png"
     return _save(fig, out_dir, re.sub(r"[^A-Za-z0-9_.-]+", "_", name))
