@@ -35,7 +35,7 @@ conformance:
 	@$(MAKE) --no-print-directory -C conformance run
 
 run: deps engine
-	$(PY) -m ipclab run $(SUITE) --quick
+	$(VENV)/bin/ipclab run $(SUITE) --quick
 
 engine-checks: deps engine
 	$(PY) scripts/engine-checks

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # Exit statuses every command shares.
 EXIT_FAILED = 1         # something we ran failed (a cell, a build, a guest)
 EXIT_USAGE = 2          # bad input: arguments, names, files
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+EXIT_TERMINATED = 143   # SIGTERM, handled as Ctrl-C is (ipclab/signals.py)
 
 
 class Error(Exception):

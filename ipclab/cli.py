@@ -15,9 +15,9 @@ import os
 import sys
 from pathlib import Path
 
-from ipclab import EXIT_INTERRUPTED, EXIT_USAGE, Error, __version__, compare, engine, envinfo
+from ipclab import EXIT_USAGE, Error, __version__, compare, engine, envinfo
 from ipclab import fmt, peers, proc, profile, progress, report, results, runner, stats, suites
-from ipclab import views
+from ipclab import signals, views
 from ipclab.lab import ab, bases, gittree, kernel, variants, vm
 from ipclab.lab import bisect as lab_bisect
 
@@ -28,6 +28,11 @@ def _meta(items):
         if "=" not in item:
             raise Error(f"--meta wants key=value, got {item!r}")
         k, v = item.split("=", 1)
+        if not k.strip():
+            raise Error(f"--meta {item!r}: the key is empty")
+        if k.strip() in results.TOOL_META:
+            raise Error(f"--meta {k.strip()}: ipclab records {k.strip()} itself (its own keys:"
+                        f" {', '.join(results.TOOL_META)})")
         meta[k.strip()] = v
     return meta
 
@@ -144,6 +149,7 @@ def cmd_run(args):
                                                     args.reps, args.warmups)
     if args.cell:
         cells = suites.select(cells, args.cell)
+    runner.check_size(cells, reps, warmups, max(1, len(specs)))
     if args.dry_run:
         est = sum(c.est_s for c in cells) * (reps + warmups) * max(1, len(specs))
         runs = len(cells) * (reps + warmups) * max(1, len(specs))
@@ -167,9 +173,10 @@ def cmd_run(args):
     runner.check_new_outputs([s.path for s in sides], args.force)
     for s in sides:
         results.save(s.res, s.path)
+    # --quiet drops the bar and this banner, never a warning.
+    for w in envinfo.warnings(sides[0].res["host"]):
+        sys.stderr.write(f"warning: {w}\n")
     if not args.quiet:
-        for w in envinfo.warnings(sides[0].res["host"]):
-            sys.stderr.write(f"warning: {w}\n")
         where = " and ".join(s.path for s in sides)
         how = (f" on each side ({', '.join(str(s) for s in specs)}), A and B alternating"
                if specs else "")
@@ -235,6 +242,9 @@ def cmd_show(args):
 def cmd_compare(args):
     base = results.load(args.base)
     new = results.load(args.new)
+    for path, res in ((args.base, base), (args.new, new)):
+        if not any(results.measured(c) for c in res["cells"]):
+            raise Error(f"{path}: no measured samples to compare")
     names = (base["pair"]["side"], new["pair"]["side"]) \
         if results.sides_of_one_run(base, new) else ("baseline", "new")
     outcome = compare.compare_results(base, new, common=args.common,
@@ -250,7 +260,7 @@ def cmd_report(args):
     loaded = [(p, results.load(p)) for p in args.files]
     if len(loaded) > 1:
         for _, r in loaded[1:]:
-            compare.match_cells(loaded[0][1], r, common=False)
+            compare.match_cells(loaded[0][1], r, common=False, hint_common=False)
     out_dir = _report_dir(loaded[0][1]["id"] if len(loaded) == 1 else
                           f"{loaded[0][1]['id']}-vs-{loaded[-1][1]['id']}", args.output)
     md = report.write_report(loaded, out_dir, peers=_peers_run(args.peers))
@@ -444,9 +454,9 @@ CONFIG_HELP = ("the kernel config: `tiny` (default: tinyconfig plus kernel/confi
 
 def _add_tree(p):
     p.add_argument("--tree", metavar="DIR",
-                   help="kernel tree instead of a base's Debian tarball: a git tree, whose refs the "
-                        "names then are (each commit is built in the lab's own checkout; your "
-                        "work tree and index are not touched), or a plain tree to patch")
+                   help="a kernel's git tree instead of a base's Debian tarball: the names are "
+                        "then its refs (each commit is built in the lab's own checkout; your "
+                        "work tree and index are not touched)")
 
 
 def _add_kernel_sources(p, patch_side="the kernel"):
@@ -529,7 +539,6 @@ def add_lab_parsers(sub):
     b.set_defaults(func=cmd_kernel_build)
     ls = ksub.add_parser("list", help="the bases (kernel releases) and variants, their "
                          "patches, and whether each is built")
-    _add_tree(ls)
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=cmd_kernel_list)
     f = ksub.add_parser("fetch", help="download a base's kernel source (make lab-deps does)",
@@ -613,9 +622,12 @@ def add_bisect_parser(sub):
                    help="a commit has moved when its metric is more than PCT%% from GOOD's "
                         "(default: half of GOOD -> BAD)")
     _add_cost(b)
-    b.add_argument("--timed", action="store_true",
-                   help="timed boots instead of the deterministic mode (refused when its "
-                        "steps lack the power to see the threshold)")
+    mode = b.add_mutually_exclusive_group()
+    mode.add_argument("--deterministic", action="store_true",
+                      help="boots under QEMU icount, one per commit (the default)")
+    mode.add_argument("--timed", action="store_true",
+                      help="timed boots instead of the deterministic mode (refused when its "
+                           "steps lack the power to see the threshold)")
     b.add_argument("--boots", type=positive_int,
                    help=f"boots per commit (1 deterministic; {ab.TIMED_PAIRS} timed)")
     b.add_argument("--cpus", type=positive_int, help="guest CPUs")
@@ -647,8 +659,8 @@ def cmd_bisect(args):
         tree = Path(args.tree).resolve()
         if not gittree.is_git_tree(tree):
             raise Error(f"--tree {args.tree}: not a git tree")
-        lab_bisect.check_metric(args.suite, args.metric)
         deterministic_mode = not args.timed
+        lab_bisect.check_metric(args.suite, args.metric, deterministic_mode)
         boots = args.boots or (1 if deterministic_mode else ab.TIMED_PAIRS)
         if not deterministic_mode:
             lab_bisect.check_timed_boots(boots)
@@ -732,7 +744,7 @@ def cmd_kernel_fetch(args):
 
 def cmd_kernel_list(args):
     _no_command(args, "kernel list")
-    base_rows, rows = kernel.describe_bases(), kernel.describe(args.tree)
+    base_rows, rows = kernel.describe_bases(), kernel.describe()
     if args.json:
         json.dump({"bases": base_rows, "variants": rows}, sys.stdout, indent=2)
         print()
@@ -848,10 +860,10 @@ def run_command(args):
     except Error as e:
         sys.stderr.write(f"ipclab: error: {e}\n")
         return e.code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:      # Ctrl-C, or SIGTERM (signals.Terminated)
         proc.kill_all()
-        sys.stderr.write("ipclab: interrupted\n")
-        return EXIT_INTERRUPTED
+        sys.stderr.write(f"ipclab: {signals.word(e)}\n")
+        return signals.status(e)
     except BrokenPipeError:
         return 0
     except OSError as e:

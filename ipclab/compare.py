@@ -22,8 +22,9 @@ from ipclab.comparison import (MIN_CHANGE, EntryChange, JudgedRow, Outcome, Pair
 
 
 
-def match_cells(base, new, common=False, names=("BASE", "NEW")):
-    """Pairs of cells with the same key; Error explaining any mismatch."""
+def match_cells(base, new, common=False, names=("BASE", "NEW"), hint_common=True):
+    """Pairs of cells with the same key; Error explaining any mismatch (hint_common: the
+    command has --common to offer)."""
     bk = {c["key"]: c for c in base["cells"]}
     nk = {c["key"]: c for c in new["cells"]}
     only_b = [k for k in bk if k not in nk]
@@ -35,7 +36,8 @@ def match_cells(base, new, common=False, names=("BASE", "NEW")):
                 more = ", ..." if len(keys) > 3 else ""
                 parts.append(f"{len(keys)} only in {label} ({', '.join(keys[:3])}{more})")
         raise Error(f"cells do not match: {'; '.join(parts)}; compare runs of the same suite"
-                    " and mode, or pass --common to compare the shared cells only")
+                    " and mode" + (", or pass --common to compare the shared cells only"
+                                   if hint_common else ""))
     pairs = []
     for k, b in bk.items():
         if k not in nk:

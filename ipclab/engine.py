@@ -10,6 +10,7 @@ engine's --timeout.
 import functools
 import json
 import os
+import shutil
 from dataclasses import dataclass, field
 
 from ipclab import EXIT_FAILED, ROOT, Error, proc
@@ -22,15 +23,19 @@ WATCHDOG_GRACE_S = 15
 
 
 def default_engine_path():
-    return os.environ.get("IPCBENCH") or str(ROOT / "bench" / "ipcbench")
+    """IPCBENCH; else the build beside the package in a checkout; else `ipcbench` on PATH
+    (a package installed on its own, `pipx install .`)."""
+    home = ROOT / "bench" / "ipcbench"
+    return os.environ.get("IPCBENCH") or \
+        (str(home) if home.exists() else shutil.which("ipcbench") or str(home))
 
 
 def find_engine(path=None):
     """The engine's path; Error (one line, exit 2) if it is missing."""
     path = path or default_engine_path()
     if not os.path.exists(path):
-        raise Error(f"engine not found: {path} (build it with `make engine`, or pass --engine"
-                    " PATH / set IPCBENCH)")
+        raise Error(f"engine not found: {path} (build it with `make engine`, put ipcbench on"
+                    " PATH, or pass --engine PATH / set IPCBENCH)")
     if not os.access(path, os.X_OK) or os.path.isdir(path):
         raise Error(f"engine is not executable: {path}")
     return path

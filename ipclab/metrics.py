@@ -12,6 +12,7 @@ optionally divided by other paths and multiplied by a constant:
 
 import math
 
+from ipclab import Error
 from ipclab.results import measured
 
 # What compare tests for each workload, primary first.  A path missing from the samples is
@@ -75,6 +76,28 @@ def metric_value(sample, path):
             return None
         v = v / d
     return None if v is None else v * scale
+
+
+_HEADS = ("metrics", "latency", "counters", "params", "cost")
+
+
+def check_path(path):
+    """Error (exit 2) when `path` is not a sentence of the path language above; whether a
+    cell's samples have it is for metric_value to say."""
+    for term in path.split("+"):
+        body, star, k = term.partition("*")
+        try:
+            if star:
+                float(k)
+        except ValueError:
+            raise Error(f"metric path {path!r}: {k.strip()!r} is not a number") from None
+        for part in (p.strip() for p in body.split("/")):
+            head, _, rest = part.partition(".")
+            if part not in ("primary", "elapsed_s") and not (
+                    head in _HEADS and rest and (head != "latency" or "." in rest)):
+                raise Error(f"metric path {path!r}: {part!r} is not metrics.NAME,"
+                            " latency.KEY.FIELD, counters.NAME, params.NAME, cost.NAME or"
+                            " primary")
 
 
 def metric_values(cell, path):

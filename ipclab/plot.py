@@ -151,29 +151,64 @@ def judged_plot(outcome, out_dir):
     return _save(fig, out_dir, re.sub(r"[^A-Za-z0-9_.-]+", "_", name))
 
 
+BETTER_MARK = {"higher": "(+ is better)", "lower": "(- is better)"}
+
+
+def _interval(r):
+    """(low, high) of a row's delta interval in %, or None when it has none."""
+    lo, hi = r.cmp.ci
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    return (lo - 1) * 100, (hi - 1) * 100
+
+
+def _scale(deltas, intervals):
+    """Half-width of the x axis: every delta, and the intervals up to the widest but one's
+    reach, so that one wide interval does not squeeze every other row into a line."""
+    reach = sorted(max(abs(a), abs(b)) for a, b in intervals)
+    keep = reach[-2] if len(reach) > 1 else (reach[-1] if reach else 0.0)
+    return max([abs(d) for d in deltas] + [keep, 1.0]) * 1.1
+
+
 def compare_plot(outcome, out_dir):
-    """Delta % of each row with its bootstrap 95% CI; significant rows coloured."""
+    """Delta % of each row with its interval (the primary rows' at the family's level);
+    colours name a verdict; a row without an interval is drawn hollow, and an interval
+    beyond the axis ends in an arrow with its bound."""
     if outcome.judged:
         return judged_plot(outcome, out_dir)
     rows = [r for r in outcome.rows if math.isfinite(r.cmp.ratio)]
     if not rows:
         return None
-    labels = [f"{r.key} {r.label}" for r in rows]
     d = [r.cmp.delta * 100 for r in rows]
-    lo = [max(0.0, (r.cmp.ratio - r.cmp.ci[0]) * 100) if math.isfinite(r.cmp.ci[0]) else 0
-          for r in rows]
-    hi = [max(0.0, (r.cmp.ci[1] - r.cmp.ratio) * 100) if math.isfinite(r.cmp.ci[1]) else 0
-          for r in rows]
+    iv = [_interval(r) for r in rows]
+    half = _scale(d, [i for i in iv if i])
     colors = [{"better": "tab:green", "worse": "tab:red"}.get(r.verdict,
               "tab:orange" if r.cmp.significant else "tab:gray") for r in rows]
     fig, ax = plt.subplots(figsize=(9, 0.28 * len(rows) + 1.5))
     y = list(range(len(rows)))
-    ax.barh(y, d, xerr=[lo, hi], color=colors, capsize=2)
+    for i, (r, delta, inter) in enumerate(zip(rows, d, iv)):
+        ax.barh(i, delta, color=colors[i] if inter else "none", edgecolor=colors[i],
+                hatch=None if inter else "//")
+        if inter is None:
+            ax.text(delta, i, "  no interval", va="center", fontsize=6)
+            continue
+        lo, hi = max(inter[0], -half), min(inter[1], half)
+        ax.errorbar([delta], [i], xerr=[[max(0.0, delta - lo)], [max(0.0, hi - delta)]],
+                    fmt="none", ecolor="k", capsize=2, lw=0.8)
+        for bound, edge in ((inter[0], -half), (inter[1], half)):
+            if abs(bound) > half:
+                ax.annotate(f"{bound:+.0f}%", (edge, i), fontsize=6, va="bottom",
+                            ha="right" if edge > 0 else "left")
+    ax.set_xlim(-half, half)
     ax.axvline(0, color="k", lw=0.8)
     ax.set_yticks(y)
-    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_yticklabels([f"{r.key} {r.label} {BETTER_MARK.get(r.better, '')}".rstrip()
+                        for r in rows], fontsize=7)
     ax.set_ylim(len(rows) - 0.5, -0.5)
-    ax.set_xlabel("delta % (new vs baseline), 95% CI; coloured = significant (Holm)")
+    level = f"{outcome.level:.1%}".replace(".0%", "%")
+    ax.set_xlabel(f"delta % (new vs baseline); green better, red worse, orange changed\n"
+                  f"intervals: {level} for the primary rows (Holm, family of {outcome.family}),"
+                  " 95% for the others", fontsize=8)
     ax.set_title(f"{outcome.base.get('id')} -> {outcome.new.get('id')}")
     name = f"compare-{outcome.base.get('id')}-vs-{outcome.new.get('id')}.png"
     return _save(fig, out_dir, re.sub(r"[^A-Za-z0-9_.-]+", "_", name))

@@ -8,14 +8,16 @@ as writers x readers, the fast-pipes ladder as steps), ours as the median
 with its CV, and the seed's published figures beside them.
 """
 
+import contextlib
 import io
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
 from ipclab import compare, costreport, deterministic, envinfo, fmt, metrics, modes, peers
-from ipclab import profile, results, stats, views
+from ipclab import proc, profile, results, safeio, stats, views
 
 
 def _ref_text(ref, view, row, col):
@@ -307,6 +309,7 @@ def write_report(paths_and_results, out_dir, peers=None):
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    earlier = _plots_shown(out_dir / "report.md")
     md = []
     w = md.append
     first = paths_and_results[0][1]
@@ -359,11 +362,26 @@ def write_report(paths_and_results, out_dir, peers=None):
         w("```\n" + buf.getvalue().rstrip() + "\n```\n")
         png = plot.compare_plot(outcome, out_dir)
         if png:
-            w(f"![baseline -> new, 95% CI]({png.name})\n")
+            w(f"![baseline -> new: each delta with its interval]({png.name})\n")
     path = out_dir / "report.md"
-    with open(path, "w") as f:
-        f.write("\n".join(md).rstrip() + "\n")
+    proc.write_text_atomic(path, "\n".join(md).rstrip() + "\n")
+    # An earlier report's plots that this one does not show would pass for its own.
+    for name in earlier - _plots_shown(path):
+        with contextlib.suppress(OSError):
+            os.unlink(out_dir / name)
     return path
+
+
+_PLOT_LINK = re.compile(r"^!\[[^\]]*\]\(([^)/\\]+\.png)\)$", re.M)
+
+
+def _plots_shown(md_path):
+    """The PNG files (in its own folder) a report.md shows; none when there is none."""
+    safeio.check_replaceable(md_path)
+    try:
+        return set(_PLOT_LINK.findall(md_path.read_text(errors="replace")))
+    except OSError:
+        return set()
 def mark(row):
     return "*" if row.cmp.significant else ""
 

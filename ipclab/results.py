@@ -36,6 +36,7 @@ ipclab-results/1 and a reader takes a file of any age; what an older file lacks:
 """
 
 import json
+import math
 from pathlib import Path
 
 from ipclab import EXIT_FAILED, Error, proc, safeio
@@ -109,6 +110,7 @@ def save(results, path):
 
 def load(path):
     """Load and check a results file; Error (one line, exit 2) if it is unusable."""
+    safeio.check_readable(path)
     try:
         with open(path) as f:
             data = json.load(f)
@@ -179,13 +181,19 @@ def _sample_problem(smp):
         if k in smp and not isinstance(smp[k], dict):
             return f"sample field {k!r} is not an object"
     for name, m in smp.get("metrics", {}).items():
+        value = m.get("value", 0) if isinstance(m, dict) else m
         if isinstance(m, dict):
-            if not isinstance(m.get("value", 0), (int, float, type(None))):
-                return f"metric {name!r} has a non-numeric value"
             if not isinstance(m.get("unit", ""), str) or not isinstance(m.get("better", ""), str):
                 return f"metric {name!r} has a bad unit or better"
         elif not isinstance(m, (int, float, type(None))):
             return f"metric {name!r} is neither a number nor an object"
+        # Every figure the engine and the peers' parsers make is a finite count, rate or
+        # time, so none is below zero; a statistic over a value that is not would
+        # silently drop it or take it.
+        if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"metric {name!r} has no numeric value ({value!r})"
+        if not math.isfinite(value) or value < 0:
+            return f"metric {name!r} is {value!r}, not a finite number of 0 or more"
     if "round" in smp and (not isinstance(smp["round"], int) or isinstance(smp["round"], bool)):
         return "a sample's round is not an integer"
     for name, lat in smp.get("latency", {}).items():
@@ -313,6 +321,12 @@ def finish(res):
         if c["status"] == "pending":
             c["status"] = "failed"
             c["error"] = c["error"] or "no sample"
+
+
+# The meta keys this tool records (add_samples, tag, set_costs, merge_boots) and reads back
+# with a shape of its own: --meta may not set them.
+TOOL_META = ("accel", "boots", "build", "clock", "cost_model", "emulated", "lab", "patches",
+             "side", "variant")
 
 
 def tag(res, **meta):

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from ipclab import Error, engine, envinfo, peers, progress, proc, results, safeio, schedule
-from ipclab import suites
+from ipclab import signals, suites
 
 
 @dataclasses.dataclass
@@ -105,6 +105,28 @@ def plan(name, extra_args=(), full=False, reps=None, warmups=None):
     if warmups < 0:
         raise Error("--warmups must be 0 or more")
     return suite, mode, suite.cells(mode), reps, warmups
+
+
+# What a plan may hold. Every sample stays in memory and the whole file is rewritten after
+# each one, so the cost grows with the square of the samples: a quick seeds run with the
+# real engine (24 samples, 2-vCPU VM) held 42 KB per sample as Python objects (tracemalloc)
+# and wrote 5.6 KB per sample to its file. 20000 engine runs is 40 times a full seeds run
+# at 15 reps, and about 0.8 GiB of samples.
+MAX_INVOCATIONS = 20000
+BYTES_PER_SAMPLE = 42_000
+
+
+def check_size(cells, reps, warmups, sides=1):
+    """Error for a plan too large to hold, with its estimated time and memory."""
+    runs = len(cells) * (reps + warmups) * sides
+    if runs <= MAX_INVOCATIONS:
+        return
+    est_s = sum(c.est_s for c in cells) * (reps + warmups) * sides
+    gib = runs * BYTES_PER_SAMPLE / 2 ** 30
+    raise Error(f"a plan of {runs} engine runs ({len(cells)} cells x {reps + warmups} rounds"
+                f"{f' x {sides} sides' if sides > 1 else ''}) would take about"
+                f" {progress.fmt_duration(est_s)} and hold about {gib:,.1f} GiB of samples;"
+                f" at most {MAX_INVOCATIONS} per run: fewer --reps or cells")
 
 
 def start(suite, mode, cells, reps, warmups, order_seed=None, meta=None):
@@ -221,7 +243,8 @@ def cells_from_results(res):
 
 
 def execute(sides, quiet=False, stream=None):
-    """Run what the plan still needs on every side; returns 0, or 130 when interrupted.
+    """Run what the plan still needs on every side; returns 0, or 130 when interrupted (143
+    on SIGTERM).
 
     The sides share one plan (reps, warmups, order_seed).  Each file is saved after every
     sample, so Ctrl-C loses at most the sample in flight.
@@ -260,15 +283,15 @@ def execute(sides, quiet=False, stream=None):
                     stream.write(f"\n{what}: {out.status}: {out.error}\n")
             results.save(side.res, side.path)
             bar.step(what, cell.est_s)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:      # Ctrl-C, or SIGTERM (signals.Terminated)
         bar.close()
         for side in sides:
             results.save(side.res, side.path)
         n = sum(len(c["samples"]) for side in sides for c in side.res["cells"])
         files = " and ".join(side.path for side in sides)
-        stream.write(f"interrupted: {n} samples saved in {files}; continue with"
+        stream.write(f"{signals.word(e)}: {n} samples saved in {files}; continue with"
                      f" `ipclab run --resume {sides[0].path}`\n")
-        return 130
+        return signals.status(e)
     bar.close()
     for side in sides:
         results.finish(side.res)

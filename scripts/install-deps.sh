@@ -11,7 +11,8 @@
 #                          what booting Debian's own kernel takes (`--kernel debian`): it has
 #                          virtiofs and no 9p, and virtme-ng wants the Rust virtiofsd, which
 #                          Debian 12 lacks: built from crates.io into the lab's cache (minutes)
-# Idempotent: apt runs only when a package is missing, pip only when requirements changed.
+# Idempotent: apt runs only when a package is missing, pip only when requirements.txt or
+# pyproject.toml changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,13 +38,16 @@ apt_install() {
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
 }
 
+# The pinned requirements, then this checkout as the editable package `ipclab` (pyproject.toml),
+# which puts the `ipclab` command in .venv/bin.
 venv() {
 	local py=${PYTHON:-python3} stamp=.venv/.requirements.sha
 	[ -x .venv/bin/python ] || "$py" -m venv .venv
 	local want
-	want=$(sha256sum requirements.txt | cut -d' ' -f1)
-	if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+	want=$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+	if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || [ ! -x .venv/bin/ipclab ]; then
 		.venv/bin/pip install -q --disable-pip-version-check -r requirements.txt >&2
+		.venv/bin/pip install -q --disable-pip-version-check --no-deps -e . >&2
 		echo "$want" > "$stamp"
 	fi
 }

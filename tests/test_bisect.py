@@ -281,13 +281,13 @@ def test_bisect_refuses_bad_suites_refs_and_too_few_timed_boots(tmp_path, capsys
     base = ["bisect", "--tree", str(tree), "HEAD~1", "HEAD"]
     cases = [
         (base + ["--suite", "nosuch", "--metric", "x"], "unknown suite or workload 'nosuch'"),
-        (base + ["--suite", "seed-skip-wakeups", "--metric", "mq"], "no cell of seed-skip-wakeups"),
+        (base + ["--suite", "seed-skip-wakeups", "--metric", "mq"], "no cells match"),
         (["bisect", "--tree", str(tree), "nosuch", "HEAD", "--suite", "seed-skip-wakeups",
-          "--metric", "pipe-throughput"], "no commit named 'nosuch'"),
-        (base + ["--suite", "seed-skip-wakeups", "--metric", "pipe-throughput", "--timed",
+          "--metric", "pipe-throughput/copies=1"], "no commit named 'nosuch'"),
+        (base + ["--suite", "seed-skip-wakeups", "--metric", "pipe-throughput/copies=1", "--timed",
                  "--boots", "2"], "at least 3 boots"),
         (["bisect", "--tree", str(tree), "HEAD", "HEAD~1", "--suite", "seed-skip-wakeups",
-          "--metric", "pipe-throughput", "--dry-run"], "not an ancestor"),
+          "--metric", "pipe-throughput/copies=1", "--dry-run"], "not an ancestor"),
     ]
     for argv, want in cases:
         assert main(argv) == 2, argv

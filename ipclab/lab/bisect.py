@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Callable
 
 from ipclab import EXIT_FAILED, EXIT_USAGE, Error, costmodel, deterministic, fmt, metrics, proc
-from ipclab import floor, power, results, stats, suites
+from ipclab import engine, floor, power, results, stats, suites
 from ipclab.progress import log
 
 from . import ab, gittree, kernel, variants, vm
@@ -437,14 +437,36 @@ def metric_path(cell: dict, path: str | None, is_deterministic: bool) -> tuple[s
     return found[0], unit
 
 
-def check_metric(suite: str, spec: str) -> None:
-    """Before anything is built: the suite exists and some cell of it could be CELL."""
+def check_metric(suite: str, spec: str, deterministic_mode: bool = True,
+                 probe: bool = True) -> None:
+    """Before anything is built: the suite exists, CELL is one of its cells, and PATH is one
+    the cell's samples have: a sample the engine makes of the cell on the host shows which
+    (probe; not for cost.*, which only a deterministic guest counts)."""
     suites.check(suite)
-    cell, _ = metric_spec(spec)
+    cell, path = metric_spec(spec)
     cells = suites.resolve(suite).cells(suites.QUICK)
-    if not any(c.key == cell or c.key.startswith(cell) for c in cells):
-        raise Error(f"--metric {spec}: no cell of {suite} is {cell!r} (cells: "
-                    f"{', '.join(c.key for c in cells)})")
+    key = find_cell({"cells": [{"key": c.key} for c in cells]}, cell)["key"]
+    if not path:
+        return
+    metrics.check_path(path)
+    counted = "cost." in path
+    if counted and not deterministic_mode:
+        raise Error(f"--metric {spec}: cost.* is counted only in the deterministic mode")
+    sample = _host_sample(next(c for c in cells if c.key == key)) \
+        if probe and not counted else None
+    if sample is not None and metrics.metric_value(sample, path) is None:
+        raise Error(f"--metric {spec}: {key}'s samples have no {path} (metrics: "
+                    f"{', '.join(sorted(sample.get('metrics', {})))})")
+
+
+def _host_sample(cell) -> dict | None:
+    """One sample of the cell from the engine here, or None when there is none to take."""
+    try:
+        eng = engine.find_engine(None)
+    except Error:
+        return None
+    out = engine.run_cell(eng, cell)
+    return out.samples[0] if out.status == "ok" and out.samples else None
 
 
 # --------------------------------------------------------------------------- the lab's measure

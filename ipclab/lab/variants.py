@@ -123,9 +123,7 @@ def resolve(spec: str, tree: str | None = None, patches=(), config: str | None =
     built: NAME[+PATCH...], where NAME is a variant of kernel/series or, with --tree of a git
     tree, a ref there; PATCH files (or mboxes, one commit per mail) and `patches` go on top,
     in order; `config` is the user's own .config. Error (exit 2) for what does not exist."""
-    git_tree = Path(tree).resolve() if tree else None
-    if git_tree is not None and not gittree.is_git_tree(git_tree):
-        git_tree = None
+    git_tree = check_tree(tree) if tree else None
     name, extra = spec, []
     if "+" in spec and not (git_tree and _is_ref(git_tree, spec)):
         name, *extra = spec.split("+")
@@ -153,6 +151,20 @@ def resolve(spec: str, tree: str | None = None, patches=(), config: str | None =
         v.flavour = config
         v.fragments = [PRODUCTION_FRAGMENT] + [f for f in v.fragments if f != BASE_FRAGMENT]
     return v
+
+
+def check_tree(tree: str) -> Path:
+    """--tree: the top of a git work tree holding a kernel; Error (exit 2) for anything
+    else, which the lab would otherwise ignore and build its own base instead."""
+    path = Path(tree).resolve()
+    if not path.is_dir():
+        raise Error(f"--tree {tree}: no such directory")
+    if not gittree.is_git_tree(path):
+        raise Error(f"--tree {tree}: not the top of a git tree (the lab builds commits of a"
+                    " git tree; a plain tree: `git init && git add -A && git commit` there)")
+    if not (path / "Makefile").is_file() or not (path / "kernel").is_dir():
+        raise Error(f"--tree {tree}: not a kernel tree (no Makefile and kernel/ at its top)")
+    return path
 
 
 def is_overlay(part: str) -> bool:
