@@ -4,6 +4,7 @@
 #   make test           every test tier: engine, conformance, Python, kernel lab
 #   make engine         build bench/ipcbench
 #   make conformance    build and run the pipe/mqueue conformance suite (KTAP)
+#   make test-python    the Python tests and the lab's tests that boot nothing (tests/lab)
 #   make test-kernel    kernel tier only, on mainline: build its kernels, boot them, run tests inside
 #   make test-lts       the kernel tier on the 6.12 base instead (not part of `make test`)
 #   make test-bisect    bisect tier: the seeds series as six commits, bisected to its culprit

@@ -60,18 +60,18 @@ int main(void)
 
 	for (round = 0; round < ROUNDS && !ct_failed(); round++) {
 		int room = MAXMSG - nr_pending;
-		int sends = room ? 1 + (int)(ct_rand(&rng) % room) : 0;
+		int sends = room ? 1 + (int)(rng_next(&rng) % room) : 0;
 		int recvs, i;
 
 		for (i = 0; i < sends; i++) {
-			struct msg m = { seq++, prios[ct_rand(&rng) % 7] };
+			struct msg m = { seq++, prios[rng_next(&rng) % 7] };
 
 			if (mq_send(q, (char *)&m, sizeof(m), m.prio))
 				ct_fatal("mq_send: %m");
 			pending[nr_pending++] = m;
 		}
 		/* Drain everything every fourth round, part of it otherwise. */
-		recvs = round % 4 == 3 ? nr_pending : (int)(ct_rand(&rng) % (nr_pending + 1));
+		recvs = round % 4 == 3 ? nr_pending : (int)(rng_next(&rng) % (nr_pending + 1));
 		for (i = 0; i < recvs; i++) {
 			struct msg got, want = model_pop();
 			unsigned int prio = ~0u;

@@ -99,7 +99,7 @@ static int checks(void)
 
 	if (drop_sys_resource() || ct_has_cap(CAP_SYS_RESOURCE)) {
 		ct_log("cannot drop CAP_SYS_RESOURCE");
-		return CT_FAIL;
+		return EXIT_FAIL;
 	}
 	for (i = 0; i < 4; i++) {
 		snprintf(name[i], sizeof(name[i]), "/ipclab-ct-sysctl-%d-%d", getpid(), i);
@@ -188,7 +188,7 @@ static int in_namespace(void *arg)
 	if (unshare(CLONE_NEWIPC)) {
 		/* EINVAL: no CONFIG_IPC_NS; say so through a distinct status. */
 		ct_log("unshare(CLONE_NEWIPC): %m");
-		return CT_SKIP;
+		return EXIT_SKIP;
 	}
 	return checks();
 }
@@ -218,13 +218,13 @@ int main(void)
 	if (pid < 0)
 		ct_fatal("fork: %s", strerror(-pid));
 	status = ct_wait(pid);
-	if (WIFEXITED(status) && WEXITSTATUS(status) == CT_SKIP) {
+	if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_SKIP) {
 		if (!may_change_global())
 			ct_skip("no IPC namespaces here, and the global fs/mqueue limits are not "
 				"ours to change (IPCBENCH_ACCEL=kvm|tcg or CT_GLOBAL_SYSCTLS=1 allow)");
 		ct_log("no IPC namespaces: changing the global limits, restored at exit");
 		global_mode = true;
-		ct_expect(checks() == CT_PASS, "checks on the global limits failed");
+		ct_expect(checks() == EXIT_OK, "checks on the global limits failed");
 		ct_sysctl_restore();
 		for (i = 0; i < NR_KNOBS; i++)
 			ct_expect(ct_sysctl_read(knobs[i]) == before[i],

@@ -55,11 +55,11 @@ static int writer(void *arg)
 
 	close(w->rfd);
 	for (seq = 0; seq < RECORDS; seq++) {
-		size_t len = sizeof(*h) + ct_rand(&rng) % (PIPE_BUF - sizeof(*h) + 1);
+		size_t len = sizeof(*h) + rng_next(&rng) % (PIPE_BUF - sizeof(*h) + 1);
 		ssize_t n;
 
 		/* A quarter of the records are exactly PIPE_BUF, the edge case. */
-		if (ct_rand(&rng) % 4 == 0)
+		if (rng_next(&rng) % 4 == 0)
 			len = PIPE_BUF;
 		h->magic = MAGIC;
 		h->writer = w->id;
@@ -73,9 +73,9 @@ static int writer(void *arg)
 		} while (n < 0 && errno == EINTR);
 		/* A short write of <= PIPE_BUF bytes is itself a violation. */
 		if (n != (ssize_t)len)
-			return CT_FAIL;
+			return EXIT_FAIL;
 	}
-	return CT_PASS;
+	return EXIT_OK;
 }
 
 /* Returns the number of records checked, or -1 after a failure. */
@@ -104,7 +104,7 @@ static long check_pipe(long pipe_size, uint64_t seed)
 	close(fds[1]);
 
 	while (ok) {
-		size_t want = 1 + ct_rand(&rng) % (3 * PIPE_BUF);
+		size_t want = 1 + rng_next(&rng) % (3 * PIPE_BUF);
 		ssize_t n;
 
 		if (want > sizeof(stream) - have)

@@ -33,22 +33,22 @@ static int writer(void *arg)
 
 	close(w->rfd);
 	if (!buf)
-		return CT_FAIL;
+		return EXIT_FAIL;
 	while (off < TOTAL) {
-		size_t n = 1 + ct_rand(&rng) % MAX_CHUNK;
+		size_t n = 1 + rng_next(&rng) % MAX_CHUNK;
 
 		/* Mostly small writes, which merge into partly filled pages. */
-		if (ct_rand(&rng) % 4)
+		if (rng_next(&rng) % 4)
 			n = 1 + n % 700;
 		if (n > TOTAL - off)
 			n = TOTAL - off;
 		ct_pattern_fill(buf, n, w->seed, off);
-		if (ct_write_full(w->fd, buf, n) != (ssize_t)n)
-			return CT_FAIL;
+		if (write_full(w->fd, buf, n) < 0)
+			return EXIT_FAIL;
 		off += n;
 	}
 	free(buf);
-	return CT_PASS;
+	return EXIT_OK;
 }
 
 static int check_one_pipe(long pipe_size, uint64_t seed)
@@ -74,10 +74,10 @@ static int check_one_pipe(long pipe_size, uint64_t seed)
 	close(fds[1]);
 
 	for (;;) {
-		size_t want = 1 + ct_rand(&rng) % MAX_CHUNK;
+		size_t want = 1 + rng_next(&rng) % MAX_CHUNK;
 		ssize_t n, bad;
 
-		if (ct_rand(&rng) % 3 == 0)
+		if (rng_next(&rng) % 3 == 0)
 			want = 1 + want % 300;
 		n = read(fds[0], buf, want);
 		if (n < 0 && errno == EINTR)

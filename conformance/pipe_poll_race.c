@@ -92,7 +92,7 @@ static void run(bool out)
 	close(ack[1]);
 	for (r = 0; r < ROUNDS; r++) {
 		/* 0 to about 20 us: before, during or after the poller queues itself */
-		uint64_t until = ct_now_ns() + ct_rand(&rng) % 20000;
+		uint64_t until = ct_now_ns() + rng_next(&rng) % 20000;
 
 		while (ct_now_ns() < until)
 			;

@@ -49,7 +49,7 @@ static int delayed_read_page(void *arg)
 	(void)arg;
 	close(fds[1]);
 	ct_sleep_ms(100);
-	return ct_read_full(fds[0], buf, page) == page ? 0 : 1;
+	return read_full(fds[0], buf, page) ? 1 : 0;
 }
 
 static void check_wakeup(int (*fn)(void *), int fd, short ev, const char *what)

@@ -99,7 +99,7 @@ static void check_busy_and_data_kept(void)
 {
 	uint64_t seed = 0x5e75;
 	char *buf = malloc(8 * page);
-	int fds[2], i, sizes_after[] = { 16, 8, 32 };
+	int fds[2], i, ret, sizes_after[] = { 16, 8, 32 };
 
 	if (!buf || pipe(fds))
 		ct_fatal("setup: %m");
@@ -119,7 +119,8 @@ static void check_busy_and_data_kept(void)
 			  "resize to %ld with 8 pages queued: %m", want);
 	}
 	memset(buf, 0, 8 * page);
-	ct_expect(ct_read_full(fds[0], buf, 8 * page) == 8 * page, "read back: %m");
+	ret = read_full(fds[0], buf, 8 * page);
+	ct_expect(ret == 0, "read back: %s", strerror(-ret));
 	ct_expect(ct_pattern_check(buf, 8 * page, seed, 0) < 0, "data changed by resizing");
 	close(fds[0]);
 	close(fds[1]);

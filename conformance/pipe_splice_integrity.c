@@ -36,14 +36,14 @@ static void file_pipe_file(void)
 		ct_fatal("setup: %m");
 	for (done = 0; done < FILE_BYTES; done += chunk) {
 		ct_pattern_fill(buf, chunk, seed, done);
-		if (ct_write_full(in, buf, chunk) != (ssize_t)chunk)
+		if (write_full(in, buf, chunk) < 0)
 			ct_fatal("write tmpfile: %m");
 	}
 	lseek(in, 123, SEEK_SET);
 	lseek(out, 0, SEEK_SET);
 
 	while ((uint64_t)off_in < FILE_BYTES) {
-		size_t want = 1 + ct_rand(&rng) % (1 << 17);
+		size_t want = 1 + rng_next(&rng) % (1 << 17);
 		ssize_t n, m;
 		loff_t before = off_in;
 
@@ -97,8 +97,8 @@ static int splicer(void *arg)
 	close(a[1]);
 	close(b[0]);
 	for (;;) {
-		size_t want = 1 + ct_rand(&rng) % (1 << 18);
-		ssize_t n = splice(a[0], NULL, b[1], NULL, want, flags[ct_rand(&rng) % 3]);
+		size_t want = 1 + rng_next(&rng) % (1 << 18);
+		ssize_t n = splice(a[0], NULL, b[1], NULL, want, flags[rng_next(&rng) % 3]);
 
 		if (n == 0)
 			return 0;	/* writer closed and A is empty */

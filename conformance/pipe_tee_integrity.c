@@ -33,10 +33,11 @@ static int writer(void *arg)
 
 static bool take(int fd, char *buf, size_t n, uint64_t off, const char *which)
 {
-	ssize_t got = ct_read_full(fd, buf, n), bad;
+	int ret = read_full(fd, buf, n);
+	ssize_t bad;
 
-	if (!ct_expect(got == (ssize_t)n, "%s: read %zd of the %zu bytes tee reported",
-		       which, got, n))
+	if (!ct_expect(ret == 0, "%s: reading the %zu bytes tee reported: %s", which, n,
+		       strerror(-ret)))
 		return false;
 	bad = ct_pattern_check(buf, n, seed, off);
 	return ct_expect(bad < 0, "%s: byte %llu differs", which,
@@ -67,7 +68,7 @@ int main(void)
 		ct_fatal("fork: %s", strerror(-pid));
 	close(a[1]);
 	for (;;) {
-		size_t want = 1 + ct_rand(&rng) % (1 << 17);
+		size_t want = 1 + rng_next(&rng) % (1 << 17);
 		ssize_t n = tee(a[0], b[1], want, 0);
 
 		if (n < 0 && errno == EINTR)

@@ -40,7 +40,7 @@ static int as_user(void *arg)
 	(void)arg;
 	if (setresgid(TEST_UID, TEST_UID, TEST_UID) || setresuid(TEST_UID, TEST_UID, TEST_UID)) {
 		ct_log("setresuid(%d): %m", TEST_UID);
-		return CT_FAIL;
+		return EXIT_FAIL;
 	}
 	/* pipes 1-4: 16 pages each (64 in total, not over the soft limit) */
 	for (n = 0; n < MAX_PIPES; n++) {

@@ -68,7 +68,7 @@ static int gifting_writer(void *arg)
 	(void)arg;
 	close(p[0]);
 	while (off < TOTAL) {
-		size_t n = 4096 * (1 + ct_rand(&rng) % 64) + ct_rand(&rng) % 4096;
+		size_t n = 4096 * (1 + rng_next(&rng) % 64) + rng_next(&rng) % 4096;
 
 		if (n > TOTAL - off)
 			n = TOTAL - off;
@@ -160,7 +160,7 @@ static int plain_writer(void *arg)
 {
 	(void)arg;
 	close(p[0]);
-	return ct_write_full(p[1], src, TOTAL) == TOTAL ? 0 : 1;
+	return write_full(p[1], src, TOTAL) ? 1 : 0;
 }
 
 static void from_pipe(void)

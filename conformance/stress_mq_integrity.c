@@ -111,17 +111,17 @@ static int sender(void *arg)
 	if (!buf || q == (mqd_t)-1)
 		return 1;
 	for (seq = 0; !atomic_load(&sh->stop); seq++) {
-		size_t len = sizeof(*h) + ct_rand(&rng) % (msgsize - sizeof(*h) + 1);
+		size_t len = sizeof(*h) + rng_next(&rng) % (msgsize - sizeof(*h) + 1);
 
 		if (seq >= STRESS_SEQ_BITS) {
 			atomic_fetch_add(&sh->capped, 1);
 			break;
 		}
 		*h = (struct msg_hdr){ .magic = MAGIC, .writer = id, .len = len, .seq = seq,
-				       .prio = prios[ct_rand(&rng) % NR_PRIOS] };
+				       .prio = prios[rng_next(&rng) % NR_PRIOS] };
 		h->check = hdr_check(h);
 		ct_pattern_fill(buf + sizeof(*h), len - sizeof(*h), payload_seed(h), 0);
-		if (send_one(q, buf, len, h->prio, ct_rand(&rng) & 1, id))
+		if (send_one(q, buf, len, h->prio, rng_next(&rng) & 1, id))
 			return 1;
 		atomic_fetch_add(&sh->sent[id], 1);
 		atomic_fetch_add(&sh->bytes_sent, len);
@@ -150,7 +150,7 @@ static int receiver(void *arg)
 	for (i = 0; i < opts.writers * 32; i++)
 		last[i] = -1;
 	for (;;) {
-		if (ct_rand(&rng) & 1) {
+		if (rng_next(&rng) & 1) {
 			ts = ct_deadline_ms((long)(ct_scale(opts.stall) * 1000));
 			n = mq_timedreceive(q, buf, msgsize, &prio, &ts);
 		} else {

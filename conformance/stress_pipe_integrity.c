@@ -212,7 +212,7 @@ static int writer(void *arg)
 		}
 		if (!len)
 			len = sizeof(struct rec_hdr) +
-			      ct_rand(&rng) % (PIPE_BUF - sizeof(struct rec_hdr) + 1);
+			      rng_next(&rng) % (PIPE_BUF - sizeof(struct rec_hdr) + 1);
 		build(buf, id, seq, len);
 		if (put(buf, len, id))
 			return 1;
@@ -221,7 +221,7 @@ static int writer(void *arg)
 		atomic_fetch_add(&sh->bytes_sent, len);
 		atomic_fetch_add(&sh->progress, 1);
 		/* Now and then a pause, so the readers also find the pipe empty. */
-		if (ct_rand(&rng) % 512 == 0)
+		if (rng_next(&rng) % 512 == 0)
 			for (i = 0; i < 1000; i++)
 				__asm__ volatile("" ::: "memory");
 	}
@@ -240,7 +240,7 @@ static ssize_t get(char *buf, size_t len, int id)
 	for (;;) {
 		if (opts.splice) {
 			n = splice(fds[0], NULL, priv[1], NULL, len, 0);
-			if (n > 0 && ct_read_full(priv[0], buf, n) != n)
+			if (n > 0 && read_full(priv[0], buf, n) < 0)
 				return stress_fail(sh, "reader %d: the private pipe did not give "
 						   "back %zd bytes", id, n);
 		} else {
@@ -270,7 +270,7 @@ static int stream_reader(void *arg)
 	if (!buf || !next || (opts.splice && priv_pipe()))
 		return stress_fail(sh, "reader: setup: %s", ct_errname(errno)), 1;
 	for (;;) {
-		size_t want = 1 + ct_rand(&rng) % (cap - have);
+		size_t want = 1 + rng_next(&rng) % (cap - have);
 
 		n = get(buf + have, want, id);
 		if (n < 0)

@@ -279,12 +279,9 @@ def verdict(row, min_change):
     if c.significant:
         if math.isfinite(c.ratio) and abs(c.delta) < min_change:
             return within_text(min_change) if inside else below_text(min_change)
-        if row.better not in ("higher", "lower") or not c.direction or \
-                not math.isfinite(c.direction):
+        if not c.direction or not math.isfinite(c.direction):
             return "changed"
-        up = c.direction > 0
-        return ("better" if up else "worse") if row.better == "higher" else \
-            ("worse" if up else "better")
+        return metrics.direction_verdict(row.better, c.direction > 0)
     return within_text(min_change) if inside else "inconclusive"
 
 

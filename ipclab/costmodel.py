@@ -18,11 +18,10 @@ data-cache model (an L1d per vCPU and one last level). This module owns:
 
 import json
 import math
-import platform
 from dataclasses import replace
 from pathlib import Path
 
-from ipclab import EXIT_FAILED, Error, deterministic, stats
+from ipclab import EXIT_FAILED, Error, deterministic, envinfo, stats
 
 MODEL_FILE = Path(__file__).parent / "reference" / "cost-model.json"
 PLUGIN_SCHEMA = "ipclab-insncount/2"
@@ -243,18 +242,6 @@ def judge(base_vals, new_vals, floor=None, family=1):
     return j
 
 
-def cpu_model():
-    """This machine's CPU model name, as /proc/cpuinfo says it."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def caveat(model, arm64=False):
     """CAVEAT, with where the weights come from, and a word when they do not fit this CPU;
     for arm64's counts, A64_CAVEAT instead."""
@@ -266,7 +253,7 @@ def caveat(model, arm64=False):
     cpu = (model.get("cpu") or {}).get("model", "unknown")
     when = model.get("calibrated", "?")[:10]
     text = f"{CAVEAT} ({cpu}, {when}; ipclab/reference/cost-model.json)"
-    here = cpu_model()
+    here = envinfo.cpu_model()
     if here != cpu:
         text += f"; this machine's CPU is {here}: refit with scripts/cost-calibrate"
     return text

@@ -266,12 +266,7 @@ def judge(base_vals, new_vals, better, floor=None, level=0.95):
         note = "no A/A floor"
     delta = ratio - 1
     if abs(delta) > threshold:
-        if better == "lower":
-            verdict = "better" if delta < 0 else "worse"
-        elif better == "higher":
-            verdict = "better" if delta > 0 else "worse"
-        else:
-            verdict = "changed"
+        verdict = metrics.direction_verdict(better, delta > 0)
     elif threshold > MAX_THRESHOLD:
         verdict = "too noisy"
     else:
@@ -297,9 +292,7 @@ def judge_boots(base_boots, new_boots, better, floor):
         j.verdict, j.note = BIMODAL, f"{note}: {t.reason}"
         return j
     if t.p < stats.ALPHA:
-        up = t.effect > 1
-        j.verdict = ("changed" if better not in ("higher", "lower") else
-                     ("better" if up == (better == "higher") else "worse"))
+        j.verdict = metrics.direction_verdict(better, t.effect > 1)
     return j
 
 

@@ -28,6 +28,7 @@ def _bracketed(text):
 
 
 def cpu_model():
+    """This machine's CPU model name, as /proc/cpuinfo says it."""
     info = _read("/proc/cpuinfo") or ""
     for line in info.splitlines():
         if line.startswith("model name"):

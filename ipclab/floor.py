@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ipclab import stats
+from ipclab import modes, stats
 
 FLOOR_FILE = Path(__file__).parent / "reference" / "icount-floor.json"
 SCHEMA = "ipclab-icount-floor/2"
@@ -43,15 +43,6 @@ ABOUT = ("A/A noise of the deterministic mode: per clock, guest CPUs and kernel 
 
 # A floor is trusted from this many pairs: docs/statistics.md has the simulation behind it.
 TRUST_PAIRS = 8
-# Two modes: the widest gap between the sorted log medians of the A/A boots is this many
-# pooled standard deviations of the groups it leaves, and at least MODE_MIN_GAP.  Normal
-# boot-to-boot noise of 16 boots puts its widest gap under 3 of them almost always.
-MODE_SEPARATION = 8.0
-MODE_MIN_GAP = 0.001
-# Below this spread the medians are taken as equal: counts repeat to about 1e-6 at best.
-MODE_SD_FLOOR = 1e-6
-# Boots per side the boot-level test needs for a bimodal cell.
-BIMODAL_BOOTS = 3
 
 
 def key(cell_key, path):
@@ -77,24 +68,12 @@ class Modes:
 
 
 def find_modes(medians):
-    """Modes of positive boot medians, or None (module docstring).  With fewer than 4 there
-    is nothing to tell apart."""
-    logs = sorted(math.log(m) for m in medians if isinstance(m, (int, float)) and m > 0)
-    n = len(logs)
-    if n < 4:
+    """Modes of positive boot medians by modes.split's one rule, with its thresholds for
+    boots (modes.BOOTS), or None.  With fewer than 4 there is nothing to tell apart."""
+    sp = modes.split(medians, modes.BOOTS)
+    if sp is None:
         return None
-    best = None
-    for cut in range(1, n):
-        gap = logs[cut] - logs[cut - 1]
-        if best is None or gap > best[0]:
-            best = (gap, cut)
-    gap, cut = best
-    lo, hi = logs[:cut], logs[cut:]
-    ss = sum((x - sum(g) / len(g)) ** 2 for g in (lo, hi) for x in g)
-    sd = max(math.sqrt(ss / max(1, n - 2)), MODE_SD_FLOOR)
-    if gap < MODE_MIN_GAP or gap / sd < MODE_SEPARATION:
-        return None
-    return Modes((math.exp(stats.median(lo)), math.exp(stats.median(hi))), (len(lo), len(hi)), gap / sd)
+    return Modes((sp.low_median, sp.high_median), (len(sp.low), len(sp.high)), sp.separation)
 
 
 @dataclass

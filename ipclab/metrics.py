@@ -136,6 +136,15 @@ def metric_label(cell, path):
     return path
 
 
+def direction_verdict(better, up):
+    """The one better/worse decision: "better" or "worse" for a metric that moved up (True)
+    or down, by whether higher or lower is better; "changed" when its `better` says
+    neither."""
+    if better not in ("higher", "lower"):
+        return "changed"
+    return "better" if up == (better == "higher") else "worse"
+
+
 def metrics_for(cell):
     """Metric paths compared for a cell, primary first."""
     samples = measured(cell)

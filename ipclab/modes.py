@@ -12,13 +12,32 @@ bench/README.md); this module finds the split and says which placement each mode
 import math
 from dataclasses import dataclass
 
-from ipclab import metrics, results
+from ipclab import metrics, results, stats
 
-MIN_SAMPLES = 6         # fewer cannot show two clusters of MIN_CLUSTER
-MIN_CLUSTER = 2         # a lone outlier is not a mode; nor is under a fifth of the samples
-SEPARATION = 4.0        # the gap, in pooled standard deviations of the log values
-MIN_GAP = math.log(1.5)  # and the clusters' nearest values 1.5x apart: a busy machine's slow
-                         # stragglers come closer than that
+
+@dataclass(frozen=True)
+class Rule:
+    """What counts as two modes (split): at least `least` values; the cut is the widest gap
+    between neighbouring log values among the cuts that leave each side `cluster` values and
+    a `share` of them or more; two modes when that gap is `separation` pooled standard
+    deviations of the two sides (the deviation taken as at least `sd_floor`) and `min_gap`
+    wide or more."""
+    least: int
+    cluster: int
+    share: float
+    separation: float
+    min_gap: float
+    sd_floor: float
+
+
+# A timed cell's samples: a lone outlier is not a mode, nor is under a fifth of the samples;
+# the clusters' nearest values are 1.5x apart, as a busy machine's slow stragglers are not.
+SAMPLES = Rule(least=6, cluster=2, share=0.2, separation=4.0, min_gap=math.log(1.5),
+               sd_floor=1e-3)
+# Deterministic A/A boots' medians (floor.find_modes): one boot in a mode of its own is a
+# mode, since counts repeat to about 1e-6 (sd_floor); normal boot-to-boot noise of 16 boots
+# puts its widest gap under 3 pooled deviations almost always (docs/statistics.md).
+BOOTS = Rule(least=4, cluster=1, share=0.0, separation=8.0, min_gap=0.001, sd_floor=1e-6)
 
 SAME, APART, MOVED = "same CPU", "different CPUs", "migrated"
 _HOW = {SAME: "on one CPU", APART: "on different CPUs", MOVED: "moving between CPUs"}
@@ -38,39 +57,28 @@ def _ss(xs):
     return sum((x - m) ** 2 for x in xs)
 
 
-def _median(xs):
-    s = sorted(xs)
-    n = len(s)
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
-
-
-def split(values):
-    """Two modes of positive values, or None when they do not separate.
-
-    The values are sorted by log; the cut is the gap between neighbours that is widest
-    relative to the pooled spread of the two sides it leaves. It counts as two modes when
-    that gap is SEPARATION pooled standard deviations and MIN_GAP wide, each side holding
-    MIN_CLUSTER values and a fifth of them or more."""
+def split(values, rule=SAMPLES):
+    """Two modes of positive values by the one rule (Rule), or None when they do not
+    separate. The values are sorted by log, and the widest gap the rule allows is the cut."""
     logs = sorted((math.log(v), i) for i, v in enumerate(values)
                   if isinstance(v, (int, float)) and math.isfinite(v) and v > 0)
     n = len(logs)
-    if n < MIN_SAMPLES:
+    if n < rule.least:
         return None
-    best = None
-    least = max(MIN_CLUSTER, math.ceil(n / 5))
-    for k in range(least, n - least + 1):
-        lo, hi = [x for x, _ in logs[:k]], [x for x, _ in logs[k:]]
-        gap = hi[0] - lo[-1]
-        sd = math.sqrt((_ss(lo) + _ss(hi)) / (n - 2))
-        sep = gap / max(sd, 1e-3)
-        if best is None or sep > best[0]:
-            best = (sep, k, gap)
-    sep, k, gap = best
-    if sep < SEPARATION or gap < MIN_GAP:
+    least = max(rule.cluster, math.ceil(n * rule.share))
+    cuts = range(least, n - least + 1)
+    if not cuts:
+        return None
+    # The first of equally wide gaps.
+    k = max(cuts, key=lambda c: (logs[c][0] - logs[c - 1][0], -c))
+    lo, hi = [x for x, _ in logs[:k]], [x for x, _ in logs[k:]]
+    gap = hi[0] - lo[-1]
+    sd = max(math.sqrt((_ss(lo) + _ss(hi)) / max(1, n - 2)), rule.sd_floor)
+    if gap < rule.min_gap or gap / sd < rule.separation:
         return None
     low, high = [i for _, i in logs[:k]], [i for _, i in logs[k:]]
-    return Split(low, high, _median([values[i] for i in low]),
-                 _median([values[i] for i in high]), sep)
+    return Split(low, high, stats.median([values[i] for i in low]),
+                 stats.median([values[i] for i in high]), gap / sd)
 
 
 def placement(sample):

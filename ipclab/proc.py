@@ -8,6 +8,7 @@ the process we forked.
 """
 
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -153,6 +154,15 @@ def write_text_atomic(path, text):
 
 def write_json_atomic(path, obj):
     write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def sha256_file(path):
+    """A file's content hash (hex), read in 1 MiB blocks: an engine, a patch, a kernel image."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def stamp():

@@ -8,7 +8,6 @@ back, and each side keeps its own results file; the two files name each other, a
 samples carry the round that pairs them (compare.py)."""
 
 import dataclasses
-import hashlib
 import os
 import random
 import re
@@ -69,14 +68,6 @@ def check_sides(specs):
         sys.stderr.write(f"note: sides {specs[0].name} and {specs[1].name} run the same thing:"
                          " an A/A, which measures the noise\n")
     return specs
-
-
-def engine_sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def side_cells(cells, spec):
@@ -148,7 +139,7 @@ def start_sides(suite, mode, cells, reps, warmups, specs, engines, out=None, ord
         raise Error(f"both sides would write {paths[0]}")
     pair = {"id": run_id,
             "sides": [{"name": s.name, "engine": str(Path(e).resolve()),
-                       "engine_sha256": engine_sha256(e),
+                       "engine_sha256": proc.sha256_file(e),
                        "args": list(s.args)} for s, e in zip(specs, engines)],
             "files": [Path(p).name for p in paths]}
     host = envinfo.collect()
@@ -198,7 +189,7 @@ def resume_sides(res, path):
         if r.get("pair", {}).get("id") != pair.get("id"):
             raise Error(f"{p}: is not the other side of {path} (another run)")
         eng = engine.find_engine(info.get("engine"))
-        if engine_sha256(eng) != info.get("engine_sha256"):
+        if proc.sha256_file(eng) != info.get("engine_sha256"):
             raise Error(f"{eng} is not the engine side {info.get('name')} started with (it was"
                         " rebuilt or replaced): resuming would mix two builds; start a new run")
         sides.append(Side(r, resumable(r, str(p)), eng, str(p), info.get("name", "")))

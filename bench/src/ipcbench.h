@@ -17,18 +17,12 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "shared.h"	/* exit codes, write_full/read_full, rng_next, sysctls */
+
 #define IPCBENCH_VERSION	"0.1.0"
 #define IPCBENCH_SCHEMA		"ipcbench/1"
 /* ipcbench list --json: the registry as data */
 #define IPCBENCH_LIST_SCHEMA	"ipcbench-list/1"
-
-/* Exit codes, shared with the conformance suite and the Python front end. */
-enum {
-	EXIT_OK		= 0,
-	EXIT_FAIL	= 1,
-	EXIT_USAGE	= 2,
-	EXIT_SKIP	= 77,
-};
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -225,11 +219,10 @@ void kill_children(void);
 int pin_cpu(int cpu);
 
 /*
- * Write a /proc/sys file, remembering the old value so that the core puts
- * it back on every exit path (normal, error, signal, watchdog).
+ * sysctl_set() and sysctl_read() are shared.h's: the core puts every value
+ * sysctl_set() changed back on every exit path (normal, error, signal,
+ * watchdog).
  */
-int sysctl_set(const char *path, const char *value);
-int sysctl_read(const char *path, char *buf, size_t len);
 long long sysctl_read_ll(const char *path);
 
 /*
@@ -380,14 +373,9 @@ void report_emit(struct report *r);
 
 /* ---- helpers shared by workloads (util.c) ------------------------------- */
 
-/* write()/read() the whole buffer, retrying short transfers and EINTR. */
-int write_full(int fd, const void *buf, size_t len);
-int read_full(int fd, void *buf, size_t len);	/* -EPIPE on early EOF */
 /* Allocate a page-aligned buffer of len bytes, touched unless told not to. */
 void *alloc_buffer(size_t len, bool touch);
 /* F_SETPIPE_SZ with a clear message; returns the size granted or -errno. */
 int set_pipe_size(int fd, long long size);
-/* xorshift64* seeded from --seed, for reproducible random choices */
-uint64_t rng_next(uint64_t *state);
 
 #endif /* IPCBENCH_H */

@@ -6,9 +6,9 @@
  * Every child is forked through spawn()/spawn_exec() and recorded here, so
  * that exit, SIGINT, SIGTERM and the watchdog can kill and reap all of them.
  * The engine is a child subreaper, so grandchildren (stress-ng's workers)
- * are reparented to it and reaped too.  sysctl_set() remembers old values
- * and engine_cleanup() writes them back.  The signal path uses only
- * async-signal-safe calls.
+ * are reparented to it and reaped too.  sysctl_set() (shared.c) remembers
+ * old values and engine_cleanup() has them written back.  The signal path
+ * uses only async-signal-safe calls.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -27,7 +27,6 @@
 #include "core.h"
 
 #define MAX_CHILDREN	4096
-#define MAX_SYSCTLS	16
 #define MAX_CLEANUPS	16
 
 struct child {
@@ -37,12 +36,6 @@ struct child {
 
 static struct child children[MAX_CHILDREN];
 static volatile int nr_children;
-
-static struct {
-	char path[128];
-	char old[128];
-} sysctls[MAX_SYSCTLS];
-static volatile int nr_sysctls;
 
 static void (*cleanups[MAX_CLEANUPS])(void);
 static volatile int nr_cleanups;
@@ -93,7 +86,7 @@ static void child_setup(pid_t parent)
 	signal(SIGALRM, SIG_DFL);
 	signal(SIGPIPE, SIG_DFL);
 	nr_children = 0;
-	nr_sysctls = 0;
+	sysctl_forget();
 	nr_cleanups = 0;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	/* the parent may have died before PDEATHSIG was armed */
@@ -196,24 +189,6 @@ int pin_cpu(int cpu)
 	return 0;
 }
 
-int sysctl_read(const char *path, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-		n--;
-	buf[n] = '\0';
-	return 0;
-}
-
 long long sysctl_read_ll(const char *path)
 {
 	char buf[64];
@@ -221,44 +196,6 @@ long long sysctl_read_ll(const char *path)
 	if (sysctl_read(path, buf, sizeof(buf)) < 0)
 		return -1;
 	return atoll(buf);
-}
-
-static int write_file(const char *path, const char *value)
-{
-	size_t len = strlen(value);
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, value, len);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	return n == (ssize_t)len ? 0 : -EIO;
-}
-
-int sysctl_set(const char *path, const char *value)
-{
-	char old[128];
-	int i, ret;
-
-	ret = sysctl_read(path, old, sizeof(old));
-	if (ret < 0)
-		return ret;
-	for (i = 0; i < nr_sysctls; i++)
-		if (!strcmp(sysctls[i].path, path))
-			break;
-	/* keep the first old value: that is the one the machine had */
-	if (i == nr_sysctls) {
-		if (nr_sysctls == MAX_SYSCTLS || strlen(path) >= sizeof(sysctls[0].path))
-			return -ENOSPC;
-		snprintf(sysctls[i].path, sizeof(sysctls[i].path), "%s", path);
-		snprintf(sysctls[i].old, sizeof(sysctls[i].old), "%s", old);
-		nr_sysctls = i + 1;
-	}
-	return write_file(path, value);
 }
 
 void on_cleanup(void (*fn)(void))
@@ -277,7 +214,5 @@ void engine_cleanup(void)
 	for (i = nr_cleanups - 1; i >= 0; i--)
 		cleanups[i]();
 	nr_cleanups = 0;
-	for (i = nr_sysctls - 1; i >= 0; i--)
-		write_file(sysctls[i].path, sysctls[i].old);
-	nr_sysctls = 0;
+	sysctl_restore();
 }

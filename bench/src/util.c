@@ -13,44 +13,6 @@
 
 #include "ipcbench.h"
 
-int write_full(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= n;
-	}
-	return 0;
-}
-
-int read_full(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = read(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EPIPE;
-		p += n;
-		len -= n;
-	}
-	return 0;
-}
-
 void *alloc_buffer(size_t len, bool touch)
 {
 	long page = sysconf(_SC_PAGESIZE);
@@ -84,13 +46,3 @@ int set_pipe_size(int fd, long long size)
 	return ret;
 }
 
-uint64_t rng_next(uint64_t *state)
-{
-	uint64_t x = *state ? *state : 0x9e3779b97f4a7c15ull;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*state = x;
-	return x * 0x2545f4914f6cdd1dull;
-}

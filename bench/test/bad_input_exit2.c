@@ -51,14 +51,14 @@ static int check(const char *engine, const char *const *args, const char *names,
 {
 	char *argv[12] = { (char *)engine };
 	struct engine_result res;
-	int i, ret = T_FAIL;
+	int i, ret = EXIT_FAIL;
 
 	for (i = 0; args[i]; i++)
 		argv[i + 1] = (char *)args[i];
 	if (engine_run_full(argv, 10, 0, 0, prep, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (prep && res.status == 127) {
-		ret = T_SKIP;	/* nobody cannot run the engine from here */
+		ret = EXIT_SKIP;	/* nobody cannot run the engine from here */
 		goto out;
 	}
 	if (res.status != 2 || count_lines(res.err) != 1 || !strstr(res.err, names) ||
@@ -67,7 +67,7 @@ static int check(const char *engine, const char *const *args, const char *names,
 		       args[1], names);
 		goto out;
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;
@@ -82,12 +82,12 @@ int main(int argc, char **argv)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		if (check(engine, cases[i].args, cases[i].names, NULL))
-			return T_FAIL;
+			return EXIT_FAIL;
 	/* above pipe-max-size without root (1 GiB is above any default) */
 	ret = check(engine, too_big, "pipe-max-size", geteuid() == 0 ? become_nobody : NULL);
-	if (ret == T_FAIL)
-		return T_FAIL;
-	if (ret == T_SKIP)
+	if (ret == EXIT_FAIL)
+		return EXIT_FAIL;
+	if (ret == EXIT_SKIP)
 		printf("pipe-size case skipped: nobody cannot execute %s\n", engine);
-	return T_PASS;
+	return EXIT_OK;
 }

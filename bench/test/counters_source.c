@@ -14,7 +14,7 @@ static int check(const char *engine, const char *workload, const char *counters,
 	char *args[16];
 	struct engine_result res;
 	double mig;
-	int n = 0, ret = T_FAIL;
+	int n = 0, ret = EXIT_FAIL;
 
 	args[n++] = (char *)engine;
 	args[n++] = (char *)workload;
@@ -36,7 +36,7 @@ static int check(const char *engine, const char *workload, const char *counters,
 	}
 	args[n] = NULL;
 	if (engine_run(args, 25, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (res.status != 0) {
 		t_fail(&res, "%s --counters %s: exit status", workload, counters ? counters : "(default)");
 		goto out;
@@ -57,7 +57,7 @@ static int check(const char *engine, const char *workload, const char *counters,
 		       workload, counters ? counters : "(default)");
 		goto out;
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;
@@ -72,8 +72,8 @@ int main(int argc, char **argv)
 	    check(engine, "fastpipe", "perf", "perf") ||
 	    check(engine, "token-ring", NULL, "perf") ||
 	    check(engine, "token-ring", "rusage", "rusage"))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (expect_usage_error(engine, "token-ring", bad, "--counters"))
-		return T_FAIL;
-	return T_PASS;
+		return EXIT_FAIL;
+	return EXIT_OK;
 }

@@ -11,15 +11,15 @@ static int expect(const char *engine, const char *cpus, int status, const char *
 	char *argv[] = { (char *)engine, "pipe-context", "--cpus", (char *)cpus,
 			 "--count", "10", NULL };
 	struct engine_result res;
-	int ret = T_FAIL;
+	int ret = EXIT_FAIL;
 
 	if (engine_run(argv, 10, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (res.status != status || !strstr(res.err, says) || res.out[0])
 		t_fail(&res, "--cpus %s: expected exit %d, stderr naming '%s', no output",
 		       cpus, status, says);
 	else
-		ret = T_PASS;
+		ret = EXIT_OK;
 	engine_result_free(&res);
 	return ret;
 }
@@ -31,6 +31,6 @@ int main(int argc, char **argv)
 	if (expect(engine, "0,4000", 77, "skip: --cpus '0,4000'") ||
 	    expect(engine, "4000", 77, "CPUs 0..") ||
 	    expect(engine, "-1,0", 2, "--cpus '-1,0'"))
-		return T_FAIL;
-	return T_PASS;
+		return EXIT_FAIL;
+	return EXIT_OK;
 }

@@ -3,8 +3,8 @@
  * engine_run.h: run the built ipcbench from a test and pick numbers out of
  * its JSON by plain string scanning.  Header only; every test is one file.
  *
- * The engine is $IPCBENCH, else argv[1], else ../ipcbench.  Tests exit 0
- * (pass), 1 (fail) or 77 (skip).
+ * The engine is $IPCBENCH, else argv[1], else ../ipcbench.  Tests exit
+ * EXIT_OK (pass), EXIT_FAIL or EXIT_SKIP (shared.h: 0, 1, 77).
  */
 #ifndef ENGINE_RUN_H
 #define ENGINE_RUN_H
@@ -24,9 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define T_PASS	0
-#define T_FAIL	1
-#define T_SKIP	77
+#include "shared.h"	/* EXIT_OK (pass), EXIT_FAIL, EXIT_SKIP */
 
 struct engine_result {
 	int status;		/* exit code, 128 + signal, or -1 if it had to be killed */
@@ -159,7 +157,7 @@ static inline void engine_result_free(struct engine_result *res)
 /* The engine skipped (exit 77): pass its reason on, as the test's own skip. */
 static inline bool t_skipped(const struct engine_result *res)
 {
-	if (res->status != T_SKIP)
+	if (res->status != EXIT_SKIP)
 		return false;
 	printf("skip: %s", res->err);
 	return true;
@@ -233,17 +231,17 @@ static inline int expect_usage_error(const char *engine, const char *workload,
 	char *argv[16] = { (char *)engine, (char *)workload };
 	struct engine_result res;
 	unsigned int j;
-	int ret = T_PASS;
+	int ret = EXIT_OK;
 
 	for (j = 0; args[j] && j + 3 < sizeof(argv) / sizeof(argv[0]); j++)
 		argv[2 + j] = (char *)args[j];
 	if (engine_run(argv, 5, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (res.status != 2 || count_lines(res.err) != 1 || !strstr(res.err, names) ||
 	    res.out[0]) {
 		t_fail(&res, "%s %s: want exit 2 and one line naming %s", workload, args[0],
 		       names);
-		ret = T_FAIL;
+		ret = EXIT_FAIL;
 	}
 	engine_result_free(&res);
 	return ret;

@@ -30,6 +30,6 @@ int main(int argc, char **argv)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		if (expect_usage_error(engine, "fastpipe", cases[i].args, cases[i].names))
-			return T_FAIL;
-	return T_PASS;
+			return EXIT_FAIL;
+	return EXIT_OK;
 }

@@ -11,10 +11,10 @@ static int run(const char *engine, const char *opt, const char *val, double want
 	char *args[] = { (char *)engine, "fastpipe", "--json", (char *)opt, (char *)val, NULL };
 	struct engine_result res;
 	double timed;
-	int ret = T_FAIL;
+	int ret = EXIT_FAIL;
 
 	if (engine_run(args, 20, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (res.status != 0 || !json_metric(res.out, "bytes_timed", &timed)) {
 		t_fail(&res, "fastpipe %s %s failed", opt, val);
 		goto out;
@@ -24,7 +24,7 @@ static int run(const char *engine, const char *opt, const char *val, double want
 		       opt, val, timed, want);
 		goto out;
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;
@@ -35,8 +35,8 @@ int main(int argc, char **argv)
 	const char *engine = engine_path(argc, argv);
 
 	if (run(engine, "--bytes", "32M", 32.0 * 1024 * 1024))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (run(engine, "--count", "100", 100.0 * 256 * 1024))
-		return T_FAIL;
-	return T_PASS;
+		return EXIT_FAIL;
+	return EXIT_OK;
 }

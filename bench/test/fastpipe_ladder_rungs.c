@@ -33,12 +33,12 @@ int main(int argc, char **argv)
 	struct engine_result res;
 	char *line, *next;
 	unsigned int i;
-	int ret = T_FAIL;
+	int ret = EXIT_FAIL;
 
 	if (engine_run(args, 20, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (t_skipped(&res)) {
-		ret = T_SKIP;
+		ret = EXIT_SKIP;
 		goto out;
 	}
 	if (res.status != 0 || count_lines(res.out) != 5) {
@@ -82,7 +82,7 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;

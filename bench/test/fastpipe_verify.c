@@ -13,12 +13,12 @@ static int run(const char *engine, const char *mode, const char *opt, const char
 			 "--bytes", "64M", "--json", (char *)opt, (char *)val, NULL };
 	struct engine_result res;
 	const char *p;
-	int ret = T_FAIL;
+	int ret = EXIT_FAIL;
 
 	if (engine_run(args, 20, &res))
-		return T_FAIL;
-	if (res.status == T_SKIP) {
-		ret = T_SKIP;
+		return EXIT_FAIL;
+	if (res.status == EXIT_SKIP) {
+		ret = EXIT_SKIP;
 		goto out;
 	}
 	p = strstr(res.out, "\"verify\": \"");
@@ -28,7 +28,7 @@ static int run(const char *engine, const char *mode, const char *opt, const char
 		       mode, opt ? opt : "", val ? val : "");
 		goto out;
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;

@@ -193,14 +193,14 @@ int main(int argc, char **argv)
 	static const char *const bogus[] = { "--bogus", NULL };
 	struct engine_result list, json, version;
 	char *names[MAX_NAMES], *obj = NULL, *line, *p, pat[128], ver[64];
-	int i, nr_names = 0, ret = T_FAIL;
+	int i, nr_names = 0, ret = EXIT_FAIL;
 	const char *at;
 
 	if (engine_run(list_argv, 5, &list))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (engine_run(json_argv, 5, &json) || engine_run(version_argv, 5, &version)) {
 		engine_result_free(&list);
-		return T_FAIL;
+		return EXIT_FAIL;
 	}
 	if (list.status != 0 || !list.out[0]) {
 		t_fail(&list, "ipcbench list: want exit 0 and the workloads");

@@ -12,17 +12,17 @@ static int run(const char *engine, bool threads)
 			 "--receivers", "4", "--loops", "50", threads ? "--threads" : NULL, NULL };
 	struct engine_result res;
 	double msgs, rate;
-	int ret = T_FAIL;
+	int ret = EXIT_FAIL;
 
 	if (engine_run(args, 20, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (res.status != 0 || !json_metric(res.out, "messages", &msgs) ||
 	    !json_metric(res.out, "messages_per_s", &rate))
 		t_fail(&res, "want exit 0 with messages and messages_per_s");
 	else if (msgs != 2 * 3 * 4 * 50 || !(rate > 0))
 		t_fail(&res, "%g messages at %g/s, want 1200", msgs, rate);
 	else
-		ret = T_PASS;
+		ret = EXIT_OK;
 	engine_result_free(&res);
 	return ret;
 }
@@ -33,9 +33,9 @@ int main(int argc, char **argv)
 	static const char *const bad[] = { "--duration", "1", NULL };
 	int ret = run(engine, false);
 
-	if (ret == T_PASS)
+	if (ret == EXIT_OK)
 		ret = run(engine, true);
-	if (ret == T_PASS && expect_usage_error(engine, "messaging", bad, "--duration"))
-		ret = T_FAIL;
+	if (ret == EXIT_OK && expect_usage_error(engine, "messaging", bad, "--duration"))
+		ret = EXIT_FAIL;
 	return ret;
 }

@@ -17,12 +17,12 @@ int main(int argc, char **argv)
 	struct engine_result res;
 	char *line, *next;
 	unsigned int i, k;
-	int ret = T_FAIL;
+	int ret = EXIT_FAIL;
 
 	if (engine_run(args, 10, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (t_skipped(&res)) {
-		ret = T_SKIP;
+		ret = EXIT_SKIP;
 		goto out;
 	}
 	if (res.status != 0 || count_lines(res.out) != 4) {
@@ -48,7 +48,7 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;

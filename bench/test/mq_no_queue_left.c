@@ -37,7 +37,7 @@ static int run(const char *engine, double kill_after)
 
 	pid = fork();
 	if (pid < 0)
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (pid == 0) {
 		int null = open("/dev/null", O_WRONLY);
 
@@ -50,14 +50,14 @@ static int run(const char *engine, double kill_after)
 		kill(pid, SIGTERM);
 	}
 	if (waitpid(pid, &status, 0) < 0)
-		return T_FAIL;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == T_SKIP)
-		return T_SKIP;
+		return EXIT_FAIL;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_SKIP)
+		return EXIT_SKIP;
 	if (kill_after <= 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
 		fprintf(stderr, "FAIL: mq-latency exited with status 0x%x\n", status);
-		return T_FAIL;
+		return EXIT_FAIL;
 	}
-	return queues_left(pid) ? T_FAIL : T_PASS;
+	return queues_left(pid) ? EXIT_FAIL : EXIT_OK;
 }
 
 int main(int argc, char **argv)

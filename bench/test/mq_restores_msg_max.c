@@ -30,19 +30,19 @@ int main(int argc, char **argv)
 	char *slow[] = { (char *)engine_path(argc, argv), "mq-latency", "--json",
 			 "--depth", depth, "--duration", "30", NULL };
 	struct engine_result res;
-	int ret = T_FAIL;
+	int ret = EXIT_FAIL;
 
 	if (before < 0) {
 		printf("skip: no %s\n", MSG_MAX);
-		return T_SKIP;
+		return EXIT_SKIP;
 	}
 	if (geteuid() != 0) {
 		printf("skip: needs root to raise msg_max\n");
-		return T_SKIP;
+		return EXIT_SKIP;
 	}
 	snprintf(depth, sizeof(depth), "%ld", before + 6);
 	if (engine_run(args, 10, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	after = read_msg_max();
 	if (res.status != 0 || !strstr(res.out, "\"msg_max\": \"raised from") || after != before) {
 		t_fail(&res, "msg_max %ld before, %ld after; want the note and no change",
@@ -52,13 +52,13 @@ int main(int argc, char **argv)
 	engine_result_free(&res);
 
 	if (engine_run_full(slow, 10, 0.5, SIGTERM, NULL, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	after = read_msg_max();
 	if (after != before) {
 		t_fail(&res, "after SIGTERM msg_max is %ld, was %ld", after, before);
 		goto out;
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;

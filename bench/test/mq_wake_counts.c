@@ -14,12 +14,12 @@ static int run(const char *engine, const char *receiver, bool stream, const char
 			 stream ? "--priorities" : "20", stream ? "random" : NULL, NULL };
 	struct engine_result res;
 	double msgs, v;
-	int ret = T_FAIL;
+	int ret = EXIT_FAIL;
 
 	if (engine_run(args, 20, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (t_skipped(&res)) {
-		ret = T_SKIP;
+		ret = EXIT_SKIP;
 	} else if (res.status != 0 || !json_metric(res.out, "messages", &msgs) ||
 		   !json_metric(res.out, metric, &v)) {
 		t_fail(&res, "%s: want exit 0 with messages and %s", receiver, metric);
@@ -28,7 +28,7 @@ static int run(const char *engine, const char *receiver, bool stream, const char
 	} else if (!stream && !strstr(res.out, "\"wake\": {\"unit\": \"ns\", \"count\": 300,")) {
 		t_fail(&res, "%s: the wake histogram does not hold 300 messages", receiver);
 	} else {
-		ret = T_PASS;
+		ret = EXIT_OK;
 	}
 	engine_result_free(&res);
 	return ret;
@@ -39,9 +39,9 @@ int main(int argc, char **argv)
 	const char *engine = engine_path(argc, argv);
 	int ret;
 
-	if ((ret = run(engine, "thread", false, "wake_latency_ns")) != T_PASS ||
-	    (ret = run(engine, "process", false, "wake_latency_ns")) != T_PASS ||
-	    (ret = run(engine, "process", true, "ns_per_message")) != T_PASS)
+	if ((ret = run(engine, "thread", false, "wake_latency_ns")) != EXIT_OK ||
+	    (ret = run(engine, "process", false, "wake_latency_ns")) != EXIT_OK ||
+	    (ret = run(engine, "process", true, "ns_per_message")) != EXIT_OK)
 		return ret;
 	return run(engine, "thread", true, "ns_per_message");
 }

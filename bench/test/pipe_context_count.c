@@ -11,10 +11,10 @@ static int run(const char *engine, const char *cpus)
 			 cpus ? "--cpus" : NULL, (char *)cpus, NULL };
 	struct engine_result res;
 	double trips, rate;
-	int ret = T_FAIL;
+	int ret = EXIT_FAIL;
 
 	if (engine_run(args, 10, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (res.status != 0 || !json_metric(res.out, "round_trips", &trips) ||
 	    !json_metric(res.out, "round_trips_per_s", &rate)) {
 		t_fail(&res, "pipe-context --count 2000 %s failed", cpus ? cpus : "");
@@ -24,7 +24,7 @@ static int run(const char *engine, const char *cpus)
 		t_fail(&res, "round_trips %.0f (want 2000), rate %g", trips, rate);
 		goto out;
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;
@@ -35,8 +35,8 @@ int main(int argc, char **argv)
 	const char *engine = engine_path(argc, argv);
 
 	if (run(engine, NULL))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (sysconf(_SC_NPROCESSORS_ONLN) >= 2 && run(engine, "0,1"))
-		return T_FAIL;
-	return T_PASS;
+		return EXIT_FAIL;
+	return EXIT_OK;
 }

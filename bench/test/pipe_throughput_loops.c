@@ -11,10 +11,10 @@ int main(int argc, char **argv)
 			 "--count", "5000", NULL };
 	struct engine_result res;
 	double rate, loops;
-	int ret = T_FAIL;
+	int ret = EXIT_FAIL;
 
 	if (engine_run(args, 10, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (res.status != 0) {
 		t_fail(&res, "pipe-throughput --count 5000 failed");
 		goto out;
@@ -27,7 +27,7 @@ int main(int argc, char **argv)
 		t_fail(&res, "loops %.0f (want 5000), loops_per_s %g (want > 0)", loops, rate);
 		goto out;
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;

@@ -15,15 +15,15 @@ int main(int argc, char **argv)
 	char *args[] = { (char *)engine_path(argc, argv), "pipe-sweep", "--json",
 			 "--memory-pressure", "--duration", "0.2", NULL };
 	struct engine_result res;
-	int ret = T_FAIL;
+	int ret = EXIT_FAIL;
 
 	if (engine_run_full(args, 10, 0, 0, no_path, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (res.status != 1 || !strstr(res.err, "stress-ng") || res.out[0]) {
 		t_fail(&res, "expected exit 1, no result, and a message naming stress-ng");
 		goto out;
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;

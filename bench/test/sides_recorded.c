@@ -41,13 +41,13 @@ static int check(const char *engine, const char *workload, const char *extra,
 			 (char *)extra, NULL };
 	struct engine_result res;
 	const int want[2] = { cpu_a, cpu_b };
-	int ret = T_FAIL, i;
+	int ret = EXIT_FAIL, i;
 
 	snprintf(cpus, sizeof(cpus), "%d,%d", cpu_a, cpu_b);
 	if (!extra)
 		args[5] = NULL;
 	if (engine_run(args, 30, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (res.status != 0) {
 		t_fail(&res, "%s --cpus %s failed", workload, cpus);
 		goto out;
@@ -70,7 +70,7 @@ static int check(const char *engine, const char *workload, const char *extra,
 			goto out;
 		}
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;
@@ -83,13 +83,13 @@ int main(int argc, char **argv)
 	static const char *const fp[2] = { "writer", "reader" };
 
 	if (check(engine, "pipe-context", "--count=2000", pc, 0, 0))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
-		return T_PASS;
+		return EXIT_OK;
 	if (check(engine, "pipe-context", "--count=2000", pc, 0, 1) ||
 	    check(engine, "pipe-context", "--count=2000", pc, 1, 0) ||
 	    check(engine, "fastpipe", "--duration=0.1", fp, 0, 1) ||
 	    check(engine, "pipe-sweep", "--count=2000", fp, 1, 0))
-		return T_FAIL;
-	return T_PASS;
+		return EXIT_FAIL;
+	return EXIT_OK;
 }

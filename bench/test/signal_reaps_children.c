@@ -10,10 +10,10 @@
 static int check(char *const args[], int sig)
 {
 	struct engine_result res;
-	int left, ret = T_FAIL;
+	int left, ret = EXIT_FAIL;
 
 	if (engine_run_full(args, 10, 0.5, sig, NULL, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	left = count_our_children(true);
 	if (res.status != 128 + sig || res.seconds > 4) {
 		t_fail(&res, "%s %s: expected exit %d within a few seconds", args[1],
@@ -25,7 +25,7 @@ static int check(char *const args[], int sig)
 		       strsignal(sig), left);
 		goto out;
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;
@@ -40,8 +40,8 @@ int main(int argc, char **argv)
 			 "--transfers", "2000000000", NULL };
 
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1))
-		return T_SKIP;
+		return EXIT_SKIP;
 	if (check(sweep, SIGINT) || check(sweep, SIGTERM) || check(ring, SIGTERM))
-		return T_FAIL;
-	return T_PASS;
+		return EXIT_FAIL;
+	return EXIT_OK;
 }

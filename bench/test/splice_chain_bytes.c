@@ -13,12 +13,12 @@ static int run(const char *engine, const char *chain, const char *count, double 
 			 "--count", (char *)count, NULL };
 	struct engine_result res;
 	double rounds, rate;
-	int ret = T_FAIL;
+	int ret = EXIT_FAIL;
 
 	if (engine_run(args, 20, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (t_skipped(&res)) {
-		ret = T_SKIP;
+		ret = EXIT_SKIP;
 	} else if (res.status != 0 || !json_metric(res.out, "rounds", &rounds) ||
 		   !json_metric(res.out, "bytes_moved", moved) ||
 		   !json_metric(res.out, "call_throughput", &rate) ||
@@ -28,7 +28,7 @@ static int run(const char *engine, const char *chain, const char *count, double 
 		t_fail(&res, "%s: %g rounds (want %s), call_throughput %g", chain, rounds, count,
 		       rate);
 	} else {
-		ret = T_PASS;
+		ret = EXIT_OK;
 	}
 	engine_result_free(&res);
 	return ret;
@@ -41,24 +41,24 @@ int main(int argc, char **argv)
 	double moved, got;
 	int ret;
 
-	if ((ret = run(engine, "splice", "100", &moved, NULL)) != T_PASS)
+	if ((ret = run(engine, "splice", "100", &moved, NULL)) != EXIT_OK)
 		return ret;
 	if (moved != 100 * 65536.0) {
 		fprintf(stderr, "FAIL: splice chain moved %g bytes, want %g\n", moved, 100 * 65536.0);
-		return T_FAIL;
+		return EXIT_FAIL;
 	}
-	if ((ret = run(engine, "vmsplice", "100", &moved, NULL)) != T_PASS)
+	if ((ret = run(engine, "vmsplice", "100", &moved, NULL)) != EXIT_OK)
 		return ret;
 	if (moved != 100 * 65536.0) {
 		fprintf(stderr, "FAIL: vmsplice chain moved %g bytes, want %g\n", moved,
 			100 * 65536.0);
-		return T_FAIL;
+		return EXIT_FAIL;
 	}
-	if ((ret = run(engine, "tee", "500", &moved, &got)) != T_PASS)
+	if ((ret = run(engine, "tee", "500", &moved, &got)) != EXIT_OK)
 		return ret;
 	if (!(moved > 0) || got != moved) {
 		fprintf(stderr, "FAIL: tee copied %g bytes, the reader got %g\n", moved, got);
-		return T_FAIL;
+		return EXIT_FAIL;
 	}
 	return expect_usage_error(engine, "splice-chain", bad, "--write-size");
 }

@@ -17,10 +17,10 @@ static int check(const char *engine, const char *mode, const char *writers,
 	const char *name = mode ? mode : "processes";
 	struct engine_result res;
 	double written, read, writes, size = atof(write_size);
-	int ret = T_FAIL;
+	int ret = EXIT_FAIL;
 
 	if (engine_run(argv, 10, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (res.status != 0) {
 		t_fail(&res, "%s: exit status", name);
 		goto out;
@@ -40,7 +40,7 @@ static int check(const char *engine, const char *mode, const char *writers,
 		       written, writes, size);
 		goto out;
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;
@@ -52,8 +52,8 @@ int main(int argc, char **argv)
 
 	/* 100001 bytes: not a page multiple, larger than the 64 KiB pipe */
 	if (check(engine, NULL, "2", "3", "100001"))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (check(engine, "--threads", "3", "2", "3001"))
-		return T_FAIL;
-	return T_PASS;
+		return EXIT_FAIL;
+	return EXIT_OK;
 }

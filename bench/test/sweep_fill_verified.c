@@ -13,10 +13,10 @@ static int run(const char *engine, bool packet)
 	struct engine_result res;
 	char want[96];
 	double got;
-	int ret = T_FAIL;
+	int ret = EXIT_FAIL;
 
 	if (engine_run(args, 20, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	snprintf(want, sizeof(want), "\"fill\": \"%d bytes read, every one as written\"",
 		 3000 * 700);
 	if (res.status != 0 || !json_metric(res.out, "bytes_read", &got))
@@ -24,7 +24,7 @@ static int run(const char *engine, bool packet)
 	else if (got != 3000 * 700 || !strstr(res.out, want))
 		t_fail(&res, "want %s", want);
 	else
-		ret = T_PASS;
+		ret = EXIT_OK;
 	engine_result_free(&res);
 	return ret;
 }
@@ -35,9 +35,9 @@ int main(int argc, char **argv)
 	static const char *const bad[] = { "--verify", NULL };
 	int ret = run(engine, false);
 
-	if (ret == T_PASS)
+	if (ret == EXIT_OK)
 		ret = run(engine, true);
-	if (ret == T_PASS && expect_usage_error(engine, "pipe-sweep", bad, "--verify"))
-		ret = T_FAIL;
+	if (ret == EXIT_OK && expect_usage_error(engine, "pipe-sweep", bad, "--verify"))
+		ret = EXIT_FAIL;
 	return ret;
 }

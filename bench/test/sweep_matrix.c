@@ -14,10 +14,10 @@ int main(int argc, char **argv)
 	double written, read;
 	char want[96];
 	const char *line;
-	int i, j, ret = T_FAIL;
+	int i, j, ret = EXIT_FAIL;
 
 	if (engine_run(args, 20, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (res.status != 0 || count_lines(res.out) != 9) {
 		t_fail(&res, "expected 9 JSON lines and exit 0");
 		goto out;
@@ -39,7 +39,7 @@ int main(int argc, char **argv)
 			line = strchr(line, '\n') + 1;
 		}
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;

@@ -13,18 +13,18 @@ static int run(const char *engine, bool packet, double *writes, double *reads)
 			 "--readers", "1", "--write-size", "5000", "--pipe-size", "64K",
 			 "--no-latency", "--count", "2000", packet ? "--packet" : NULL, NULL };
 	struct engine_result res;
-	int ret = T_FAIL;
+	int ret = EXIT_FAIL;
 
 	if (engine_run(args, 20, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (t_skipped(&res)) {
-		ret = T_SKIP;
+		ret = EXIT_SKIP;
 	} else if (res.status != 0 || !json_metric(res.out, "writes", writes) ||
 		   !json_metric(res.out, "reads", reads) ||
 		   !strstr(res.out, packet ? "\"packet\": true" : "\"packet\": false")) {
 		t_fail(&res, "want exit 0 with writes, reads and the packet param");
 	} else {
-		ret = T_PASS;
+		ret = EXIT_OK;
 	}
 	engine_result_free(&res);
 	return ret;
@@ -37,19 +37,19 @@ int main(int argc, char **argv)
 	int ret;
 
 	ret = run(engine, true, &w, &r);
-	if (ret != T_PASS)
+	if (ret != EXIT_OK)
 		return ret;
 	if (w != 2000 || r != 2 * w) {
 		fprintf(stderr, "FAIL: --packet: %g writes gave %g reads, want %g\n", w, r, 2 * w);
-		return T_FAIL;
+		return EXIT_FAIL;
 	}
 	ret = run(engine, false, &w, &r);
-	if (ret != T_PASS)
+	if (ret != EXIT_OK)
 		return ret;
 	if (r >= 1.5 * w) {
 		fprintf(stderr, "FAIL: without --packet %g writes gave %g reads: not merged\n",
 			w, r);
-		return T_FAIL;
+		return EXIT_FAIL;
 	}
-	return T_PASS;
+	return EXIT_OK;
 }

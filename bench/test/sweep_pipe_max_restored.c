@@ -31,17 +31,17 @@ int main(int argc, char **argv)
 	struct engine_result res;
 	long long before = pipe_max(), granted_want;
 	double granted;
-	int ret = T_FAIL;
+	int ret = EXIT_FAIL;
 
 	if (geteuid() != 0 || before <= 0 || access(PIPE_MAX, W_OK)) {
 		printf("needs root and a writable %s\n", PIPE_MAX);
-		return T_SKIP;
+		return EXIT_SKIP;
 	}
 	granted_want = before * 4;
 	snprintf(size, sizeof(size), "%lld", granted_want);
 
 	if (engine_run(normal, 10, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (res.status != 0 || !json_number(strstr(res.out, "\"params\""), "pipe_size", &granted) ||
 	    granted != granted_want || !strstr(res.out, "\"pipe_max_size\": \"raised")) {
 		t_fail(&res, "expected a %lld-byte pipe and a note about the sysctl", granted_want);
@@ -54,12 +54,12 @@ int main(int argc, char **argv)
 	engine_result_free(&res);
 
 	if (engine_run(killed, 10, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (res.status != 1 || pipe_max() != before) {
 		t_fail(&res, "after the watchdog: pipe-max-size %lld, was %lld", pipe_max(), before);
 		goto out;
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;

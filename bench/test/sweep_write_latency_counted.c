@@ -19,10 +19,10 @@ int main(int argc, char **argv)
 	double writes, count, v, prev = 0, cost, share, mean;
 	const char *lat;
 	unsigned int i;
-	int ret = T_FAIL;
+	int ret = EXIT_FAIL;
 
 	if (engine_run(argv_on, 10, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (res.status != 0 || !json_metric(res.out, "writes", &writes)) {
 		t_fail(&res, "run with latency");
 		goto out;
@@ -48,13 +48,13 @@ int main(int argc, char **argv)
 	engine_result_free(&res);
 
 	if (engine_run(argv_off, 10, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (res.status != 0 || !strstr(res.out, "\"latency\": {}") ||
 	    !strstr(res.out, "\"latency\": false") || strstr(res.out, "timing_cost")) {
 		t_fail(&res, "--no-latency should emit no write histogram");
 		goto out;
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;

@@ -12,10 +12,10 @@ int main(int argc, char **argv)
 			 "--procs", "8", "--transfers", "20000", "--timeout", "10", NULL };
 	struct engine_result res;
 	double cs, per, vol, invol, clock, elapsed, transfers = 20000, mig;
-	int ret = T_FAIL;
+	int ret = EXIT_FAIL;
 
 	if (engine_run(args, 15, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (res.status != 0) {
 		t_fail(&res, "exit status");
 		goto out;
@@ -48,7 +48,7 @@ int main(int argc, char **argv)
 		t_fail(&res, "rusage fallback: cs should be voluntary + involuntary");
 		goto out;
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;

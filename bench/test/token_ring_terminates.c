@@ -20,14 +20,14 @@ int main(int argc, char **argv)
 				 (char *)cases[i][1], "--timeout", "5", NULL };
 
 		if (engine_run(args, 8, &res))
-			return T_FAIL;
+			return EXIT_FAIL;
 		if (res.status != 0) {
 			t_fail(&res, "--procs %s --transfers %s did not end cleanly",
 			       cases[i][0], cases[i][1]);
 			engine_result_free(&res);
-			return T_FAIL;
+			return EXIT_FAIL;
 		}
 		engine_result_free(&res);
 	}
-	return T_PASS;
+	return EXIT_OK;
 }

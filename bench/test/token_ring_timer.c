@@ -13,10 +13,10 @@ int main(int argc, char **argv)
 			 NULL };
 	struct engine_result res;
 	double transfers, elapsed, fork_s, reap_s;
-	int ret = T_FAIL;
+	int ret = EXIT_FAIL;
 
 	if (engine_run(args, 20, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (res.status != 0 || !json_number(res.out, "transfers", &transfers) ||
 	    !json_metric(res.out, "elapsed_s", &elapsed) ||
 	    !json_metric(res.out, "fork_s", &fork_s) || !json_metric(res.out, "reap_s", &reap_s)) {
@@ -33,7 +33,7 @@ int main(int argc, char **argv)
 		       fork_s, reap_s);
 		goto out;
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;

@@ -18,10 +18,10 @@ static int check(const char *engine, const char *workload, const char *metric,
 	double total, sum = 0;
 	const char *p;
 	char *end;
-	int n = 0, ret = T_FAIL;
+	int n = 0, ret = EXIT_FAIL;
 
 	if (engine_run(args, 10, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (res.status != 0 || !json_metric(res.out, metric, &total)) {
 		t_fail(&res, "%s --copies 3: no %s", workload, metric);
 		goto out;
@@ -51,7 +51,7 @@ static int check(const char *engine, const char *workload, const char *metric,
 		       workload, n, sum, total);
 		goto out;
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;
@@ -62,8 +62,8 @@ int main(int argc, char **argv)
 	const char *engine = engine_path(argc, argv);
 
 	if (check(engine, "pipe-throughput", "loops_per_s", "per_copy_loops_per_s"))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (check(engine, "pipe-context", "round_trips_per_s", "per_copy_round_trips_per_s"))
-		return T_FAIL;
-	return T_PASS;
+		return EXIT_FAIL;
+	return EXIT_OK;
 }

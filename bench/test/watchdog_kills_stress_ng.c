@@ -13,16 +13,16 @@ int main(int argc, char **argv)
 			 "--memory-pressure", "--vm", "2", "--vm-bytes", "64M",
 			 "--duration", "30", "--timeout", "2", NULL };
 	struct engine_result res;
-	int left, ret = T_FAIL;
+	int left, ret = EXIT_FAIL;
 
 	if (!have_stress_ng()) {
 		printf("stress-ng is not installed\n");
-		return T_SKIP;
+		return EXIT_SKIP;
 	}
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1))
-		return T_SKIP;
+		return EXIT_SKIP;
 	if (engine_run(args, 15, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	left = count_our_children(true);
 	if (res.status != 1 || res.seconds > 6) {
 		t_fail(&res, "expected exit 1 soon after the 2 s watchdog");
@@ -32,7 +32,7 @@ int main(int argc, char **argv)
 		t_fail(&res, "%d processes (stress-ng workers?) outlived the engine", left);
 		goto out;
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;

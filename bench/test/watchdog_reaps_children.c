@@ -14,12 +14,12 @@ int main(int argc, char **argv)
 			 "--duration", "30", "--timeout", "1", "--writers", "3",
 			 "--readers", "2", NULL };
 	struct engine_result res;
-	int left, ret = T_FAIL;
+	int left, ret = EXIT_FAIL;
 
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1))
-		return T_SKIP;
+		return EXIT_SKIP;
 	if (engine_run(args, 10, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	left = count_our_children(true);
 	if (res.status != 1 || res.seconds > 4) {
 		t_fail(&res, "expected exit 1 soon after the 1 s watchdog");
@@ -29,7 +29,7 @@ int main(int argc, char **argv)
 		t_fail(&res, "%d processes outlived the engine", left);
 		goto out;
 	}
-	ret = T_PASS;
+	ret = EXIT_OK;
 out:
 	engine_result_free(&res);
 	return ret;

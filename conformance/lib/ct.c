@@ -27,7 +27,6 @@
 #include "ct.h"
 
 #define CT_MAX_CHILDREN	512
-#define CT_MAX_SYSCTLS	8
 #define CT_MAX_MQ	16
 
 static pid_t ct_owner;
@@ -37,14 +36,6 @@ static unsigned int ct_watchdog_secs;
 
 static pid_t ct_children[CT_MAX_CHILDREN];
 static volatile sig_atomic_t ct_nr_children;
-
-struct ct_sysctl {
-	char path[128];
-	char old[64];
-	size_t old_len;
-};
-static struct ct_sysctl ct_sysctls[CT_MAX_SYSCTLS];
-static volatile sig_atomic_t ct_nr_sysctls;
 
 static char ct_mq_names[CT_MAX_MQ][64];
 static volatile sig_atomic_t ct_nr_mq;
@@ -70,16 +61,8 @@ static void ct_cleanup_signal_safe(void)
 	for (i = 0; i < ct_nr_mq; i++)
 		if (ct_mq_names[i][0])
 			mq_unlink(ct_mq_names[i]);
-	for (i = 0; i < ct_nr_sysctls; i++) {
-		struct ct_sysctl *s = &ct_sysctls[i];
-		int fd = open(s->path, O_WRONLY);
-
-		if (fd < 0 || write(fd, s->old, s->old_len) != (ssize_t)s->old_len)
-			ct_write_str(1, "# WARNING: could not restore a sysctl\n");
-		if (fd >= 0)
-			close(fd);
-	}
-	ct_nr_sysctls = 0;
+	if (sysctl_restore())
+		ct_write_str(1, "# WARNING: could not restore a sysctl\n");
 }
 
 static void ct_reap_children(void)
@@ -116,7 +99,7 @@ static void ct_on_alarm(int sig)
 	strcat(buf, " (no completion in time; lost wakeup or hang)\n");
 	ct_write_str(1, buf);
 	ct_cleanup_signal_safe();
-	_exit(CT_FAIL);
+	_exit(EXIT_FAIL);
 }
 
 static void ct_on_term(int sig)
@@ -124,7 +107,7 @@ static void ct_on_term(int sig)
 	ct_write_str(1, "# FAIL interrupted by a signal; cleaned up\n");
 	ct_cleanup_signal_safe();
 	signal(sig, SIG_DFL);
-	_exit(CT_FAIL);
+	_exit(EXIT_FAIL);
 }
 
 __attribute__((constructor)) static void ct_init(void)
@@ -172,7 +155,7 @@ void ct_skip(const char *fmt, ...)
 	va_start(ap, fmt);
 	ct_vlog("SKIP ", fmt, ap);
 	va_end(ap);
-	exit(CT_SKIP);
+	exit(EXIT_SKIP);
 }
 
 void ct_fatal(const char *fmt, ...)
@@ -182,7 +165,7 @@ void ct_fatal(const char *fmt, ...)
 	va_start(ap, fmt);
 	ct_vlog("FAIL ", fmt, ap);
 	va_end(ap);
-	exit(CT_FAIL);
+	exit(EXIT_FAIL);
 }
 
 void ct_failf(const char *file, int line, const char *fmt, ...)
@@ -205,7 +188,7 @@ bool ct_failed(void)
 
 int ct_result(void)
 {
-	return ct_failures ? CT_FAIL : CT_PASS;
+	return ct_failures ? EXIT_FAIL : EXIT_OK;
 }
 
 const char *ct_errname(int err)
@@ -270,12 +253,12 @@ pid_t ct_spawn(int (*fn)(void *arg), void *arg)
 	if (pid == 0) {
 		/* The child owns nothing of the parent's: no cleanup, no alarm. */
 		ct_nr_children = 0;
-		ct_nr_sysctls = 0;
+		sysctl_forget();
 		ct_nr_mq = 0;
 		alarm(0);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != ct_owner)
-			_exit(CT_FAIL);
+			_exit(EXIT_FAIL);
 		_exit(fn(arg));
 	}
 	ct_children[ct_nr_children] = pid;
@@ -394,7 +377,7 @@ long long ct_sysctl_read(const char *name)
 	int ret;
 
 	snprintf(path, sizeof(path), "/proc/sys/%s", name);
-	ret = ct_read_file(path, buf, sizeof(buf));
+	ret = sysctl_read(path, buf, sizeof(buf));
 	if (ret < 0)
 		return ret;
 	return strtoll(buf, NULL, 10);
@@ -402,34 +385,10 @@ long long ct_sysctl_read(const char *name)
 
 int ct_sysctl_set(const char *name, const char *value)
 {
-	struct ct_sysctl *s = NULL;
 	char path[128];
-	int i, fd, ret;
-	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/sys/%s", name);
-	for (i = 0; i < ct_nr_sysctls; i++)
-		if (!strcmp(ct_sysctls[i].path, path))
-			s = &ct_sysctls[i];
-	if (!s) {
-		if (ct_nr_sysctls >= CT_MAX_SYSCTLS)
-			return -ENOSPC;
-		s = &ct_sysctls[ct_nr_sysctls];
-		snprintf(s->path, sizeof(s->path), "%s", path);
-		ret = ct_read_file(path, s->old, sizeof(s->old));
-		if (ret < 0)
-			return ret;
-		s->old_len = ret;
-		/* Publish only once the old value is complete. */
-		ct_nr_sysctls++;
-	}
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, value, strlen(value));
-	ret = n < 0 ? -errno : 0;
-	close(fd);
-	return ret;
+	return sysctl_set(path, value);
 }
 
 void ct_sysctl_restore(void)
@@ -439,18 +398,10 @@ void ct_sysctl_restore(void)
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
 	if (getpid() == ct_owner) {
-		int i;
+		int failed = sysctl_restore();
 
-		for (i = 0; i < ct_nr_sysctls; i++) {
-			struct ct_sysctl *s = &ct_sysctls[i];
-			int fd = open(s->path, O_WRONLY);
-
-			if (fd < 0 || write(fd, s->old, s->old_len) != (ssize_t)s->old_len)
-				ct_log("WARNING: could not restore %s", s->path);
-			if (fd >= 0)
-				close(fd);
-		}
-		ct_nr_sysctls = 0;
+		if (failed)
+			ct_log("WARNING: could not restore %d sysctl(s)", failed);
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 }
@@ -542,17 +493,6 @@ uint64_t ct_hash(const void *buf, size_t len, uint64_t seed)
 	return h;
 }
 
-uint64_t ct_rand(uint64_t *state)
-{
-	uint64_t x = *state;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*state = x;
-	return x * 0x2545f4914f6cdd1dull;
-}
-
 uint64_t ct_seed(void)
 {
 	const char *s = getenv("CT_SEED");
@@ -626,36 +566,18 @@ struct timespec ct_deadline_ms(long ms)
 	return ts;
 }
 
-ssize_t ct_write_full(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-	size_t done = 0;
-	ssize_t n;
-
-	while (done < len) {
-		n = write(fd, p + done, len - done);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return done ? (ssize_t)done : -1;
-		}
-		done += n;
-	}
-	return done;
-}
-
-ssize_t ct_read_full(int fd, void *buf, size_t len)
+ssize_t ct_read_to_eof(int fd, void *buf, size_t cap)
 {
 	char *p = buf;
 	size_t done = 0;
 	ssize_t n;
 
-	while (done < len) {
-		n = read(fd, p + done, len - done);
+	while (done < cap) {
+		n = read(fd, p + done, cap - done);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return done ? (ssize_t)done : -1;
+			return -errno;
 		}
 		if (n == 0)
 			break;
@@ -703,16 +625,15 @@ int ct_pattern_write_stream(int fd, uint64_t len, uint64_t seed, uint64_t rng)
 	if (!buf)
 		return -ENOMEM;
 	while (off < len) {
-		size_t n = 1 + ct_rand(&rng) % CT_STREAM_CHUNK;
+		size_t n = 1 + rng_next(&rng) % CT_STREAM_CHUNK;
 
 		if (n > len - off)
 			n = len - off;
 		ct_pattern_fill(buf, n, seed, off);
 		/* A short count means the last write() failed: errno says why. */
-		if (ct_write_full(fd, buf, n) != (ssize_t)n) {
-			ret = -errno;
+		ret = write_full(fd, buf, n);
+		if (ret < 0)
 			goto out_free;
-		}
 		off += n;
 	}
 out_free:
@@ -731,7 +652,7 @@ int ct_pattern_read_stream(int fd, uint64_t seed, uint64_t rng, uint64_t *len, i
 	if (!buf)
 		return -ENOMEM;
 	for (;;) {
-		n = read(fd, buf, 1 + ct_rand(&rng) % CT_STREAM_CHUNK);
+		n = read(fd, buf, 1 + rng_next(&rng) % CT_STREAM_CHUNK);
 		if (n < 0 && errno == EINTR)
 			continue;
 		/* A read error ends the stream short; the caller's length check sees it. */

@@ -2,8 +2,10 @@
 /*
  * ct: the small helper every conformance test links against.
  *
- * A test is one program that checks one behaviour and exits CT_PASS (0),
- * CT_FAIL (1) or CT_SKIP (77).  The helper gives it:
+ * A test is one program that checks one behaviour and exits EXIT_OK (0,
+ * pass), EXIT_FAIL (1) or EXIT_SKIP (77): the engine's codes, from
+ * bench/src/shared.h, as are write_full/read_full, rng_next and the sysctl
+ * bookkeeping behind ct_sysctl_set.  The helper gives it:
  *  - expectations that print "# FAIL file:line: ..." and remember the failure,
  *  - a watchdog (alarm) that kills every tracked child and fails the test, so
  *    a lost wakeup becomes a failure instead of a hang,
@@ -25,24 +27,20 @@
 #include <sys/types.h>
 #include <time.h>
 
-enum {
-	CT_PASS = 0,
-	CT_FAIL = 1,
-	CT_SKIP = 77,
-};
+#include "shared.h"	/* bench/src: exit codes, write_full/read_full, rng_next, sysctls */
 
 /* ---- results ------------------------------------------------------------ */
 
 /* Print "# msg" on stdout (flushed). */
 void ct_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Print "# SKIP msg" and exit CT_SKIP (restoring sysctls, killing children). */
+/* Print "# SKIP msg" and exit EXIT_SKIP (restoring sysctls, killing children). */
 void ct_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-/* Print "# FAIL msg" and exit CT_FAIL at once. */
+/* Print "# FAIL msg" and exit EXIT_FAIL at once. */
 void ct_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* Record a failure and carry on. */
 void ct_failf(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* CT_FAIL if any expectation failed, CT_PASS otherwise. */
+/* EXIT_FAIL if any expectation failed, EXIT_OK otherwise. */
 int ct_result(void);
 bool ct_failed(void);
 
@@ -72,7 +70,7 @@ const char *ct_errname(int err);
 
 /*
  * Arm (or re-arm) the watchdog: after @seconds, SIGKILL every tracked
- * child, restore sysctls and exit CT_FAIL with "# watchdog: <what>".
+ * child, restore sysctls and exit EXIT_FAIL with "# watchdog: <what>".
  * CT_WATCHDOG_SCALE (a float, e.g. 25 under TCG) multiplies every limit.
  */
 void ct_watchdog(unsigned int seconds, const char *what);
@@ -128,7 +126,7 @@ const char *ct_mq_name(const char *tag);
 /*
  * Create a new queue named by ct_mq_name(@tag), with @attr, opened
  * O_RDWR | O_CREAT | O_EXCL | @flags (e.g. O_NONBLOCK); *@name gets its
- * name, for mq_unlink() or a second mq_open().  Exits CT_FAIL with
+ * name, for mq_unlink() or a second mq_open().  Exits EXIT_FAIL with
  * "mq_open: <error>" when it cannot: a test that would rather skip on
  * EMFILE or ENOSPC opens its queue itself.
  */
@@ -138,8 +136,6 @@ mqd_t ct_mq_create(const char *tag, int flags, struct mq_attr *attr, const char 
 
 /* 64-bit FNV-1a. */
 uint64_t ct_hash(const void *buf, size_t len, uint64_t seed);
-/* xorshift64*; state must be non-zero. */
-uint64_t ct_rand(uint64_t *state);
 /* Seed from CT_SEED (printed), or from time and pid. */
 uint64_t ct_seed(void);
 /* Directory for temporary files: CT_TMPDIR, TMPDIR or /tmp. */
@@ -152,9 +148,12 @@ void ct_sleep_ms(unsigned int ms);
 /* CLOCK_REALTIME timespec @ms from now (for mq_timed*). */
 struct timespec ct_deadline_ms(long ms);
 
-/* write()/read() all of @len, retrying short transfers and EINTR. */
-ssize_t ct_write_full(int fd, const void *buf, size_t len);
-ssize_t ct_read_full(int fd, void *buf, size_t len);
+/*
+ * read() until EOF or @cap bytes, retrying short reads and EINTR: how many
+ * bytes, or -errno when a read failed.  (write_full/read_full move exactly
+ * @len: shared.h.)
+ */
+ssize_t ct_read_to_eof(int fd, void *buf, size_t cap);
 
 /* Fill @buf with a pattern derived from @seed and @offset (byte-addressed). */
 void ct_pattern_fill(void *buf, size_t len, uint64_t seed, uint64_t offset);
@@ -164,7 +163,7 @@ ssize_t ct_pattern_check(const void *buf, size_t len, uint64_t seed, uint64_t of
 /*
  * A pattern stream through a pipe: the pattern of @seed from offset 0, moved
  * in transfers of 1 byte to CT_STREAM_CHUNK whose sizes are drawn from @rng
- * (a ct_rand() state: writer and reader draw theirs apart, so the two sides'
+ * (an rng_next() state: writer and reader draw theirs apart, so the two sides'
  * sizes do not line up).  Up to twice a default pipe's 64 KiB, so that some
  * transfers fit and some have to wait for room or split.
  */

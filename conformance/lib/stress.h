@@ -60,7 +60,7 @@ struct stress_shared {
  */
 void stress_parse(int argc, char **argv, struct stress_opts *o, const char *prog,
 		  const char *about);
-/* The shared area, or exit CT_FAIL. */
+/* The shared area, or exit EXIT_FAIL. */
 struct stress_shared *stress_shared_new(int writers);
 /* Record the first failure (any process) and return -1. */
 int stress_fail(struct stress_shared *sh, const char *fmt, ...)
@@ -74,7 +74,7 @@ int64_t stress_first_missing(struct stress_shared *sh, int w);
  * Fork @writer(i) for i in [0, o->writers), then @reader(i) for i in
  * [0, o->readers), as tracked children; @pids gets the writers first, then
  * the readers, as stress_supervise() wants them.  With --tolerate-enomem a
- * failing fork is retried for a while; exits CT_FAIL when one still fails.
+ * failing fork is retried for a while; exits EXIT_FAIL when one still fails.
  */
 void stress_start(const struct stress_opts *o, int (*writer)(void *), int (*reader)(void *),
 		  pid_t *pids);

@@ -8,6 +8,9 @@ import hashlib
 import os
 from pathlib import Path
 
+# The lab's modules hash through cache; the hashing itself is proc's, shared with the runner.
+from ipclab.proc import sha256_file  # noqa: F401
+
 
 def cache_root() -> Path:
     return Path(os.environ.get("IPCLAB_CACHE", "/var/cache/ipclab"))
@@ -15,11 +18,3 @@ def cache_root() -> Path:
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()

@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 from ipclab.lab import cache, variants
-from test_lab_boot import REPO, ipclab, missing_prereq
+from .conftest import REPO, ipclab, missing_prereq
 
 pytestmark = [
     pytest.mark.skipif(missing_prereq() is not None, reason=str(missing_prereq())),

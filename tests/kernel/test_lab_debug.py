@@ -5,21 +5,20 @@ base's whole series with the debug and counters overlays (its own build dir), so
 tier builds one debug kernel, not one per test."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ipclab.lab import faults
-from test_lab_boot import REPO, ROLE, missing_prereq
+from .conftest import ROLE, missing_prereq
+from .conftest import ipclab as lab_ipclab
 
 pytestmark = pytest.mark.skipif(missing_prereq() is not None, reason=str(missing_prereq()))
 
 
 def ipclab(*argv, timeout=3600):
-    return subprocess.run([sys.executable, "-m", "ipclab", *argv], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout)
+    # The debug kernel builds and boots slower than the plain one.
+    return lab_ipclab(*argv, timeout=timeout)
 
 
 def build(variant):

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from ipclab import compare, costmodel, results
-from test_lab_boot import PLAIN, REPO, ROLE, ipclab, missing_prereq
+from .conftest import PLAIN, REPO, ROLE, ipclab, missing_prereq
 
 pytestmark = pytest.mark.skipif(missing_prereq() is not None, reason=str(missing_prereq()))
 

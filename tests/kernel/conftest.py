@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: MIT
+"""What the kernel tier's files share: the base under test and the variant playing each part
+(ROLES), what a boot needs of the machine (missing_prereq), and the real command line.
+
+The tier tests one base: mainline, or the one IPCLAB_TEST_BASE names (`make test-lts`).
+The directory is a package, so that this module is `kernel.conftest` and leaves
+tests/conftest.py the `conftest` the other test files import."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from ipclab.lab import bases
+
+REPO = Path(__file__).resolve().parents[2]
+TEST_BASE = os.environ.get("IPCLAB_TEST_BASE", "mainline")
+ROLES = {
+    # plain: the base unpatched; write_cost: about 30 instructions more per pipe write;
+    # smp_mb: one smp_mb() more per pipe write (the cost model's known answer: +1 atomic);
+    # series: the project's whole series for that base; upstream_fails: the conformance tests
+    # the plain base fails as its release ships (each named, so a rebase that fixes one shows).
+    "mainline": dict(plain="mainline", write_cost="mainline-write-cost",
+                     smp_mb="mainline-smp-mb", series="mainline-series",
+                     upstream_fails={"pipe_failed_write_allocates_nothing",
+                                     "pipe_blocked_writer_holds_no_pages"}),
+    "lts": dict(plain="base", write_cost="write-cost", series="seeds", upstream_fails=set()),
+}
+ROLE = ROLES[TEST_BASE]
+PLAIN = ROLE["plain"]
+RELEASE = bases.load(TEST_BASE).release
+
+
+def missing_prereq():
+    for name in bases.names():
+        if bases.tarball(bases.load(name)) is None:
+            return f"base {name}'s kernel source missing (make lab-deps fetches it)"
+    if shutil.which("qemu-system-x86_64") is None:
+        return "qemu-system-x86_64 missing (make lab-deps installs qemu-system-x86)"
+    if not (REPO / ".venv" / "bin" / "vng").exists():
+        return "virtme-ng missing from .venv (make lab-deps)"
+    for tool in ("make", "gcc", "flex", "bison", "bc", "patch"):
+        if shutil.which(tool) is None:
+            return f"{tool} missing (make lab-deps)"
+    return None
+
+
+def ipclab(*argv, timeout=1800):
+    """The real command line, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "ipclab", *argv], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
