@@ -12,8 +12,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 host_pkgs=(gcc make stress-ng linux-perf rt-tests)
+# liburing-dev and libpopt-dev: the census's io_uring workload and the base's mqueue
+# selftests (kernel/tests/workloads), built on the host
 lab_pkgs=(flex bison bc libelf-dev libssl-dev patch qemu-system-x86 busybox-static cpio
-	  xz-utils kmod)
+	  xz-utils kmod liburing-dev libpopt-dev)
 
 apt_install() {
 	local missing=() p name
