@@ -171,6 +171,10 @@ def run(kern: variants.Variant, *, workloads: list[str], clock: vm.Clock,
         print(f"{meta['variant']} ({b.release}), {clock.mode}, {cpus} vCPU(s), accel={accel}:"
               " sleepers/calls per wakeup site")
         print(table(rows))
+        few = rarely(rows)
+        if few:
+            print("found a sleeper in fewer than half of its calls: " + "; ".join(
+                f"{site} in {w} ({s}/{c})" for w, site, s, c in few))
     missing = [n for n in names if n not in {r["workload"] for r in rows}]
     failed = [r["workload"] for r in rows if r.get("rc") != 0]
     if missing or failed:
