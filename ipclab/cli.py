@@ -18,7 +18,7 @@ from pathlib import Path
 from ipclab import EXIT_USAGE, Error, __version__, compare, engine, envinfo
 from ipclab import fmt, peers, proc, profile, progress, report, results, runner, stats, suites
 from ipclab import signals, views
-from ipclab.lab import ab, bases, gittree, kernel, variants, vm
+from ipclab.lab import ab, bases, census, gittree, kernel, variants, vm
 from ipclab.lab import bisect as lab_bisect
 
 
@@ -602,6 +602,33 @@ def add_lab_parsers(sub):
     a.set_defaults(func=cmd_ab)
 
     add_bisect_parser(sub)
+    add_census_parser(sub)
+
+
+def add_census_parser(sub):
+    c = sub.add_parser("census", help="where wakeups find sleepers: per wakeup site, under "
+                       "the seeds' and real workloads (lab)",
+                       description="Boots VARIANT+wakeup-counters once and runs every workload"
+                       " of kernel/tests/wakeup-sites (the seeds' and kernel/tests/workloads);"
+                       " prints, per workload and per wakeup site of fs/pipe.c and"
+                       " ipc/mqueue.c, the calls that found a sleeper and the calls.")
+    c.add_argument("variant", metavar="VARIANT")
+    c.add_argument("--workload", action="append", default=[], metavar="NAME",
+                   help="only this workload (repeatable; default: all)")
+    c.add_argument("--deterministic", action="store_true",
+                   help="single-threaded TCG with icount: the same counts on every boot")
+    c.add_argument("--cpus", type=positive_int,
+                   help=f"guest CPUs ({vm.DEFAULT_CPUS}; {vm.DETERMINISTIC_CPUS} with "
+                        "--deterministic)")
+    c.add_argument("--timeout", type=positive_float, default=census.DEFAULT_TIMEOUT_S,
+                   help=f"watchdog for the whole boot, s ({census.DEFAULT_TIMEOUT_S})")
+    c.add_argument("-o", "--output", type=Path, help="also write the JSON record here")
+    c.add_argument("--json", action="store_true", help="print the JSON record, not the table")
+    _add_tree(c)
+    c.add_argument("--config", metavar="FILE",
+                   help="build with this .config instead of tinyconfig plus lab.config")
+    _add_dry_run(c)
+    c.set_defaults(func=cmd_census, engine_args=None)
 
 
 def add_bisect_parser(sub):
@@ -831,6 +858,15 @@ def cmd_ab(args):
                          clock=clock, cpus=args.cpus, outdir=args.output_dir,
                          min_change=args.min_change / 100, as_json=args.json,
                          cost=_cost(args))
+
+
+def cmd_census(args):
+    _no_command(args, "census")
+    with proc.dry_run(args.dry_run):
+        kern = variants.resolve(census.counters_spec(args.variant), args.tree,
+                                config=args.config)
+        return census.run(kern, workloads=args.workload, clock=_clock(args), cpus=args.cpus,
+                          timeout=args.timeout, out=args.output, as_json=args.json)
 
 
 # ---- entry ---------------------------------------------------------------------------

@@ -18,8 +18,10 @@ cd "$(dirname "$0")/.."
 
 host_pkgs=(gcc make stress-ng linux-perf rt-tests)
 VIRTIOFSD_VERSION=1.14.0
+# liburing-dev and libpopt-dev: the census's io_uring workload and the base's mqueue
+# selftests (kernel/tests/workloads), built on the host
 lab_pkgs=(flex bison bc libelf-dev libssl-dev patch qemu-system-x86 busybox-static cpio
-	  xz-utils kmod)
+	  xz-utils kmod liburing-dev libpopt-dev)
 
 apt_install() {
 	local missing=() p name

@@ -104,6 +104,39 @@ def test_overlay_adds_its_fragment_and_lab_patch_to_any_variant(labdir):
         assert e.value.code == 2
 
 
+def test_patch_only_overlay_takes_the_piece_versions_its_series_needs(labdir):
+    """An overlay whose fragment sets no option keeps the variant's config (and so its build
+    directory); its pieces come in versions for the series patches that change their lines,
+    taken by the patch's name; a base without its patch is a one-line error."""
+    kdir, _ = labdir
+    pdir = kdir / "patches"
+    (kdir / "config" / "wc.config").write_text("# counters: a patch only\n")
+    for name in ("0001-skip.patch", "0002-mq.patch", "lab-pre-x.patch", "lab-wc.patch",
+                 "lab-wc--a.patch", "lab-wc--a@0001.patch", "lab-wc--a@lab-pre-x.patch",
+                 "lab-wc--b.patch", "lab-wc--b@0002.patch"):
+        make_patch(pdir / name, "ipc/mqueue.c", "mq\n", f"{name}\n")
+    plain = series(kdir, "plain")
+    v = variants.load_variant("plain+wc")
+    assert v.patches == ["lab-wc.patch", "lab-wc--a.patch", "lab-wc--b.patch"]
+    assert v.fragments == plain.fragments and v.config_name == plain.config_name
+    series(kdir, "one", "0001-skip.patch")
+    assert variants.load_variant("one+wc").patches[1:] == [
+        "lab-wc.patch", "lab-wc--a@0001.patch", "lab-wc--b.patch"]
+    series(kdir, "both", "0001-skip.patch", "0002-mq.patch")
+    assert variants.load_variant("both+wc").patches[2:] == [
+        "lab-wc.patch", "lab-wc--a@0001.patch", "lab-wc--b@0002.patch"]
+    # a lab patch is named whole, as TAG.patch
+    series(kdir, "pre", "lab-pre-x.patch")
+    assert "lab-wc--a@lab-pre-x.patch" in variants.load_variant("pre+wc").patches
+    series(kdir, "clash", "0001-skip.patch", "lab-pre-x.patch")
+    with pytest.raises(Error, match="none is made for them together"):
+        variants.load_variant("clash+wc")
+    (kdir / "series" / "old").write_text("base: lts\n")
+    with pytest.raises(Error, match="base lts has none") as e:
+        variants.load_variant("old+wc")
+    assert e.value.code == 2 and "\n" not in str(e.value)
+
+
 def test_series_names_its_base_and_takes_that_base_s_patches(labdir):
     kdir, _ = labdir
     make_patch(kdir / "per-base" / "lts" / "old.patch", "fs/pipe.c", PIPE_C, PIPE_C + "x\n")

@@ -1,0 +1,183 @@
+# SPDX-License-Identifier: MIT
+"""Kernel lab, the census: how often each wakeup site of fs/pipe.c and ipc/mqueue.c finds a
+sleeper, under the seeds' workloads and real ones (kernel/tests/workloads).
+
+`ipclab census VARIANT` builds VARIANT+wakeup-counters (the overlay's per-site counters in
+debugfs), builds the compiled workloads on the host (the repository is read-only in the
+guest), boots once and runs kernel/tests/wakeup-sites there, which resets the counters, runs
+each workload to a fixed number of operations and reads them back: one JSON line per
+workload. This module turns those lines into the table and the JSON record.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ipclab import EXIT_FAILED, ROOT, Error, envinfo, proc
+from ipclab.progress import log
+
+from . import ab, kernel, source, variants, vm
+
+OVERLAY = "wakeup-counters"
+DRIVER = ROOT / "kernel" / "tests" / "wakeup-sites"
+WORKLOADS_DIR = ROOT / "kernel" / "tests" / "workloads"
+SELFTESTS = Path("tools") / "testing" / "selftests" / "mqueue"
+# The sites as the counters patch names them, in the order the table shows them.
+SITES = {"pipe": ("read-wr", "read-next-rd", "write-sleep-rd", "write-rd", "write-rd-poll",
+                  "write-next-wr"),
+         "mqueue": ("send-poll", "recv-poll")}
+# Every workload of a census in one boot: the make build and the seeds' rings take most.
+DEFAULT_TIMEOUT_S = 5400
+SCHEMA = "ipclab-census/1"
+
+
+def counters_spec(spec: str) -> str:
+    """The name to build for a census of `spec`: with the counters overlay on top."""
+    return spec if OVERLAY in spec.split("+") else f"{spec}+{OVERLAY}"
+
+
+def workload_names() -> list[str]:
+    """The workloads kernel/tests/wakeup-sites runs, in its order (it is their one list)."""
+    done = proc.run([sys.executable, str(DRIVER), "--list"], 60, capture=True)
+    if done.rc != 0:
+        raise Error(f"{DRIVER.name} --list failed: {(done.err or done.out).strip()[-200:]}",
+                    EXIT_FAILED)
+    return json.loads(done.out)
+
+
+def select(wanted: list[str]) -> list[str]:
+    """The workloads to run: all, or the ones named; Error (exit 2) for a name not known."""
+    known = workload_names()
+    unknown = [w for w in wanted if w not in known]
+    if unknown:
+        raise Error(f"unknown workload {unknown[0]!r} (known: {', '.join(known)})")
+    return list(dict.fromkeys(wanted)) or known
+
+
+def build_workloads(tree: Path | None, names: list[str]) -> None:
+    """make -C kernel/tests/workloads on the host, with the base's mqueue selftests when
+    they are wanted; Error naming what failed."""
+    argv = ["make", "-s", "-C", str(WORKLOADS_DIR)]
+    if "mqueue-selftests" in names:
+        where = tree / SELFTESTS if tree else None
+        if where is None or not (where / "mq_perf_tests.c").is_file():
+            raise Error(f"mqueue-selftests: no {SELFTESTS} in the kernel's source tree "
+                        f"({tree}); leave the workload out (--workload)", EXIT_FAILED)
+        argv.append(f"SELFTESTS={where}")
+    if proc.would_run(argv):
+        return
+    done = proc.run(argv, 600, capture=True)
+    if done.rc != 0:
+        tail = (done.err or done.out).strip().splitlines()[-3:]
+        raise Error(f"building kernel/tests/workloads failed: {' | '.join(tail)}", EXIT_FAILED)
+
+
+def parse(text: str) -> list[dict]:
+    """The driver's rows from the guest's output: every line that is a JSON object with a
+    "workload"; anything else (warnings, a traceback) is not a row."""
+    rows = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and isinstance(row.get("workload"), str):
+            rows.append(row)
+    return rows
+
+
+def cell(row: dict, kind: str, site: str) -> str:
+    """sleepers/calls at a site, "-" where the workload never reached it, "?" where the
+    kernel has no such site (a variant without that wakeup)."""
+    counts = row.get(kind, {}).get(site)
+    if counts is None:
+        return "?"
+    if not counts["calls"]:
+        return "-"
+    return f"{counts['sleepers']}/{counts['calls']}"
+
+
+def table(rows: list[dict]) -> str:
+    """One line per workload, one column per site: sleepers/calls."""
+    cols = [(k, s) for k, sites in SITES.items() for s in sites]
+    head = ["workload"] + [s for _, s in cols]
+    body = []
+    for r in rows:
+        name = r["workload"] + ("" if r.get("rc") == 0 else f" (rc {r.get('rc')})")
+        body.append([name] + [cell(r, k, s) for k, s in cols])
+    widths = [max(len(x[i]) for x in [head] + body) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(x, widths))).rstrip()
+             for x in [head] + body]
+    return "\n".join(lines)
+
+
+def rarely(rows: list[dict], below: float = 0.5) -> list[tuple[str, str, int, int]]:
+    """(workload, site, sleepers, calls) where fewer than `below` of the calls found a
+    sleeper: where skipping the wakeup without a sleeper pays."""
+    out = []
+    for r in rows:
+        for kind, sites in SITES.items():
+            for s in sites:
+                c = r.get(kind, {}).get(s)
+                if c and c["calls"] and c["sleepers"] < below * c["calls"]:
+                    out.append((r["workload"], s, c["sleepers"], c["calls"]))
+    return out
+
+
+def record(rows: list[dict], meta: dict, b: vm.Boot, clock: vm.Clock, cpus: int) -> dict:
+    return {"schema": SCHEMA, "variant": meta["variant"], "build": kernel.identity(meta),
+            "clock": clock.record(b.accel, cpus), "machine": {"id": vm.machine_id(),
+                                                              "cpu": envinfo.cpu_model()},
+            "when": proc.now_iso(), "boot": b.record(), "sites": SITES, "workloads": rows}
+
+
+def run(kern: variants.Variant, *, workloads: list[str], clock: vm.Clock,
+        cpus: int | None = None, timeout: float = DEFAULT_TIMEOUT_S,
+        out: Path | None = None, as_json: bool = False) -> int:
+    """Build, boot once, run the workloads, print the table (or the JSON record); 1 when the
+    boot or a workload failed."""
+    names = select(workloads)
+    meta = kernel.obtain(kern)
+    tree = None if proc.is_dry_run() else source.open_source(
+        str(kern.tree) if kern.tree else None, create=False, variant=kern).tree
+    build_workloads(tree, names)
+    accel = vm.accel_for(kernel.image_path(meta), clock)
+    cpus = cpus or (vm.DETERMINISTIC_CPUS if clock.deterministic else vm.DEFAULT_CPUS)
+    b = vm.boot(meta, accel, [sys.executable, str(DRIVER), *names], timeout=timeout,
+                clock=clock, cpus=cpus)
+    if proc.is_dry_run():
+        return 0
+    ab.report_boot(b, None)
+    text = ""
+    try:
+        text = (b.shared / "job.out").read_text(errors="replace")
+    except OSError:
+        pass
+    rows = parse(text)
+    rec = record(rows, meta, b, clock, cpus)
+    if out:
+        proc.write_json_atomic(out, rec)
+        log(f"census: {out}")
+    if as_json:
+        json.dump(rec, sys.stdout, indent=1)
+        print()
+    else:
+        print(f"{meta['variant']} ({b.release}), {clock.mode}, {cpus} vCPU(s), accel={accel}:"
+              " sleepers/calls per wakeup site")
+        print(table(rows))
+        few = rarely(rows)
+        if few:
+            print("found a sleeper in fewer than half of its calls: " + "; ".join(
+                f"{site} in {w} ({s}/{c})" for w, site, s, c in few))
+    missing = [n for n in names if n not in {r["workload"] for r in rows}]
+    failed = [r["workload"] for r in rows if r.get("rc") != 0]
+    if missing or failed:
+        log(f"census: failed: {', '.join(failed) or 'none'}; no counts: "
+            f"{', '.join(missing) or 'none'}")
+    return 0 if b.ok and not missing and not failed else EXIT_FAILED
