@@ -437,6 +437,9 @@ def _add_kernel_sources(p, patch_side="the kernel"):
     p.add_argument("--kernel", action="append", default=[], metavar="PATH",
                    help="a bzImage built elsewhere, instead of a name; its config is checked "
                         "for what the suites need")
+    p.add_argument("--arch", choices=variants.ARCHES, default=variants.DEFAULT_ARCH,
+                   help="the architecture to build for and boot (arm64: cross-built with "
+                        "Debian's gcc-aarch64-linux-gnu, booted on QEMU's virt machine)")
 
 
 def _add_dry_run(p):
@@ -665,7 +668,7 @@ def _kernels(args, names, count):
     for i, name in enumerate(names):
         last = i == count - 1
         kerns.append(variants.resolve(name, args.tree, patches=args.patch if last else (),
-                                    config=args.config))
+                                    config=args.config, arch=args.arch))
     for path in args.kernel:
         kerns.append(kernel.prebuilt(path))
     if args.patch and isinstance(kerns[-1], dict):

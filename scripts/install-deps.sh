@@ -13,7 +13,9 @@ cd "$(dirname "$0")/.."
 
 host_pkgs=(gcc make stress-ng linux-perf rt-tests)
 lab_pkgs=(flex bison bc libelf-dev libssl-dev patch qemu-system-x86 busybox-static cpio
-	  xz-utils kmod)
+	  xz-utils kmod
+	  # arm64 (--arch arm64): the cross compiler, its libc for static guest programs, QEMU
+	  gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross qemu-system-arm)
 
 apt_install() {
 	local missing=() p name
