@@ -296,9 +296,12 @@ def verdict(row, min_change):
 
 def kernel_base(res):
     """The kernel base a results file's kernel was built on (meta.build.base.name: `mainline`,
-    `lts`), or None for a kernel the lab did not build from a base."""
-    base = (res.get("meta", {}).get("build") or {}).get("base")
-    return base.get("name") if isinstance(base, dict) else None
+    `lts`), or None for a kernel the lab did not build from a base; NAME@ARCH for another
+    architecture than x86_64 (`mainline@arm64`), whose A/A floors are its own."""
+    build = res.get("meta", {}).get("build") or {}
+    base = build.get("base")
+    name = base.get("name") if isinstance(base, dict) else None
+    return f"{name}@{build['arch']}" if name and build.get("arch") else name
 
 
 def deterministic_rows(cell):
