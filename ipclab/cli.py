@@ -470,6 +470,9 @@ def _add_kernel_sources(p, patch_side="the kernel"):
                         "for what the suites need. `debian[:BASE]`: Debian's own kernel of "
                         "the base's release (mainline's by default), the reference of "
                         "--config production")
+    p.add_argument("--arch", choices=variants.ARCHES, default=variants.DEFAULT_ARCH,
+                   help="the architecture to build for and boot (arm64: cross-built with "
+                        "Debian's gcc-aarch64-linux-gnu, booted on QEMU's virt machine)")
 
 
 def _add_dry_run(p):
@@ -726,7 +729,7 @@ def _kernels(args, names, count):
     for i, name in enumerate(names):
         last = i == count - 1
         kerns.append(variants.resolve(name, args.tree, patches=args.patch if last else (),
-                                    config=args.config))
+                                    config=args.config, arch=args.arch))
     for path in args.kernel:
         kerns.append(kernel.prebuilt(str(debian_kernel(path) or path)))
     if args.patch and isinstance(kerns[-1], dict):

@@ -122,13 +122,16 @@ def timeout_factor():
     return ACCEL_TIMEOUT_FACTOR.get(os.environ.get("IPCBENCH_ACCEL", "native"), 1.0)
 
 
-def cell_timeout(cell):
-    return cell.timeout * timeout_factor()
+def cell_timeout(cell, accel=None):
+    """The engine's --timeout for a cell; accel: where it runs, when not this process's
+    IPCBENCH_ACCEL (a guest's job written on the host)."""
+    factor = timeout_factor() if accel is None else ACCEL_TIMEOUT_FACTOR.get(accel, 1.0)
+    return cell.timeout * factor
 
 
-def argv_for(engine, cell):
+def argv_for(engine, cell, accel=None):
     return [engine, cell.workload] + list(cell.args) + ["--json", "--timeout",
-                                                        f"{cell_timeout(cell):g}"]
+                                                        f"{cell_timeout(cell, accel):g}"]
 
 
 def _last_line(text):
@@ -146,7 +149,12 @@ def run_cell(engine, cell, env=None):
         return Outcome("failed", error=f"cannot run {engine}: {e}", rc=-1, argv=argv)
     if done.timed_out:
         return Outcome("failed", error=f"timed out after {limit:g}s", rc=-9, argv=argv)
-    rc, out, err = done.rc, done.out, done.err
+    return outcome(argv, done.rc, done.out, done.err)
+
+
+def outcome(argv, rc, out, err):
+    """What one engine invocation gave: its exit status and its output read as samples
+    (here, or where a guest ran it and left rc, stdout and stderr)."""
     if rc == EXIT_SKIP:
         return Outcome("skipped", error=_last_line(err) or "skipped by the engine", rc=rc,
                        argv=argv)

@@ -244,15 +244,18 @@ def build(res):
 
 def kernel_base(res):
     """The kernel base a results file's kernel was built on (meta.build.base.name: `mainline`,
-    `lts`), with its config flavour when it is not the tiny one (`mainline/production`):
-    A/A floors are kept per base and config. None for a kernel the lab did not build from
-    a base."""
+    `lts`), with its config flavour when it is not the tiny one (`mainline/production`) and
+    its architecture when it is not x86_64 (`mainline@arm64`): A/A floors are kept per base,
+    config and architecture. None for a kernel the lab did not build from a base."""
     b = build(res) or {}
     base = b.get("base")
     if not isinstance(base, dict):
         return None
-    flavour = b.get("config_flavour")
-    return base.get("name") if flavour in (None, "tiny") else f"{base.get('name')}/{flavour}"
+    name, flavour = base.get("name"), b.get("config_flavour")
+    if flavour not in (None, "tiny"):
+        name = f"{name}/{flavour}"
+    # another architecture than x86_64 (`mainline@arm64`) keeps floors of its own too
+    return f"{name}@{b['arch']}" if b.get("arch") else name
 
 
 def lab_boots(res):

@@ -233,12 +233,13 @@ def cells_from_results(res):
             for c in res["cells"]]
 
 
-def execute(sides, quiet=False, stream=None):
+def execute(sides, quiet=False, stream=None, run=None):
     """Run what the plan still needs on every side; returns 0, or 130 when interrupted (143
     on SIGTERM).
 
     The sides share one plan (reps, warmups, order_seed).  Each file is saved after every
-    sample, so Ctrl-C loses at most the sample in flight.
+    sample, so Ctrl-C loses at most the sample in flight.  run(engine, cell) -> Outcome
+    takes one sample instead of run_cell (a guest's samples read back, in the plan's order).
     """
     stream = stream or sys.stderr
     plan = sides[0].res["plan"]
@@ -264,7 +265,7 @@ def execute(sides, quiet=False, stream=None):
             if rc["status"] in ("failed", "skipped"):
                 bar.step(f"{what} ({rc['status']})", cell.est_s)
                 continue
-            out = run_cell(side.engine, cell)
+            out = (run or run_cell)(side.engine, cell)
             if out.status == "ok":
                 results.add_samples(side.res, slot.cell, out.samples, slot.warmup,
                                     slot.round if rounds else None)

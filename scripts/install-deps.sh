@@ -21,7 +21,9 @@ VIRTIOFSD_VERSION=1.14.0
 # liburing-dev and libpopt-dev: the census's io_uring workload and the base's mqueue
 # selftests (kernel/tests/workloads), built on the host
 lab_pkgs=(flex bison bc libelf-dev libssl-dev patch qemu-system-x86 busybox-static cpio
-	  xz-utils kmod liburing-dev libpopt-dev)
+	  xz-utils kmod liburing-dev libpopt-dev
+	  # arm64 (--arch arm64): the cross compiler, its libc for static guest programs, QEMU
+	  gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross qemu-system-arm)
 
 apt_install() {
 	local missing=() p name

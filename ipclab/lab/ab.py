@@ -23,7 +23,7 @@ from ipclab import results
 from ipclab import suites
 from ipclab.progress import log
 
-from . import kernel, variants, vm
+from . import arm64, kernel, variants, vm
 
 
 def suite_job(suite: str, clock: vm.Clock = vm.TIMED, *, full: bool = False,
@@ -102,10 +102,16 @@ def run_suite_boot(meta: dict, accel: str, job: vm.SuiteJob, out: Path, *,
     insn_counts = job.insn_counts(shared, clock)
     # `ipclab run` exits 1 when a cell failed; the cells say which, so only the kernel and
     # the guest (dead, hung, splat, no results) can fail the whole boot.
-    b = vm.boot(meta, accel, job.argv(shared), thp=thp or vm.suite_thp(job.suite) or "madvise",
-                timeout=timeout, shared=shared, faults=faults, kmemleak=kmemleak,
-                watch=job.RESULTS, job_rc_fails=False, clock=clock, cpus=cpus,
-                insn_counts=insn_counts, plugin_memory=memory)
+    thp = thp or vm.suite_thp(job.suite) or "madvise"
+    if meta.get("arch") == "arm64":
+        if faults or kmemleak:
+            raise Error("fault injection and kmemleak are not in the arm64 guest yet")
+        b = arm64.boot_suite(meta, job, shared, thp=thp, timeout=timeout, clock=clock,
+                             cpus=cpus, insn_counts=insn_counts, plugin_memory=memory)
+    else:
+        b = vm.boot(meta, accel, job.argv(shared), thp=thp, timeout=timeout, shared=shared,
+                    faults=faults, kmemleak=kmemleak, watch=job.RESULTS, job_rc_fails=False,
+                    clock=clock, cpus=cpus, insn_counts=insn_counts, plugin_memory=memory)
     if proc.is_dry_run():
         return None, b
     res = guest_results(shared / job.RESULTS, b, meta)
@@ -174,7 +180,10 @@ def vm_command(kern: variants.Variant | dict, command: list[str], *,
     """`vm run VARIANT -- CMD`: the command's output on stdout; exit status the command's,
     or 1 when the boot failed otherwise."""
     meta = kernel.obtain(kern)
-    accel = vm.accel_for(kernel.image_path(meta), clock)
+    if meta.get("arch") == "arm64":
+        raise Error("vm run -- COMMAND: the arm64 guest has no shell or host root to run a "
+                    "command in; run a suite (vm run VARIANT SUITE --arch arm64)")
+    accel = vm.accel_for(kernel.image_path(meta), clock, meta.get("arch"))
     b = vm.boot(meta, accel, command, thp=thp or "madvise", timeout=timeout, faults=faults,
                 kmemleak=kmemleak, clock=clock, cpus=cpus)
     if proc.is_dry_run():
@@ -198,7 +207,7 @@ def vm_suite(kern: variants.Variant | dict, job: vm.SuiteJob, out: Path | None =
     """`vm run VARIANT SUITE`: tagged results in `out` (default results/...); 1 when the boot
     or a cell failed."""
     meta = kernel.obtain(kern)
-    accel = vm.accel_for(kernel.image_path(meta), clock)
+    accel = vm.accel_for(kernel.image_path(meta), clock, meta.get("arch"))
     out = Path(out or Path("results") /
                f"{proc.stamp()}-vm-{variants.slug(meta['variant'])}-{job.suite}.json")
     res, b = run_suite_boot(meta, accel, job, out.resolve(), thp=thp, timeout=timeout,
@@ -214,7 +223,7 @@ def vm_suite(kern: variants.Variant | dict, job: vm.SuiteJob, out: Path | None =
         log(f"note: {caveat}")
     if clock.deterministic:
         log(f"note: each sample's \"cost\" holds the cost model's counts; "
-            f"{costmodel.caveat(costmodel.load_model())}")
+            f"{costmodel.caveat(costmodel.load_model(), meta.get('arch') == 'arm64')}")
     failed = [c["key"] for c in res["cells"] if c.get("status") == "failed"]
     if failed:
         log(f"failed cells: {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}")
@@ -260,7 +269,7 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
     boots = boots or (1 if clock.deterministic else TIMED_PAIRS)
     metas = {side: kernel.obtain(kern) for side, kern in (("A", base), ("B", new))}
     names = {side: meta["variant"] for side, meta in metas.items()}
-    accel = vm.accel_for(kernel.image_path(metas["A"]), clock)
+    accel = vm.accel_for(kernel.image_path(metas["A"]), clock, metas["A"].get("arch"))
     if job.profile_by == "marker" and not proc.is_dry_run():
         # Before any boot: the plugin built once, and each image able to name its addresses.
         for meta in metas.values():

@@ -2,8 +2,9 @@
 """Kernel lab, builds: configure and build a variant in its tree's build directory, the image
 cache, prebuilt images, what a build was (`identity`), and `kernel list`.
 
-    images/<key>/bzImage       a built kernel, with meta.json, config and System.map;
-                               key = hash(source, config fragments, patch contents)
+    images/<key>/bzImage       a built kernel (arm64: Image), with meta.json, config and
+                               System.map; key = hash(source, config fragments, patch
+                               contents, the architecture when not x86_64)
     lock                       flock: one tree mutation or build at a time on the machine
 """
 
@@ -27,11 +28,20 @@ from ipclab.progress import log
 from . import bases, gittree, image, source
 from .cache import cache_root, sha256_bytes, sha256_file
 from .source import Source
-from .variants import Variant, list_variants, load_variant, resolve, slug
+from .variants import DEFAULT_ARCH, Variant, list_variants, load_variant, resolve, slug
 
 # Bumped when the way an image is produced changes, so stale images are not reused.
 RECIPE = "ipclab-kernel/1"
 BUILD_TIMEOUT_S = 3600
+# Per architecture (variants.ARCHES): make's ARCH and CROSS_COMPILE, the image target and
+# where kbuild leaves it, and the name it is kept under in the cache.
+ARCH_BUILD = {
+    "x86_64": {"make": ["ARCH=x86_64"], "target": "bzImage",
+               "image": "arch/x86/boot/bzImage", "file": "bzImage"},
+    # Debian's cross compiler (gcc-aarch64-linux-gnu, make lab-deps).
+    "arm64": {"make": ["ARCH=arm64", "CROSS_COMPILE=aarch64-linux-gnu-"], "target": "Image",
+              "image": "arch/arm64/boot/Image", "file": "Image"},
+}
 
 
 def distro_base(variant: Variant) -> bases.Base | None:
@@ -39,6 +49,9 @@ def distro_base(variant: Variant) -> bases.Base | None:
     takes the default base's), else None."""
     if variant.flavour != "production":
         return None
+    if variant.arch != DEFAULT_ARCH:
+        raise Error(f"{variant.name}: --config production is Debian's amd64 config; the lab "
+                    f"pins none for {variant.arch} yet")
     return bases.load(variant.base or bases.DEFAULT_BASE)
 
 
@@ -59,6 +72,9 @@ def config_digest(variant: Variant) -> str:
 def image_key(src: Source, variant: Variant) -> str:
     h = hashlib.sha256()
     h.update(f"{RECIPE}\0{src.ident}\0{config_digest(variant)}\0".encode())
+    if variant.arch != DEFAULT_ARCH:
+        # Only then, so that the x86 images built before arm64 existed keep their keys.
+        h.update(f"arch {variant.arch}\0".encode())
     for p in variant.patch_paths():
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:20]
@@ -69,8 +85,9 @@ def image_dir(key: str) -> Path:
 
 
 def image_path(meta: dict) -> Path:
-    """The bzImage of a build's meta (as build() returns it)."""
-    return image_dir(meta["key"]) / "bzImage"
+    """The kernel image of a build's meta (as build() returns it): bzImage, or arm64's
+    Image."""
+    return image_dir(meta["key"]) / ARCH_BUILD[meta.get("arch", DEFAULT_ARCH)]["file"]
 
 
 def built_image(src: Source, variant: Variant) -> dict | None:
@@ -79,11 +96,13 @@ def built_image(src: Source, variant: Variant) -> dict | None:
         meta = json.loads((d / "meta.json").read_text())
     except (OSError, ValueError):
         return None
-    return meta if (d / "bzImage").is_file() else None
+    return meta if (d / ARCH_BUILD[variant.arch]["file"]).is_file() else None
 
 
-def make_argv(src: Source, bdir: Path, *targets: str, jobs: int | None = None) -> list[str]:
-    argv = ["nice", "-n", "10", "make", "-C", str(src.tree), f"O={bdir}", "ARCH=x86_64"]
+def make_argv(src: Source, bdir: Path, *targets: str, jobs: int | None = None,
+              arch: str = DEFAULT_ARCH) -> list[str]:
+    argv = ["nice", "-n", "10", "make", "-C", str(src.tree), f"O={bdir}",
+            *ARCH_BUILD[arch]["make"]]
     if jobs:
         argv.append(f"-j{jobs}")
     return argv + list(targets)
@@ -105,8 +124,8 @@ def configure(src: Source, variant: Variant, bdir: Path, logfile: Path, digest: 
         found = bases.distro_config(distro) if proc.is_dry_run() else bases.fetch_config(distro)
         steps = [["xz", "-dc", str(found or distro.distro_config.cached(distro.name))], merge]
     else:
-        steps = [make_argv(src, bdir, "tinyconfig"), merge]
-    steps.append(make_argv(src, bdir, "olddefconfig"))
+        steps = [make_argv(src, bdir, "tinyconfig", arch=variant.arch), merge]
+    steps.append(make_argv(src, bdir, "olddefconfig", arch=variant.arch))
     if proc.is_dry_run():
         for s in steps:
             proc.would_run(s)
@@ -137,17 +156,20 @@ def check_config(variant: Variant, bdir: Path, tree: Path) -> None:
     have = (bdir / ".config").read_text().splitlines()
     have_set = set(have)
     lost = []
+    # A later fragment overrides an earlier one (arm64's turns off lab.config's x86 choices).
+    wanted: dict[str, tuple[str, re.Match]] = {}
     for frag in variant.fragment_paths():
         for line in frag.read_text().splitlines():
             line = line.strip()
             m = re.match(r"^(CONFIG_\w+)=(.*)$", line) or re.match(r"^# (CONFIG_\w+) is not set$", line)
-            if not m:
-                continue
-            if line.startswith("#"):
-                if any(h.startswith(m.group(1) + "=") and not h.endswith("=n") for h in have):
-                    lost.append(f"{m.group(1)} (wanted off)")
-            elif line not in have_set and not (m.group(2) == "n" and f"# {m.group(1)} is not set" in have_set):
-                lost.append(m.group(1))
+            if m:
+                wanted[m.group(1)] = (line, m)
+    for line, m in wanted.values():
+        if line.startswith("#"):
+            if any(h.startswith(m.group(1) + "=") and not h.endswith("=n") for h in have):
+                lost.append(f"{m.group(1)} (wanted off)")
+        elif line not in have_set and not (m.group(2) == "n" and f"# {m.group(1)} is not set" in have_set):
+            lost.append(m.group(1))
     if not lost:
         return
     known = kconfig_symbols(tree)
@@ -181,8 +203,7 @@ def build(variant: str | Variant, tree: str | None = None, jobs: int | None = No
     def cached():
         meta = built_image(src, variant)
         if meta and not force and not quiet:
-            log(f"{variant.name}: cached image {image_dir(image_key(src, variant))}/bzImage"
-                f" ({meta['release']})")
+            log(f"{variant.name}: cached image {image_path(meta)} ({meta['release']})")
         if not meta or force:
             return None
         # The image is the commit's, whichever name built it first: name it as asked now.
@@ -215,9 +236,10 @@ def build(variant: str | Variant, tree: str | None = None, jobs: int | None = No
             log(f"{variant.name}: {n}")
         logfile = cache_root() / "logs" / f"build-{slug(variant.name)}-{proc.stamp()}.log"
         configure(src, variant, bdir, logfile, config_stamp)
-        argv = make_argv(src, bdir, "bzImage", jobs=jobs)
+        built = ARCH_BUILD[variant.arch]
+        argv = make_argv(src, bdir, built["target"], jobs=jobs, arch=variant.arch)
         if proc.would_run(argv):
-            return {"variant": variant.name, "key": key, "release": "?",
+            return {"variant": variant.name, "key": key, "release": "?", "arch": variant.arch,
                     "patches": [{"name": p.name} for p in variant.patch_paths()],
                     "commit": variant.commit, "dry_run": True}
         log(f"{variant.name}: building in {bdir} (-j{jobs}, log {logfile})")
@@ -227,18 +249,19 @@ def build(variant: str | Variant, tree: str | None = None, jobs: int | None = No
             # The image would be filed under inputs it was not built from.
             raise Error(f"{variant.name}: its patches or config changed during the build; "
                         "build again", EXIT_FAILED)
-        release = proc.run(make_argv(src, bdir, "-s", "kernelrelease"), 120, capture=True,
-                           cwd=src.tree).out.strip()
+        release = proc.run(make_argv(src, bdir, "-s", "kernelrelease", arch=variant.arch), 120,
+                           capture=True, cwd=src.tree).out.strip()
         d = image_dir(key)
         d.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(bdir / "arch/x86/boot/bzImage", d / "bzImage.tmp")
-        os.replace(d / "bzImage.tmp", d / "bzImage")
+        shutil.copyfile(bdir / built["image"], d / f"{built['file']}.tmp")
+        os.replace(d / f"{built['file']}.tmp", d / built["file"])
         shutil.copyfile(bdir / ".config", d / "config")
         # Addresses to function names, for instruction profiles of this image.
         shutil.copyfile(bdir / "System.map", d / "System.map")
         meta = {
             "variant": variant.name,
             "key": key,
+            "arch": variant.arch,
             "release": release or src.version,
             "source": src.ident,
             "tree": str(variant.tree or src.tree),
@@ -260,7 +283,7 @@ def build(variant: str | Variant, tree: str | None = None, jobs: int | None = No
         if distro:
             meta["distro_config"] = distro_record(distro)
         proc.write_json_atomic(d / "meta.json", meta)
-        log(f"{variant.name}: built {release} in {seconds:.0f} s -> {d}/bzImage")
+        log(f"{variant.name}: built {release} in {seconds:.0f} s -> {d / built['file']}")
         # Not kept in meta.json: this build's wait for others, for callers that time builds.
         return {**meta, "lock_wait_s": round(waited, 1)}
 
@@ -366,6 +389,8 @@ def identity(meta: dict) -> dict:
               "distro_config", "compiler"):
         if meta.get(k):
             out[k] = meta[k]
+    if meta.get("arch", DEFAULT_ARCH) != DEFAULT_ARCH:
+        out["arch"] = meta["arch"]
     return out
 
 

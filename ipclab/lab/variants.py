@@ -25,6 +25,11 @@ BASE_FRAGMENT = "lab.config"
 # Debian config (bases.fetch_config) with production.config on top instead of lab.config.
 FLAVOURS = ("tiny", "production")
 PRODUCTION_FRAGMENT = "production.config"
+# The architectures a variant builds for (the kernel's ARCH names). x86_64 is the lab's own;
+# another gets its fragment kernel/config/arch/ARCH.config after the others (its machine's
+# console, interrupt controller and virtio transport) and a build dir and image of its own.
+DEFAULT_ARCH = "x86_64"
+ARCHES = (DEFAULT_ARCH, "arm64")
 
 
 @dataclasses.dataclass
@@ -41,21 +46,27 @@ class Variant:
     tree: Path | None = None    # a user's git tree, whose `commit` is built
     commit: str | None = None
     describe: str | None = None
+    arch: str = DEFAULT_ARCH
 
     def patch_paths(self) -> list[Path]:
         own = bases.load(self.base).patch_dir if self.base else None
         return [own / p for p in self.patches] + list(self.extra) if own else list(self.extra)
 
     def fragment_paths(self) -> list[Path]:
-        return [] if self.config else [KERNEL_DIR / "config" / c for c in self.fragments]
+        if self.config:
+            return []
+        own = [] if self.arch == DEFAULT_ARCH else [f"arch/{self.arch}.config"]
+        return [KERNEL_DIR / "config" / c for c in self.fragments + own]
 
     @property
     def config_name(self) -> str:
         # Variants with the same config share a build dir; patches and commits only move
         # objects.
         if self.config:
-            return f"own-{sha256_file(self.config)[:12]}"
-        return "+".join(Path(f).stem for f in self.fragments)
+            name = f"own-{sha256_file(self.config)[:12]}"
+        else:
+            name = "+".join(Path(f).stem for f in self.fragments)
+        return name if self.arch == DEFAULT_ARCH else f"{name}@{self.arch}"
 
 
 def slug(name: str) -> str:
@@ -118,11 +129,15 @@ def load_variant(name: str) -> Variant:
 # --------------------------------------------------------------------------- kernels from outside
 
 
-def resolve(spec: str, tree: str | None = None, patches=(), config: str | None = None) -> Variant:
+def resolve(spec: str, tree: str | None = None, patches=(), config: str | None = None,
+            arch: str = DEFAULT_ARCH) -> Variant:
     """What `kernel build`, `vm run` and `ab` are asked to build, checked before anything is
     built: NAME[+PATCH...], where NAME is a variant of kernel/series or, with --tree of a git
     tree, a ref there; PATCH files (or mboxes, one commit per mail) and `patches` go on top,
-    in order; `config` is the user's own .config. Error (exit 2) for what does not exist."""
+    in order; `config` is the user's own .config or a flavour (FLAVOURS); `arch` one of
+    ARCHES. Error (exit 2) for what does not exist."""
+    if arch not in ARCHES:
+        raise Error(f"--arch {arch}: want one of {', '.join(ARCHES)}")
     git_tree = check_tree(tree) if tree else None
     name, extra = spec, []
     if "+" in spec and not (git_tree and _is_ref(git_tree, spec)):
@@ -150,6 +165,7 @@ def resolve(spec: str, tree: str | None = None, patches=(), config: str | None =
     elif config == "production":
         v.flavour = config
         v.fragments = [PRODUCTION_FRAGMENT] + [f for f in v.fragments if f != BASE_FRAGMENT]
+    v.arch = arch
     return v
 
 

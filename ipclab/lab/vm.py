@@ -202,10 +202,14 @@ def probe_accel(image: Path) -> dict:
     return result
 
 
-def accel_for(image: Path, clock: Clock = TIMED) -> str:
+def accel_for(image: Path, clock: Clock = TIMED, arch: str | None = None) -> str:
     """kvm or tcg for booting `image`. The deterministic mode is TCG by definition: no KVM
-    probe, no TCG warning."""
+    probe, no TCG warning; so is another architecture than the host's (arm64)."""
     if clock.deterministic:
+        return "tcg"
+    if arch not in (None, "x86_64"):
+        log(f"warning: an {arch} guest runs under QEMU TCG on this host. "
+            f"{deterministic.timing_caveat(accel='tcg')}")
         return "tcg"
     res = probe_accel(image)
     if res["accel"] == "tcg":
@@ -295,14 +299,16 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
          memory: str = DEFAULT_MEMORY, shared: Path | None = None, watch: str | None = None,
          job_rc_fails: bool = True, clock: Clock = TIMED,
          insn_counts: Path | None = None, plugin_memory: str = DEFAULT_PLUGIN_MEMORY,
-         plugin_args: tuple[str, ...] = (), kernel_args: tuple[str, ...] = ()) -> Boot:
+         plugin_args: tuple[str, ...] = (), kernel_args: tuple[str, ...] = (),
+         launcher=None) -> Boot:
     """Boot the image in `meta`, run argv inside, and judge the result. A dry run says what
     it would boot and which job the guest would get.
 
     insn_counts: load the QEMU plugin, which writes its counts there (profile windows, and
     the window of each engine sample, which the guest's engine marks through IPCBENCH_MARK);
     plugin_memory: what it counts of memory (PLUGIN_MEMORY); plugin_args: more of its
-    options."""
+    options. launcher(image, cpus, memory, append, qemu_opts) -> argv starts a guest that is
+    not virtme-ng's (arm64.launcher, whose caller has written the guest's job)."""
     image = kernel.image_path(meta)
     if clock.deterministic:
         accel = "tcg"    # icount is a TCG feature
@@ -336,8 +342,11 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
         qemu_opts += insn_plugin_opts(meta, insn_counts, memory=plugin_memory,
                                       extra=plugin_args)
         append += smp_code_args(meta) + fixed_layout_args(meta)
-    vargv = vng_argv(image, accel, shared, command, cpus=cpus, memory=memory,
-                     append=append, qemu_opts=qemu_opts, fs=host_fs(meta))
+    if launcher is not None:
+        vargv = launcher(image, cpus, memory, append, qemu_opts)
+    else:
+        vargv = vng_argv(image, accel, shared, command, cpus=cpus, memory=memory,
+                         append=append, qemu_opts=qemu_opts, fs=host_fs(meta))
     clock_rec = clock.record(accel, cpus)
     if proc.would_run(vargv):
         log("guest job: " + json.dumps(job))
@@ -514,6 +523,8 @@ PLUGIN_HEADERS = [ROOT / "kernel" / "qemu-plugin" / h for h in ("x86-events.h", 
 # must have its own entry point in the x86-64 table (uselib, say, has none: it goes to
 # sys_ni_syscall, which every unwired number shares).
 SAMPLE_MARKERS = {"open": "__x64_sys_swapon", "close": "__x64_sys_quotactl"}
+# arm64's system call table names its entry points so instead.
+SYSCALL_PREFIX = {"x86_64": "__x64_sys_", "arm64": "__arm64_sys_"}
 # The file in a boot's shared directory that counts the engine's marks.
 MARKS = "marks"
 
@@ -547,11 +558,13 @@ def insn_plugin_opts(meta: dict, out: Path, memory: str = DEFAULT_PLUGIN_MEMORY,
     opts = [f"memory={memory}"] + list(extra)
     if memory == "cache":
         opts += costmodel.plugin_options(costmodel.load_model())
+    prefix = SYSCALL_PREFIX[meta.get("arch", "x86_64")]
+    symbols = {opt: prefix + sym.removeprefix(SYSCALL_PREFIX["x86_64"])
+               for opt, sym in {"marker": profile.MARKER_SYMBOL, **SAMPLE_MARKERS}.items()}
     if proc.is_dry_run():
-        return ["-plugin", ",".join([f"file={PLUGIN_SOURCE.stem}.so,out={out}",
-                                     f"marker=<{profile.MARKER_SYMBOL} in System.map>"]
+        return ["-plugin", ",".join([f"file={PLUGIN_SOURCE.stem}.so,out={out}"]
                                     + [f"{k}=<{sym} in System.map>"
-                                       for k, sym in SAMPLE_MARKERS.items()] + opts)]
+                                       for k, sym in symbols.items()] + opts)]
     smap = kernel.image_dir(meta["key"]) / "System.map"
     if meta.get("prebuilt") and not has_symbols(smap):
         map_from_kallsyms(meta, smap)
@@ -560,7 +573,7 @@ def insn_plugin_opts(meta: dict, out: Path, memory: str = DEFAULT_PLUGIN_MEMORY,
                     f"profiles needed it): `ipclab kernel build {meta['variant']} --force`",
                     EXIT_FAILED)
     marks = {}
-    for opt, sym in {"marker": profile.MARKER_SYMBOL, **SAMPLE_MARKERS}.items():
+    for opt, sym in symbols.items():
         marks[opt] = profile.symbol_address(smap, sym)
         if marks[opt] is None:
             raise Error(f"{meta['variant']}: {sym} is not in System.map", EXIT_FAILED)

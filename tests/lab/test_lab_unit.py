@@ -248,6 +248,31 @@ def test_image_key_follows_patch_content_and_config(labdir):
     assert len({k1, k2, k3}) == 3
 
 
+def test_arm64_builds_apart_from_x86(labdir):
+    """--arch arm64: its own fragment after the others, build dir and image key (the x86 key
+    is what it was before arm64 existed), and make cross-compiles."""
+    kdir, src = labdir
+    (kdir / "config" / "arch").mkdir()
+    (kdir / "config" / "arch" / "arm64.config").write_text("CONFIG_SERIAL_AMBA_PL011=y\n")
+    series(kdir, "x")
+    x86, arm = variants.resolve("x"), variants.resolve("x", arch="arm64")
+    assert [p.name for p in x86.fragment_paths()] == ["lab.config"]
+    assert [p.name for p in arm.fragment_paths()] == ["lab.config", "arm64.config"]
+    assert src.build_dir(x86) != src.build_dir(arm)
+    assert src.build_dir(arm).name.endswith("@arm64")
+    assert kernel.image_key(src, x86) != kernel.image_key(src, arm)
+    import hashlib
+    old = hashlib.sha256(f"{kernel.RECIPE}\0{src.ident}\0{kernel.config_digest(x86)}\0"
+                         .encode()).hexdigest()[:20]
+    assert kernel.image_key(src, x86) == old
+    argv = kernel.make_argv(src, src.work, "Image", arch="arm64")
+    assert "ARCH=arm64" in argv and "CROSS_COMPILE=aarch64-linux-gnu-" in argv
+    assert kernel.image_path({"key": "k", "arch": "arm64"}).name == "Image"
+    assert kernel.image_path({"key": "k"}).name == "bzImage"
+    with pytest.raises(Error, match="--arch sparc"):
+        variants.resolve("x", arch="sparc")
+
+
 def test_scan_flags_splats_not_ordinary_boot_lines():
     log = "\n".join([
         "[    0.000000] Linux version 6.12.117",
@@ -539,3 +564,47 @@ def test_fault_run_row_of_a_fault_boot_wants_faults_and_their_errors(tmp_path):
     guest["faults_injected"] = 0
     row = faults.boot_row("seeds", plan, fault_record(tmp_path, guest=guest), ktap)
     assert row["problems"] == ["no fault was injected"]
+
+
+def test_arm64_job_replays_the_plan_sample_for_sample(tmp_path):
+    """An arm64 suite boot: the init's job is the plan's engine invocations in order; what
+    the guest leaves (exit status, stdout) reads back as the samples `ipclab run` would
+    have written, each in its cell; a run the guest never made fails its cell."""
+    from ipclab import runner
+    from ipclab.lab import arm64
+    job = vm.SuiteJob("icount-check", reps=2, warmups=1)
+    res, cells, steps = arm64.plan(job, order_seed=7)
+    assert len(steps) == 3 * len(cells) and any(c.workload == "mq-latency" for c in cells)
+    assert all(argv[0] == arm64.GUEST_ENGINE and "--json" in argv for _, argv in steps)
+    text = arm64.job_text({"IPCBENCH_CLOCK": "icount shift=0"}, "madvise", vm.DETERMINISTIC,
+                          steps)
+    assert "write\t/proc/sys/kernel/randomize_va_space\t0\n" in text
+    assert text.count("\nrun\t") == len(steps)
+    seen = {}
+    for n, (name, argv) in enumerate(steps):
+        if argv[1] == "mq-latency":
+            continue        # the guest stopped before these
+        seen[argv[1]] = seen.get(argv[1], 0) + 1
+        (tmp_path / f"{name}.rc").write_text("0\n")     # a wait status: exit 0
+        (tmp_path / f"{name}.err").write_text("")
+        (tmp_path / f"{name}.out").write_text(json.dumps(
+            {"workload": argv[1], "metrics": {"n": n}, "env": {"clock": "icount shift=0"}}) + "\n")
+    side = runner.Side(res, cells, arm64.GUEST_ENGINE, str(tmp_path / "r.json"))
+    assert runner.execute([side], quiet=True, run=arm64.replay(tmp_path, cells, steps)) == 0
+    for cell, rc in zip(cells, res["cells"]):
+        if cell.workload == "mq-latency":
+            assert rc["status"] == "failed" and "did not run it" in rc["error"]
+            continue
+        assert rc["status"] == "ok" and len(rc["samples"]) == 3
+        assert [s.get("warmup", False) for s in rc["samples"]] == [True, False, False]
+        order = [s["metrics"]["n"] for s in rc["samples"]]
+        assert order == sorted(order)       # in the plan's order
+    assert results.load(str(tmp_path / "r.json"))["cells"][0]["samples"]
+
+
+def test_arm64_initramfs_members_are_newc():
+    from ipclab.lab import arm64
+    entry = arm64._cpio_entry(3, "init", 0o100755, b"abcde")
+    assert entry.startswith(b"070701") and len(entry) % 4 == 0
+    assert entry[110:115] == b"init\0" and b"abcde" in entry
+    assert int(entry[6 + 6 * 8:6 + 7 * 8], 16) == 5      # filesize

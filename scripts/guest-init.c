@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: MIT
+/*
+ * guest-init.c: PID 1 of a guest whose user space is the lab's own initramfs (arm64, where
+ * the host's root and its Python cannot be shared): it mounts what the engine needs, runs
+ * the job the host wrote, leaves the evidence in the shared directory and powers off. It is
+ * built static with the guest's cross compiler by ipclab/lab/arm64.py, which also writes
+ * the job and reads what this leaves.
+ *
+ * The kernel command line names the shared directory (ipclab.shared=PATH, a 9p export with
+ * the tag "ipclab" that is mounted at the same path as on the host). SHARED/job.txt holds
+ * one step a line, its fields separated by tabs:
+ *
+ *     write PATH VALUE     write VALUE into PATH (a sysctl or sysfs knob); failures are noted
+ *     mkdir PATH           create a directory (a cgroup); failures are noted
+ *     env NAME=VALUE       set it for every later run
+ *     run NAME ARGV...     run ARGV with stdout to SHARED/NAME.out and stderr to
+ *                          SHARED/NAME.err; its wait status goes to SHARED/NAME.rc
+ *
+ * It writes SHARED/started first, and last SHARED/dmesg.txt and SHARED/status.json
+ * ({"rc": 0 or the number of runs that failed, "release", "nproc", "notes"}).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/klog.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_ARGS 128
+
+static char shared[512];
+static char notes[4096];
+
+static void note(const char *what, const char *detail)
+{
+	size_t n = strlen(notes);
+
+	snprintf(notes + n, sizeof(notes) - n, "%s\"%s: %s\"", n ? ", " : "", what, detail);
+}
+
+static void mount_or_note(const char *src, const char *target, const char *type,
+			  const char *data)
+{
+	mkdir(target, 0755);
+	if (mount(src, target, type, 0, data))
+		note(target, strerror(errno));
+}
+
+static int write_file(const char *path, const char *text, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, text, len) == (ssize_t)len;
+	return close(fd) || !ok ? -1 : 0;
+}
+
+static void in_shared(char *buf, size_t size, const char *name, const char *suffix)
+{
+	snprintf(buf, size, "%s/%s%s", shared, name, suffix);
+}
+
+/* The shared directory from the kernel command line (ipclab.shared=PATH). */
+static int find_shared(void)
+{
+	char cmdline[4096], *p;
+	int fd = open("/proc/cmdline", O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, cmdline, sizeof(cmdline) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return -1;
+	cmdline[n] = 0;
+	p = strstr(cmdline, "ipclab.shared=");
+	if (!p)
+		return -1;
+	p += strlen("ipclab.shared=");
+	snprintf(shared, sizeof(shared), "%.*s", (int)strcspn(p, " \n"), p);
+	return 0;
+}
+
+/* One run step: its wait status, or -1 when it could not be started. */
+static int run(char *name, char **argv)
+{
+	char out[600], err[600], rc[600], text[32];
+	int status = -1;
+	pid_t pid;
+
+	in_shared(out, sizeof(out), name, ".out");
+	in_shared(err, sizeof(err), name, ".err");
+	in_shared(rc, sizeof(rc), name, ".rc");
+	pid = fork();
+	if (pid == 0) {
+		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+			_exit(126);
+		execv(argv[0], argv);
+		dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	if (pid > 0)
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+	snprintf(text, sizeof(text), "%d\n", status);
+	write_file(rc, text, strlen(text));
+	return status;
+}
+
+static int job(void)
+{
+	char path[600], line[16384];
+	int failed = 0;
+	FILE *f;
+
+	in_shared(path, sizeof(path), "job.txt", "");
+	f = fopen(path, "r");
+	if (!f) {
+		note(path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *fields[MAX_ARGS + 2], *save = NULL, *tok;
+		int n = 0;
+
+		line[strcspn(line, "\n")] = 0;
+		for (tok = strtok_r(line, "\t", &save); tok && n < MAX_ARGS + 1;
+		     tok = strtok_r(NULL, "\t", &save))
+			fields[n++] = tok;
+		fields[n] = NULL;
+		if (n == 3 && !strcmp(fields[0], "write")) {
+			if (write_file(fields[1], fields[2], strlen(fields[2])))
+				note(fields[1], strerror(errno));
+		} else if (n == 2 && !strcmp(fields[0], "mkdir")) {
+			if (mkdir(fields[1], 0755) && errno != EEXIST)
+				note(fields[1], strerror(errno));
+		} else if (n == 2 && !strcmp(fields[0], "env")) {
+			putenv(strdup(fields[1]));
+		} else if (n >= 3 && !strcmp(fields[0], "run")) {
+			int status = run(fields[1], fields + 2);
+
+			failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		} else if (n) {
+			note("job.txt", "a step it does not know");
+		}
+	}
+	fclose(f);
+	return failed;
+}
+
+static void leave_evidence(int rc)
+{
+	char path[600], status[8192];
+	struct utsname u;
+	int len = klogctl(10, NULL, 0);	/* SYSLOG_ACTION_SIZE_BUFFER */
+	char *log = len > 0 ? malloc(len) : NULL;
+
+	if (log && (len = klogctl(3, log, len)) > 0) {	/* SYSLOG_ACTION_READ_ALL */
+		in_shared(path, sizeof(path), "dmesg.txt", "");
+		write_file(path, log, len);
+	}
+	uname(&u);
+	snprintf(status, sizeof(status),
+		 "{\"rc\": %d, \"release\": \"%s\", \"nproc\": %ld, \"machine\": \"%s\","
+		 " \"notes\": [%s]}\n", rc, u.release, sysconf(_SC_NPROCESSORS_ONLN), u.machine,
+		 notes);
+	in_shared(path, sizeof(path), "status.json", "");
+	write_file(path, status, strlen(status));
+}
+
+int main(void)
+{
+	char path[600];
+	int rc;
+
+	mount_or_note("proc", "/proc", "proc", NULL);
+	mount_or_note("sysfs", "/sys", "sysfs", NULL);
+	mount_or_note("devtmpfs", "/dev", "devtmpfs", NULL);
+	mount_or_note("tmpfs", "/tmp", "tmpfs", NULL);
+	mount_or_note("nodev", "/dev/mqueue", "mqueue", NULL);
+	mount_or_note("nodev", "/sys/kernel/debug", "debugfs", NULL);
+	mount_or_note("nodev", "/sys/fs/cgroup", "cgroup2", NULL);
+	if (find_shared()) {
+		dprintf(2, "guest-init: no ipclab.shared= on the kernel command line\n");
+	} else {
+		char *p;
+
+		/* mkdir -p: the shared directory sits at the host's path */
+		for (p = shared + 1; (p = strchr(p, '/')); p++) {
+			*p = 0;
+			mkdir(shared, 0755);
+			*p = '/';
+		}
+		mount_or_note("ipclab", shared, "9p", "trans=virtio,version=9p2000.L,msize=262144");
+		in_shared(path, sizeof(path), "started", "");
+		write_file(path, "", 0);
+		rc = job();
+		leave_evidence(rc);
+		umount(shared);
+	}
+	sync();
+	reboot(RB_POWER_OFF);
+	return 0;
+}
