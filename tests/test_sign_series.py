@@ -176,20 +176,57 @@ def test_refusals_are_one_line_and_exit_2(case, mails, tmp_path):
     assert os.listdir(tmp_path / "full") == ["x"]
 
 
-@pytest.mark.parametrize("base", ["lts", "mainline"])
-def test_a_base_s_series_signs(base, tmp_path):
-    series = sorted(p.name for p in (Path(ROOT) / "kernel" / "patches" / base).glob("0*.patch"))
-    if not series:
-        pytest.skip(f"kernel/patches/{base} has no series yet")
+def committed_series():
+    """(base, series name or '', its mail names) of every series under kernel/patches."""
+    found = []
+    for d in sorted((Path(ROOT) / "kernel" / "patches").iterdir()):
+        groups = {}
+        for p in sorted(d.glob("*.patch")):
+            m = re.fullmatch(r"(?:([a-z][a-z0-9]*)-)?\d{4}-.+\.patch", p.name)
+            if m and m.group(1) != "lab":
+                groups.setdefault(m.group(1) or "", []).append(p.name)
+        found += [(d.name, name, names) for name, names in sorted(groups.items())]
+    return found
+
+
+@pytest.mark.parametrize("base, series, names", committed_series(),
+                         ids=lambda x: x if isinstance(x, str) else None)
+def test_a_base_s_series_signs(base, series, names, tmp_path):
     out = tmp_path / "out"
-    r = sign("Test Submitter <test@example.org>", out, "--allow-test-identity", "--base", base)
+    pick = ["--series", series] if series else []
+    r = sign("Test Submitter <test@example.org>", out, "--allow-test-identity", "--draft",
+             "--base", base, *pick)
     assert r.returncode == 0, r.stderr
-    names = sorted(p.name for p in out.iterdir())
-    assert names == series and names[0].startswith("0000-") and len(names) > 1
-    for name in names:
+    written = sorted(p.name for p in out.iterdir())
+    cover = (series + "-" if series else "") + "0000-"
+    assert written == names and written[0].startswith(cover) and len(written) > 1
+    for name in written:
         text = signed(out, name)
         assert text.count("Signed-off-by: Test Submitter <test@example.org>\n---\n") == \
-            (0 if name.startswith("0000-") else 1), name
+            (0 if name.startswith(cover) else 1), name
+
+
+def test_mainline_has_one_series_per_tree():
+    assert {s for b, s, _ in committed_series() if b == "mainline"} == {"pipe", "mqueue"}
+
+
+def test_a_base_with_two_series_needs_series(tmp_path):
+    r = sign(WHO, tmp_path / "o", "--allow-test-identity", "--base", "mainline")
+    assert r.returncode == 2 and "--series" in r.stderr and "mqueue, pipe" in r.stderr
+    r = sign(WHO, tmp_path / "o", "--allow-test-identity", "--series", "nope")
+    assert r.returncode == 2 and "--series nope" in r.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_mail_with_a_place_for_a_figure_needs_draft(mails, tmp_path):
+    mail = mails / "0003-draft.patch"
+    mail.write_text(HEAD + "Why.\n\n[TBD: the counts of the run named here]\n" + DIFF)
+    r = sign(WHO, tmp_path / "o", "--allow-test-identity", mails / "0001-plain.patch", mail)
+    assert r.returncode == 2 and "[TBD" in r.stderr and "1 of 2" in r.stderr, r.stderr
+    assert not (tmp_path / "o").exists()
+    r = sign(WHO, tmp_path / "o", "--allow-test-identity", "--draft", mail)
+    assert r.returncode == 0, r.stderr
+    assert "[TBD: the counts" in signed(tmp_path / "o", mail.name)
 
 
 def test_committed_patches_present_no_placeholder_signoff():
