@@ -63,10 +63,17 @@ test-lts: lab-deps engine
 test-bisect: lab-deps engine
 	IPCLAB_TEST_BISECT=1 $(PY) -m pytest -q tests/kernel/test_lab_bisect.py
 
-# The Python and kernel tiers run last, in one pytest session, so the run ends on its summary.
-test: lab-deps test-engine test-conformance
+# The Python and kernel tiers run last, in one pytest session, so the run ends on its summary,
+# after one line of time per tier (tests/conftest.py).
+TIMES := .test-times
+test: lab-deps
+	@rm -f $(TIMES)
+	@t=$$(date +%s); $(MAKE) --no-print-directory test-engine && \
+		echo "engine $$(( $$(date +%s) - t ))" >> $(TIMES)
+	@t=$$(date +%s); $(MAKE) --no-print-directory test-conformance && \
+		echo "conformance $$(( $$(date +%s) - t ))" >> $(TIMES)
 	@$(MAKE) --no-print-directory -C conformance
-	$(PY) -m pytest -q tests
+	IPCLAB_TEST_TIMES=$(TIMES) $(PY) -m pytest -q tests
 
 clean:
 	@$(MAKE) --no-print-directory -C bench clean

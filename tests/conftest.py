@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 import os
 import sys
+import time
 
 import pytest
 
@@ -36,3 +37,41 @@ def fake_engine(monkeypatch):
     monkeypatch.delenv("FAKE_SHIFT", raising=False)
     monkeypatch.delenv("FAKE_EXIT", raising=False)
     return FAKE_ENGINE
+
+
+# ---- time per tier -------------------------------------------------------------------------
+# `make test` ends with one line of time per tier. Make writes the engine's and the
+# conformance tier's seconds to $IPCLAB_TEST_TIMES ("NAME SECONDS" lines); the Python tier is
+# the time of the tests outside tests/kernel; the kernel tier's commands are split into
+# builds (`kernel build`) and the rest (boots: vm run, ab, census), as tests/kernel's
+# ipclab() reports them here.
+TIER_SECONDS = {"Python": 0.0, "kernel builds": 0.0, "boots": 0.0}
+
+
+def lab_command_time(argv, seconds):
+    """Count a kernel-tier command's seconds as a build or as a boot."""
+    TIER_SECONDS["kernel builds" if tuple(argv[:2]) == ("kernel", "build") else "boots"] += \
+        seconds
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    t0 = time.monotonic()
+    yield
+    if "kernel" not in item.path.relative_to(ROOT).parts[1:2]:
+        TIER_SECONDS["Python"] += time.monotonic() - t0
+
+
+def pytest_terminal_summary(terminalreporter):
+    path = os.environ.get("IPCLAB_TEST_TIMES")
+    if not path:
+        return
+    tiers = []
+    try:
+        with open(path) as f:
+            tiers = [line.split() for line in f if len(line.split()) == 2]
+    except OSError:
+        pass
+    tiers += [(name, s) for name, s in TIER_SECONDS.items()]
+    terminalreporter.write_line(
+        "time per tier: " + ", ".join(f"{name} {float(s):.0f} s" for name, s in tiers))

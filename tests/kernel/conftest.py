@@ -10,8 +10,10 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+from conftest import lab_command_time
 from ipclab.lab import bases
 
 REPO = Path(__file__).resolve().parents[2]
@@ -19,10 +21,12 @@ TEST_BASE = os.environ.get("IPCLAB_TEST_BASE", "mainline")
 ROLES = {
     # plain: the base unpatched; write_cost: about 30 instructions more per pipe write;
     # smp_mb: one smp_mb() more per pipe write (the cost model's known answer: +1 atomic);
+    # long_hold: pipe->mutex held longer on every write (the SMP contention known answer);
     # series: the project's whole series for that base; upstream_fails: the conformance tests
     # the plain base fails as its release ships (each named, so a rebase that fixes one shows).
     "mainline": dict(plain="mainline", write_cost="mainline-write-cost",
                      smp_mb="mainline-smp-mb", series="mainline-series",
+                     long_hold="mainline-long-hold",
                      upstream_fails={"pipe_failed_write_allocates_nothing",
                                      "pipe_blocked_writer_holds_no_pages"}),
     "lts": dict(plain="base", write_cost="write-cost", series="seeds", upstream_fails=set()),
@@ -47,6 +51,11 @@ def missing_prereq():
 
 
 def ipclab(*argv, timeout=1800):
-    """The real command line, as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "ipclab", *argv], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout)
+    """The real command line, as a user runs it; its time counts toward the tier's builds or
+    boots (tests/conftest.py)."""
+    t0 = time.monotonic()
+    try:
+        return subprocess.run([sys.executable, "-m", "ipclab", *argv], cwd=REPO,
+                              capture_output=True, text=True, timeout=timeout)
+    finally:
+        lab_command_time(argv, time.monotonic() - t0)
