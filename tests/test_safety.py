@@ -460,3 +460,16 @@ def test_the_compare_plot_names_its_level_direction_and_scale(tmp_path, monkeypa
     assert any(t.get_text() == "+1000%" for t in ax.texts)
     # the row without an interval is marked so, not drawn as an exact tick
     assert any("no interval" in t.get_text() for t in ax.texts)
+
+
+def test_an_absurd_guest_plan_is_refused_before_a_build(tmp_path, monkeypatch, capsys):
+    from ipclab.lab import kernel
+    built = []
+    monkeypatch.setattr(kernel, "obtain", lambda *a, **k: built.append(a))
+    for argv in (["ab", "mainline", "mainline", "--reps", "100000000", "--dry-run"],
+                 ["vm", "run", "mainline", "seeds", "--reps", "100000000", "--dry-run"],
+                 ["vm", "run", "mainline", "seeds", "--warmups", "-1", "--dry-run"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert one_line(err) and ("engine runs" in err or "--warmups" in err), err
+    assert built == []
