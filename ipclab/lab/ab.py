@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ipclab import EXIT_FAILED, Error, compare, costmodel, deterministic, proc, profile, report
-from ipclab import results
+from ipclab import results, runner
 from ipclab import suites
 from ipclab.progress import log
 
@@ -37,8 +37,9 @@ def suite_job(suite: str, clock: vm.Clock = vm.TIMED, *, full: bool = False,
     # Under icount, QEMU counts every instruction exactly from outside the guest; the guest
     # only marks where each cell starts and ends. Timed guests sample with perf inside.
     profile_by = ("marker" if clock.deterministic else "perf") if profile else None
-    if cells:
-        suites.select(suites.resolve(suite).cells(suites.FULL if full else suites.QUICK), cells)
+    # The guest's plan, checked as `ipclab run` there would check it, before a boot.
+    _, _, planned, n_reps, n_warmups = runner.plan(suite, (), full, reps, warmups)
+    runner.check_size(suites.select(planned, cells) if cells else planned, n_reps, n_warmups)
     return vm.SuiteJob(suite, suites.FULL if full else suites.QUICK, reps, warmups, profile_by,
                        tuple(cells))
 
