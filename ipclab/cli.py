@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 from ipclab import EXIT_USAGE, Error, __version__, compare, engine, envinfo
-from ipclab import fmt, peers, proc, profile, progress, report, results, runner, stats, suites
-from ipclab import signals, views
+from ipclab import fmt, labreport, peers, proc, profile, progress, report, results, runner, stats
+from ipclab import signals, suites, views
 from ipclab.lab import ab, bases, census, gittree, kernel, variants, vm
 from ipclab.lab import bisect as lab_bisect
 
@@ -679,8 +679,8 @@ def cmd_bisect(args):
             given = [a for a in ("good", "bad", "tree", "suite", "metric") if getattr(args, a)]
             if given:
                 raise Error(f"--resume takes what it needs from its log; drop {', '.join(given)}")
-            return lab_bisect.run(None, args.resume, resume=True, timeout=args.timeout,
-                                  jobs=args.jobs)
+            return labreport.bisect(lab_bisect.run(None, args.resume, resume=True,
+                                                   timeout=args.timeout, jobs=args.jobs))
         missing = [what for what, v in (("GOOD", args.good), ("BAD", args.bad),
                                         ("--tree", args.tree), ("--suite", args.suite),
                                         ("--metric", args.metric)) if not v]
@@ -704,7 +704,7 @@ def cmd_bisect(args):
                       f"{proc.stamp()}-bisect-{p.good[:12]}-{p.bad[:12]}-{args.suite}")
         if (outdir / lab_bisect.LOG_NAME).exists():
             raise Error(f"{outdir} holds a bisect already: --resume {outdir}, or another -o")
-        return lab_bisect.run(p, outdir, timeout=args.timeout, jobs=args.jobs)
+        return labreport.bisect(lab_bisect.run(p, outdir, timeout=args.timeout, jobs=args.jobs))
 
 
 def _no_command(args, what):
@@ -844,10 +844,10 @@ def cmd_vm_run(args):
         if command:
             if args.cost:
                 raise Error("--cost counts the samples of a SUITE; a command after -- has none")
-            return ab.vm_command(kern, command, **opts)
+            return labreport.vm_command(ab.vm_command(kern, command, **opts))
         job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
                            warmups=args.warmups, profile=args.profile)
-        return ab.vm_suite(kern, job, args.output, cost=_cost(args), **opts)
+        return labreport.vm_suite(ab.vm_suite(kern, job, args.output, cost=_cost(args), **opts))
 
 
 def cmd_ab(args):
@@ -857,10 +857,10 @@ def cmd_ab(args):
         job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
                            warmups=args.warmups, profile=args.profile)
         base, new = _kernels(args, [args.base, args.new], 2)
-        return ab.run_ab(base, new, job, boots=args.boots, thp=args.thp, timeout=args.timeout,
-                         clock=clock, cpus=args.cpus, outdir=args.output_dir,
-                         min_change=args.min_change / 100, as_json=args.json,
-                         cost=_cost(args))
+        run = ab.run_ab(base, new, job, boots=args.boots, thp=args.thp, timeout=args.timeout,
+                        clock=clock, cpus=args.cpus, outdir=args.output_dir,
+                        min_change=args.min_change / 100, cost=_cost(args))
+    return labreport.ab(run, as_json=args.json)
 
 
 def cmd_census(args):

@@ -108,10 +108,26 @@ def test_the_cycle_finder_finds_a_circle_inside_a_function(tmp_path):
     assert find_cycle(graph) == ["ipclab.a", "ipclab.b", "ipclab.a"]
 
 
+# What prints: the lab returns data, and these print it (through the CLI).
+REPORT_MODULES = {"ipclab.report", "ipclab.labreport", "ipclab.plot", "ipclab.costreport"}
+
+
+def in_lab(module):
+    return module == "ipclab.lab" or module.startswith("ipclab.lab.")
+
+
+def test_the_lab_imports_nothing_that_prints():
+    graph = import_graph()
+    assert REPORT_MODULES <= set(graph)
+    found = {m: sorted(deps & REPORT_MODULES) for m, deps in graph.items()
+             if in_lab(m) and deps & REPORT_MODULES}
+    assert not found, f"the lab imports report modules: {found}"
+
+
 def test_only_the_cli_imports_the_lab():
     graph = import_graph()
-    users = {m for m, deps in graph.items() if any(d.startswith("ipclab.lab") for d in deps)}
-    assert {u for u in users if not u.startswith("ipclab.lab")} <= {"ipclab.cli"}
+    users = {m for m, deps in graph.items() if any(in_lab(d) for d in deps)}
+    assert {u for u in users if not in_lab(u)} <= {"ipclab.cli"}
 
 
 # ---- the engine is the source of truth -------------------------------------------------

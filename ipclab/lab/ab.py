@@ -6,21 +6,21 @@ A suite boot is the same `ipclab run SUITE` as on the host: the suite is checked
 any build or boot, the guest gets a structured job (vm.SuiteJob), and its results come back
 untagged: tag_boot() says where they were measured, through results.py, and results.py's
 merge_boots() pools an A/B side's boots.
+
+What a command did comes back as data (VmRun, ABRun); ipclab/labreport.py prints it. Here
+only the progress of boots is logged, on stderr.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
+import dataclasses
 import os
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ipclab import EXIT_FAILED, Error, compare, costmodel, deterministic, proc, profile, report
-from ipclab import results, runner
-from ipclab import suites
+from ipclab import Error, compare, costmodel, proc, profile, results, runner, suites
 from ipclab.progress import log
 
 from . import arm64, kernel, variants, vm
@@ -64,14 +64,14 @@ def tag_boot(res: dict, boot: vm.Boot, meta: dict) -> dict:
 
 
 def guest_results(path: Path, boot: vm.Boot, meta: dict) -> dict | None:
-    """The results the guest wrote at `path`, tagged and saved back; None if it wrote none."""
+    """The results the guest wrote at `path`, tagged (the guest's file is left as it wrote
+    it: the tagged results are written once, where the caller keeps them); None if it wrote
+    none."""
     try:
         res = results.load(path)
     except Error:
         return None
-    tag_boot(res, boot, meta)
-    results.save(res, path)
-    return res
+    return tag_boot(res, boot, meta)
 
 
 def no_results(job: vm.SuiteJob, boot: vm.Boot, meta: dict, run_id: str) -> dict:
@@ -123,7 +123,6 @@ def run_suite_boot(meta: dict, accel: str, job: vm.SuiteJob, out: Path, *,
             why = last_line(shared / "job.out")
             b.reason = "the suite wrote no results" + (f" ({why})" if why else "")
         res = no_results(job, b, meta, shared.name)
-        results.save(res, shared / job.RESULTS)
     model = costmodel.load_model()
     if insn_counts is not None and insn_counts.exists():
         marks = shared / vm.MARKS
@@ -150,36 +149,63 @@ def profile_path(results_path: Path) -> Path:
     return results_path.with_suffix(".profile.json")
 
 
+def boot_verdict(b: vm.Boot) -> list[str]:
+    """The boot's verdict as lines, with the evidence when it failed."""
+    tm = ", ".join(f"{k}={v}" for k, v in b.timings.items())
+    notes = [f"guest note: {n}" for n in b.status.get("notes", [])]
+    if b.ok:
+        return [f"{b.variant} ({b.release}, accel={b.accel}): ok [{tm}]"] + notes
+    lines = [f"{b.variant} ({b.release}, accel={b.accel}): FAILED: {b.reason} [{tm}]"]
+    lines += [f"  kernel: {line}" for line in b.bad_lines[:10]] + notes
+    if b.console_tail and (b.rc is None or not b.status):
+        lines.append("console tail:\n" + b.console_tail)
+    return lines + [f"evidence: {b.shared}"]
+
+
 def report_boot(b: vm.Boot, record: Path | None) -> None:
-    """The boot's verdict on stderr (with the evidence when it failed); its record to
+    """The boot's verdict on stderr, as the boots of an ab or a fault run go; its record to
     `record` if given."""
     if record:
         proc.write_json_atomic(record, b.record())
-    tm = ", ".join(f"{k}={v}" for k, v in b.timings.items())
-    if b.ok:
-        log(f"{b.variant} ({b.release}, accel={b.accel}): ok [{tm}]")
-        for n in b.status.get("notes", []):
-            log(f"guest note: {n}")
-        return
-    log(f"{b.variant} ({b.release}, accel={b.accel}): FAILED: {b.reason} [{tm}]")
-    for line in b.bad_lines[:10]:
-        log(f"  kernel: {line}")
-    for n in b.status.get("notes", []):
-        log(f"guest note: {n}")
-    if b.console_tail and (b.rc is None or not b.status):
-        log("console tail:\n" + b.console_tail)
-    log(f"evidence: {b.shared}")
+    for line in boot_verdict(b):
+        log(line)
 
 
 # --------------------------------------------------------------------------- vm run
 
 
+@dataclasses.dataclass
+class VmRun:
+    """What `vm run` did: the boot (its verdict, record and evidence), and for a suite the
+    tagged results and where they are, for a command the command's output."""
+    boot: vm.Boot
+    accel: str
+    clock: vm.Clock
+    results: dict | None = None
+    out: Path | None = None
+    output: str = ""
+
+    @property
+    def verdict(self) -> list[str]:
+        return boot_verdict(self.boot)
+
+    @property
+    def failed_cells(self) -> list[str]:
+        return [c["key"] for c in (self.results or {}).get("cells", [])
+                if c.get("status") == "failed"]
+
+    @property
+    def command_rc(self) -> int | None:
+        """The command's own exit status when it ran and failed; None otherwise."""
+        b = self.boot
+        return b.rc if not b.ok and (b.reason or "").startswith("job exited") and b.rc else None
+
+
 def vm_command(kern: variants.Variant | dict, command: list[str], *,
                thp: str | None = None, timeout: float = 900, faults: dict | None = None,
                kmemleak: bool = False, clock: vm.Clock = vm.TIMED, cpus: int | None = None,
-               record: Path | None = None) -> int:
-    """`vm run VARIANT -- CMD`: the command's output on stdout; exit status the command's,
-    or 1 when the boot failed otherwise."""
+               record: Path | None = None) -> VmRun | None:
+    """`vm run VARIANT -- CMD`: the boot and the command's output; None in a dry run."""
     meta = kernel.obtain(kern)
     if meta.get("arch") == "arm64":
         raise Error("vm run -- COMMAND: the arm64 guest has no shell or host root to run a "
@@ -188,25 +214,24 @@ def vm_command(kern: variants.Variant | dict, command: list[str], *,
     b = vm.boot(meta, accel, command, thp=thp or "madvise", timeout=timeout, faults=faults,
                 kmemleak=kmemleak, clock=clock, cpus=cpus)
     if proc.is_dry_run():
-        return 0
+        return None
     # A guest killed before its job started (a slow boot on a busy host) has no output;
     # the record and the verdict must still be written.
+    output = ""
     with contextlib.suppress(FileNotFoundError):
-        sys.stdout.write((b.shared / "job.out").read_text(errors="replace"))
-    sys.stdout.flush()
-    report_boot(b, record)
-    if not b.ok:
-        return b.rc if (b.reason or "").startswith("job exited") and b.rc else EXIT_FAILED
-    return 0
+        output = (b.shared / "job.out").read_text(errors="replace")
+    if record:
+        proc.write_json_atomic(record, b.record())
+    return VmRun(b, accel, clock, output=output)
 
 
 def vm_suite(kern: variants.Variant | dict, job: vm.SuiteJob, out: Path | None = None, *,
              thp: str | None = None, timeout: float = 900,
              faults: dict | None = None, kmemleak: bool = False, clock: vm.Clock = vm.TIMED,
              cpus: int | None = None, record: Path | None = None,
-             cost: str = vm.DEFAULT_PLUGIN_MEMORY) -> int:
-    """`vm run VARIANT SUITE`: tagged results in `out` (default results/...); 1 when the boot
-    or a cell failed."""
+             cost: str = vm.DEFAULT_PLUGIN_MEMORY) -> VmRun | None:
+    """`vm run VARIANT SUITE`: the boot, and its tagged results written to `out` (default
+    results/...); None in a dry run."""
     meta = kernel.obtain(kern)
     accel = vm.accel_for(kernel.image_path(meta), clock, meta.get("arch"))
     out = Path(out or Path("results") /
@@ -215,20 +240,10 @@ def vm_suite(kern: variants.Variant | dict, job: vm.SuiteJob, out: Path | None =
                             faults=faults, kmemleak=kmemleak, clock=clock, cpus=cpus,
                             memory=cost)
     if proc.is_dry_run():
-        return 0
-    report_boot(b, record)
-    print(f"results: {out} (variant={meta['variant']} kernel={b.release} accel={accel})")
-    print(f"kernel: {report.build_text(res['meta'].get('build'))}")
-    caveat = deterministic.timing_caveat(clock.engine_clock(), accel)
-    if caveat:
-        log(f"note: {caveat}")
-    if clock.deterministic:
-        log(f"note: each sample's \"cost\" holds the cost model's counts; "
-            f"{costmodel.caveat(costmodel.load_model(), meta.get('arch') == 'arm64')}")
-    failed = [c["key"] for c in res["cells"] if c.get("status") == "failed"]
-    if failed:
-        log(f"failed cells: {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}")
-    return 0 if b.ok and not failed else EXIT_FAILED
+        return None
+    if record:
+        proc.write_json_atomic(record, b.record())
+    return VmRun(b, accel, clock, results=res, out=out)
 
 
 # --------------------------------------------------------------------------- ab
@@ -255,14 +270,33 @@ def boot_in_order(order: list[tuple], one_boot, clock: vm.Clock) -> list:
 TIMED_PAIRS = 5
 
 
+@dataclasses.dataclass
+class ABRun:
+    """What `ab` did: each side's variant and build, the pooled results and where they are,
+    the comparison (computed once: `outcome`, and `record` its data as compare.json holds
+    it), the first boot's profiles (with --profile) and the boots that failed."""
+    names: dict
+    builds: dict
+    suite: str
+    boots: int
+    accel: str
+    clock: vm.Clock
+    outdir: Path
+    merged: dict
+    outcome: object
+    record: dict
+    profiles: list | None
+    failures: list
+
+
 def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.SuiteJob, *,
            boots: int | None = None, thp: str | None = None, timeout: float = 1800,
            clock: vm.Clock = vm.TIMED, cpus: int | None = None,
            outdir: Path | None = None, min_change: float = compare.MIN_CHANGE,
-           as_json: bool = False, cost: str = vm.DEFAULT_PLUGIN_MEMORY) -> int:
+           cost: str = vm.DEFAULT_PLUGIN_MEMORY) -> ABRun | None:
     """`ab BASE NEW --suite SUITE`: boot both variants `boots` times each, pool each side's
-    boots, print the comparison (and, with a profile, where the instructions went).
-    1 when a boot failed."""
+    boots and compare them (and, with a profile, keep where the instructions went). None in
+    a dry run."""
     t0 = time.monotonic()
     # Under icount a boot repeats to the instruction, so one boot per side is the method.
     # Timed boots vary by tens of percent: the boot is the unit of the comparison, and a
@@ -292,7 +326,7 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
     order = [(i, side) for i in range(boots) for side in names]
     done = boot_in_order(order, one_boot, clock)
     if proc.is_dry_run():
-        return 0
+        return None
 
     per_side: dict[str, list[dict]] = {"A": [], "B": []}
     first_out: dict[str, Path] = {}
@@ -307,28 +341,16 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
         for side, name in names.items():
             merged[side] = results.merge_boots(per_side[side], f"{side}:{name}")
             results.save(merged[side], outdir / f"{side}-{variants.slug(name)}-merged.json")
-        # What the clock means for the numbers, render_compare says (timing_caveat).
-        heading = "\n".join(
-            [f"ipclab ab {names['A']} -> {names['B']}: suite {job.suite}, {boots} boots each, "
-             f"accel={accel}, {clock.mode} clock"] +
-            [f"  {side}: {report.build_text(kernel.identity(metas[side]))}" for side in names])
         outcome = compare.compare_results(merged["A"], merged["B"], min_change=min_change)
         record = compare.outcome_record(outcome)
         proc.write_json_atomic(outdir / "compare.json", record)
-        sys.stdout.flush()
-        if as_json:
-            json.dump(record, sys.stdout, indent=1)
-            sys.stdout.write("\n")
-        else:
-            report.render_compare(outcome, sys.stdout, heading=heading)
-        if job.profile_by and not as_json:
+        profiles = None
+        if job.profile_by:
             profiles = [profile.load(profile_path(first_out[side])) for side in names]
-            if all(profiles):
-                report.render_profile_diff(profiles[0], profiles[1], sys.stdout,
-                                           unit="insn" if clock.deterministic else "ns")
-        sys.stdout.flush()
     finally:
         log(f"ab: {2 * boots} boots in {time.monotonic() - t0:.0f} s; results in {outdir}")
         for f in failures:
             log(f"ab: failed {f}")
-    return EXIT_FAILED if failures else 0
+    return ABRun(names, {side: kernel.identity(meta) for side, meta in metas.items()},
+                 job.suite, boots, accel, clock, outdir, merged, outcome, record,
+                 profiles if profiles and all(profiles) else None, failures)

@@ -582,10 +582,11 @@ class LabMeasure:
 
 
 def run(p: Params | None, outdir: Path, *, resume: bool = False, timeout: float = 1800,
-        jobs: int | None = None, out=sys.stdout) -> int:
-    """`ipclab bisect`: 0 when it names the first commit that moves the metric; 1 when only
-    skipped commits are left to tell which (it names them), or a build or boot of GOOD or
-    BAD failed."""
+        jobs: int | None = None, out=sys.stdout) -> Outcome | None:
+    """`ipclab bisect`: its steps and what it found written to `out` as it goes; returns the
+    Outcome (found: the first commit that moves the metric is named; else only skipped
+    commits are left to tell which, and it names them), None in a dry run. A build or boot
+    of GOOD or BAD that failed is an Error (exit 1)."""
     logfile = BisectLog(outdir / LOG_NAME)
     done: dict[str, Measurement] = {}
     if resume:
@@ -614,11 +615,11 @@ def run(p: Params | None, outdir: Path, *, resume: bool = False, timeout: float 
     if proc.is_dry_run():
         measure([p.good, p.bad])
         log("a dry run stops here: every step builds and boots one commit the same way")
-        return 0
+        return None
     try:
         outcome = Bisect(p, commits, measure, describe, logfile, out).run(done)
         measure.wait()
     except KeyboardInterrupt:
         log(f"interrupted; what was measured is kept: ipclab bisect --resume {outdir}")
         raise
-    return 0 if outcome.found else EXIT_FAILED
+    return outcome

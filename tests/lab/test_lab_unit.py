@@ -387,6 +387,7 @@ def test_failed_boot_fails_its_cells_with_console_tail(tmp_path):
            "complete": False}
     path = tmp_path / "r.json"
     path.write_text(json.dumps(res))
+    written = path.read_text()
     boot = vm.Boot("base", "6.12.117", "tcg", tmp_path, False, None,
                    "guest killed by the watchdog after 60 s (hang or timeout)", [],
                    "[ 12.0] rcu: INFO: rcu_preempt self-detected stall", {}, {})
@@ -396,7 +397,9 @@ def test_failed_boot_fails_its_cells_with_console_tail(tmp_path):
     assert all("watchdog" in c["error"] and "rcu_preempt" in c["error"] for c in out["cells"])
     assert out["meta"]["accel"] == "tcg" and out["meta"]["emulated"] is True
     assert out["meta"]["lab"]["console_tail"].endswith("stall")
-    assert json.loads(path.read_text()) == out
+    # The guest's file stays as the guest wrote it: the tagged results are written once,
+    # where the lab keeps them (run_suite_boot's `out`).
+    assert path.read_text() == written
 
 
 def dry_run_lines(capsys, *argv):
@@ -608,3 +611,54 @@ def test_arm64_initramfs_members_are_newc():
     assert entry.startswith(b"070701") and len(entry) % 4 == 0
     assert entry[110:115] == b"init\0" and b"abcde" in entry
     assert int(entry[6 + 6 * 8:6 + 7 * 8], 16) == 5      # filesize
+
+
+# ---- the lab returns data, labreport prints it -------------------------------------------
+
+
+def _ab_run(failures=()):
+    from ipclab import compare
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    base, new = results.load(fixtures / "base.json"), results.load(fixtures / "new.json")
+    outcome = compare.compare_results(base, new)
+    build = {"release": "7.3.4", "patches": []}
+    return ab.ABRun({"A": "mainline", "B": "mainline-series"}, {"A": build, "B": build},
+                    "seeds", 5, "kvm", vm.TIMED, Path("/nowhere"), {"A": base, "B": new},
+                    outcome, compare.outcome_record(outcome), None, list(failures))
+
+
+def test_ab_prints_the_comparison_it_was_handed():
+    import io
+    from ipclab import labreport
+    run = _ab_run()
+    buf = io.StringIO()
+    assert labreport.ab(run, buf) == 0
+    text = buf.getvalue()
+    assert text.startswith("ipclab ab mainline -> mainline-series: suite seeds, 5 boots each,"
+                           " accel=kvm, timed clock\n  A: 7.3.4, no patches")
+    assert "geometric mean of ratios" in text
+    buf = io.StringIO()
+    assert labreport.ab(run, buf, as_json=True) == 0
+    assert json.loads(buf.getvalue()) == run.record
+    assert labreport.ab(_ab_run(["A boot 2: guest killed"]), io.StringIO()) == 1
+    assert labreport.ab(None) == 0          # a dry run
+
+
+def test_vm_run_statuses_come_from_the_boot_and_the_cells(tmp_path):
+    import io
+    from ipclab import labreport
+    boot = vm.Boot("base", "6.12.117", "kvm", tmp_path, False, 3, "job exited 3", [], "", {},
+                   {})
+    buf = io.StringIO()
+    assert labreport.vm_command(ab.VmRun(boot, "kvm", vm.TIMED, output="hello\n"), buf) == 3
+    assert buf.getvalue() == "hello\n"
+    boot.ok, boot.rc, boot.reason = True, 0, None
+    res = {"meta": {"variant": "base", "build": {"release": "6.12.117"}},
+           "cells": [{"key": "a", "status": "ok"}, {"key": "b", "status": "failed"}]}
+    run = ab.VmRun(boot, "kvm", vm.TIMED, results=res, out=tmp_path / "r.json")
+    buf = io.StringIO()
+    assert run.failed_cells == ["b"] and labreport.vm_suite(run, buf) == 1
+    assert buf.getvalue().startswith(f"results: {tmp_path / 'r.json'} (variant=base"
+                                     " kernel=6.12.117")
+    res["cells"].pop()
+    assert labreport.vm_suite(run, io.StringIO()) == 0

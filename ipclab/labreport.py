@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: MIT
+"""What the kernel lab's commands print, from the data the lab returns (ipclab/lab/ab.py's
+VmRun and ABRun, ipclab/lab/bisect.py's Outcome): `vm run`'s output, verdict and results,
+`ab`'s comparison and profile diff, and the exit status each means. The lab computes, and
+logs only the progress of its builds and boots; the CLI hands its data here."""
+
+import json
+import sys
+
+from ipclab import EXIT_FAILED, costmodel, deterministic, report, results
+from ipclab.progress import log
+
+
+def vm_command(run, out=sys.stdout):
+    """`vm run VARIANT -- CMD`: the command's output, then the boot's verdict; the exit
+    status is the command's, or 1 when the boot failed otherwise. None (a dry run) is 0."""
+    if run is None:
+        return 0
+    out.write(run.output)
+    out.flush()
+    for line in run.verdict:
+        log(line)
+    if not run.boot.ok:
+        return run.command_rc or EXIT_FAILED
+    return 0
+
+
+def vm_suite(run, out=sys.stdout):
+    """`vm run VARIANT SUITE`: the boot's verdict, where the results are and what was
+    measured, what its clock means; 1 when the boot or a cell failed."""
+    if run is None:
+        return 0
+    for line in run.verdict:
+        log(line)
+    res, b = run.results, run.boot
+    out.write(f"results: {run.out} (variant={results.variant(res)} kernel={b.release}"
+              f" accel={run.accel})\n")
+    out.write(f"kernel: {report.build_text(results.build(res))}\n")
+    out.flush()
+    caveat = deterministic.timing_caveat(run.clock.engine_clock(), run.accel)
+    if caveat:
+        log(f"note: {caveat}")
+    if run.clock.deterministic:
+        log(f"note: each sample's \"cost\" holds the cost model's counts; "
+            f"{costmodel.caveat(costmodel.load_model(), (results.build(res) or {}).get('arch') == 'arm64')}")
+    failed = run.failed_cells
+    if failed:
+        log(f"failed cells: {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}")
+    return 0 if b.ok and not failed else EXIT_FAILED
+
+
+def ab(run, out=sys.stdout, as_json=False):
+    """`ab BASE NEW`: the comparison (as `compare` prints it, or its --json record) under a
+    heading that says what was booted, then, with --profile, where the instructions went;
+    1 when a boot failed."""
+    if run is None:
+        return 0
+    names = run.names
+    # What the clock means for the numbers, render_compare says (timing_caveat).
+    heading = "\n".join(
+        [f"ipclab ab {names['A']} -> {names['B']}: suite {run.suite}, {run.boots} boots each, "
+         f"accel={run.accel}, {run.clock.mode} clock"] +
+        [f"  {side}: {report.build_text(run.builds[side])}" for side in names])
+    if as_json:
+        json.dump(run.record, out, indent=1)
+        out.write("\n")
+    else:
+        report.render_compare(run.outcome, out, heading=heading)
+        if run.profiles:
+            report.render_profile_diff(run.profiles[0], run.profiles[1], out,
+                                       unit="insn" if run.clock.deterministic else "ns")
+    out.flush()
+    return EXIT_FAILED if run.failures else 0
+
+
+def bisect(outcome):
+    """`bisect`, whose steps and finding were written as it went: 0 when it named the first
+    commit that moves the metric (or was a dry run); 1 when only skipped commits are left to
+    tell which."""
+    return 0 if outcome is None or outcome.found else EXIT_FAILED
