@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: MIT
+"""Kernel tier, arm64 (--arch arm64): mainline and two lab variants cross-built tiny and
+booted deterministic (icount) on QEMU's virt machine, with the lab's own initramfs. Known
+answers of the A64 decoder in a guest:
+
+- one smp_mb() per pipe write (mainline-smp-mb) is exactly one more `dmb ish` per write+read
+  loop and two per round trip, and no atomic;
+- the write-cost loop (about 30 plain instructions per write) adds instructions and no
+  barrier, atomic or ordered access;
+- an A/A pair of mainline agrees.
+
+Only mainline's base; the two variants rebuild fs/pipe.c on top of mainline's build, so the
+tier adds one cold arm64 build. `make test-arm64` runs it (IPCLAB_TEST_ARM64=1), not yet
+`make test`, whose budget it would break. The timeouts bound a build or a boot, they are not
+measurements.
+"""
+
+import json
+import os
+import shutil
+
+import pytest
+
+from ipclab import compare, results
+from test_lab_boot import ipclab, missing_prereq
+
+ARM64 = ("--arch", "arm64")
+PLAIN, SMP_MB, WRITE_COST = "mainline", "mainline-smp-mb", "mainline-write-cost"
+LOOPS = (("pipe-throughput/copies=1", 1), ("pipe-context/copies=1", 2))  # (cell, writes)
+CHANGE = ("better", "worse", "changed")
+# Background work lands in a window too: a count per operation may move by a few hundredths.
+EVENT_SLACK = 0.02
+
+
+def missing_arm64():
+    if not os.environ.get("IPCLAB_TEST_ARM64"):
+        return "the arm64 tier runs with `make test-arm64` (IPCLAB_TEST_ARM64=1)"
+    for tool in ("aarch64-linux-gnu-gcc", "qemu-system-aarch64"):
+        if shutil.which(tool) is None:
+            return f"{tool} missing (make lab-deps)"
+    return missing_prereq()
+
+
+pytestmark = pytest.mark.skipif(missing_arm64() is not None, reason=str(missing_arm64()))
+
+
+def ab(tmp_path_factory, a, b):
+    """A deterministic `ab A B` on arm64: its output directory and ab's output."""
+    out = tmp_path_factory.mktemp(f"arm64-{a}-{b}")
+    r = ipclab("ab", a, b, "--suite", "icount-check", "--deterministic", *ARM64, "-o", str(out),
+               timeout=3600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return out, r.stdout
+
+
+def rows_of(outcome):
+    """{(cell, label): JudgedRow} of a comparison."""
+    return {(r.key, r.label): r for r in outcome.judged}
+
+
+@pytest.fixture(scope="module")
+def built():
+    for variant in (PLAIN, SMP_MB, WRITE_COST):
+        r = ipclab("kernel", "build", variant, *ARM64, timeout=3600)
+        assert r.returncode == 0, r.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def aa(built, tmp_path_factory):
+    return ab(tmp_path_factory, PLAIN, PLAIN)
+
+
+@pytest.fixture(scope="module")
+def patched(aa, tmp_path_factory):
+    """{variant: comparison with the A/A pair's first boot, and the text compare prints}:
+    write-cost and smp-mb booted side by side as one `ab`, whose own comparison is not used."""
+    out, _ = ab(tmp_path_factory, WRITE_COST, SMP_MB)
+    base = next(aa[0].glob(f"A-{PLAIN}-boot1.json"))
+    got = {}
+    for side, variant in (("A", WRITE_COST), ("B", SMP_MB)):
+        path = next(out.glob(f"{side}-{variant}-boot1.json"))
+        text = ipclab("compare", str(base), str(path), timeout=300).stdout
+        got[variant] = (rows_of(compare.compare_results(results.load(str(base)),
+                                                        results.load(str(path)))), text)
+    return got
+
+
+def test_an_arm64_guest_is_what_was_asked(aa):
+    out, _ = aa
+    for path in sorted(out.glob(f"?-{PLAIN}-boot*.json")):
+        res = json.loads(path.read_text())
+        assert res["meta"]["build"]["release"].startswith("7.3")
+        assert res["meta"]["lab"]["guest"]["machine"] == "aarch64"
+        assert res["meta"]["clock"]["mode"] == "deterministic"
+        for cell in res["cells"]:
+            assert cell["status"] == "ok", cell.get("error")
+            # The plugin counted every sample's own section, with the A64 decoder's fields.
+            assert all(s["cost"]["window"] == s["counters"]["window"] and "dmb_ish" in s["cost"]
+                       for s in cell["samples"]), cell["key"]
+
+
+def test_aa_pair_agrees(aa):
+    out, text = aa
+    rows = {(r["key"], r["label"]): r
+            for r in json.loads((out / "compare.json").read_text())["rows"]}
+    for key, _ in LOOPS:
+        primary = [r for (k, _), r in rows.items() if k == key and r.get("primary")]
+        assert primary and all(abs(r["delta"]) <= 0.001 for r in primary), primary
+        for label in ("atomics", "dmb ish", "dmb ishld", "dmb ishst", "acquire accesses",
+                      "release accesses", "irq-flag changes"):
+            r = rows[(key, label)]
+            assert abs(r["diff"]) <= EVENT_SLACK and r["verdict"] not in CHANGE, r
+    assert "counted, not priced" in text
+
+
+def diff(row):
+    return row.j.new.median - row.j.base.median
+
+
+def test_one_smp_mb_per_write_is_one_dmb_ish(patched):
+    rows, text = patched[SMP_MB]
+    for key, writes in LOOPS:
+        r = rows[(key, "dmb ish")]
+        assert abs(diff(r) - writes) <= EVENT_SLACK and r.verdict == "worse", r
+        # On arm64 smp_mb() is a barrier, not an atomic as on x86.
+        for label in ("atomics", "dmb ishld", "dmb ishst", "irq-flag changes"):
+            assert abs(diff(rows[(key, label)])) <= EVENT_SLACK, rows[(key, label)]
+    assert "counted, not priced" in text
+
+
+def test_the_write_cost_loop_adds_instructions_and_no_barrier(patched):
+    rows, _ = patched[WRITE_COST]
+    for key, _ in LOOPS:
+        assert any(r.verdict == "worse" for (k, _), r in rows.items() if k == key and r.primary)
+        for label in ("atomics", "fences", "acquire accesses", "release accesses",
+                      "irq-flag changes"):
+            r = rows[(key, label)]
+            assert abs(diff(r)) <= EVENT_SLACK and r.verdict not in CHANGE, r
