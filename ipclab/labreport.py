@@ -41,8 +41,9 @@ def vm_suite(run, out=sys.stdout):
     if caveat:
         log(f"note: {caveat}")
     if run.clock.deterministic:
+        arm64 = (results.build(res) or {}).get("arch") == "arm64"
         log(f"note: each sample's \"cost\" holds the cost model's counts; "
-            f"{costmodel.caveat(costmodel.load_model(), (results.build(res) or {}).get('arch') == 'arm64')}")
+            f"{costmodel.caveat(costmodel.load_model(), arm64)}")
     failed = run.failed_cells
     if failed:
         log(f"failed cells: {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}")
