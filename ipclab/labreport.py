@@ -42,7 +42,7 @@ def vm_suite(run, out=sys.stdout):
         log(f"note: {caveat}")
     if run.clock.deterministic:
         log(f"note: each sample's \"cost\" holds the cost model's counts; "
-            f"{costmodel.caveat(costmodel.load_model())}")
+            f"{costmodel.caveat(results.cost_model(res))}")
     failed = run.failed_cells
     if failed:
         log(f"failed cells: {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}")
