@@ -46,6 +46,7 @@ def _finish(sides, args):
     stdout, the report written, paths printed."""
     out = sys.stdout
     out.write("\n")
+    outcomes = None     # the comparison, computed once for the text and the report
     if len(sides) == 1:
         report.show(sides[0].res, out)
         loaded, report_id = [(sides[0].path, sides[0].res)], sides[0].res["id"]
@@ -53,13 +54,14 @@ def _finish(sides, args):
         names = tuple(s.name for s in sides)
         loaded, report_id = [(s.path, s.res) for s in sides], sides[0].res["pair"]["id"]
         try:
-            report.render_compare(compare.compare_results(sides[0].res, sides[1].res,
-                                                          names=names), out, names=names)
+            outcomes = [compare.compare_results(sides[0].res, sides[1].res, names=names)]
+            report.render_compare(outcomes[0], out, names=names)
         except Error as e:     # e.g. a side whose every cell failed
             out.write(f"no comparison: {e}\n")
     if not args.no_report:
         try:
-            md = report.write_report(loaded, _report_dir(report_id, args.report_dir))
+            md = report.write_report(loaded, _report_dir(report_id, args.report_dir),
+                                     outcomes=outcomes)
             out.write(f"\nreport:  {md}\n")
         except Exception as e:  # a plot failing must not lose the run's summary
             out.write(f"\nwarning: report not written: {e}\n")

@@ -299,7 +299,9 @@ def deterministic_rows(cell):
 
 def _judge_deterministic(out, pairs, floor_file):
     clock, cpus, kbase = out.clock, results.guest_cpus(out.base), results.kernel_base(out.base)
-    floors, entry = floor.load(clock, cpus, kbase, floor_file)
+    # The floor file is parsed once: its floors for this kernel and its bases for the warning.
+    floor_data = floor.read_or_empty(floor_file)
+    floors, entry = floor.floors_for(floor_data, clock, cpus, kbase)
     out.floor_source = dict(entry, path=str(floor_file)) if entry else None
     for b, n in pairs:
         if not_comparable(b, n, out):
@@ -347,7 +349,7 @@ def _judge_deterministic(out, pairs, floor_file):
     if not any(r.j.floor_pairs for r in out.judged):
         out.floor_source = None
     if prim and not any(r.j.floor_pairs for r in prim):
-        have = sorted({x for c, k, x in floor.bases_in(floor_file) if c == clock and k == cpus})
+        have = sorted({x for c, k, x in floor.bases(floor_data) if c == clock and k == cpus})
         where = f"kernel base {kbase}" if kbase else "a kernel the lab did not build from a base"
         out.warnings.append(
             f"no A/A floor for {where} in this mode ({clock}, {cpus} CPU(s)); the floor file"
@@ -494,11 +496,38 @@ def _sweep_by_unit(outcome, index, entries):
     return stats.paired_log_ratio(base_units, new_units)
 
 
+def view_record(vc):
+    """One seed view's changes as data: each entry as the table shows it (base -> new, the
+    change, whether it is one, the seed's own change), and a sweep's geometric mean."""
+    entries = []
+    for (label, changes), (_, cells) in zip(vc.rows, vc.view.rows):
+        for col, e, (key, path) in zip(vc.view.columns, changes, cells):
+            if e is not None:
+                entries.append({"row": label, "column": col, "key": key, "path": path,
+                                "base": e.base, "new": e.new, "delta": e.delta,
+                                "change": e.is_change, "seed_change": e.seed_change})
+    rec = {"suite": vc.suite, "view": vc.view.id, "title": vc.view.title,
+           "unit": vc.view.unit, "entries": entries, "geomean": None,
+           "seed_geomean": vc.seed_geomean}
+    g = vc.geomean
+    if g is not None:
+        rec["geomean"] = {"delta": g.delta, "ci": [g.ci[0] - 1, g.ci[1] - 1],
+                          "over": vc.geomean_over, "can_claim": g.can_claim,
+                          "reason": g.reason}
+    return rec
+
+
 def outcome_record(outcome):
-    """The comparison as data: one entry per row, what the text shows."""
+    """The comparison as data, all the text shows: one entry per row, the seed views'
+    changes with a sweep's geometric mean, the A/A floor's source, and the notes on what
+    each side's times mean."""
     rec = {"base": outcome.base.get("id"), "new": outcome.new.get("id"), "clock": outcome.clock,
            "rows": [], "skipped": [{"key": k, "why": w} for k, w in outcome.skipped],
-           "warnings": list(outcome.warnings)}
+           "warnings": list(outcome.warnings),
+           "notes": {side: deterministic.caveat_of(res) for side, res in
+                     (("base", outcome.base), ("new", outcome.new))},
+           "views": [view_record(vc) for vc in outcome.views],
+           "floor_source": outcome.floor_source}
     for r in outcome.judged:
         j = r.j
         rec["rows"].append({"key": r.key, "path": r.path, "unit": r.unit, "primary": r.primary,
@@ -512,7 +541,8 @@ def outcome_record(outcome):
             rec["rows"][-1].update(model=True, label=r.label,
                                    diff=j.new.median - j.base.median)
     if any(r.model for r in outcome.judged):
-        rec["cost_model"] = dict(outcome.cost_model or {}, caveat=costmodel.CAVEAT)
+        rec["cost_model"] = dict(outcome.cost_model or {},
+                                 caveat=costmodel.caveat(outcome.cost_model))
     rec["unit"], rec["min_change"] = outcome.unit, outcome.min_change
     rec["paired_test"] = outcome.paired_test
     rec["ci_level_primary"] = outcome.level

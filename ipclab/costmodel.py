@@ -187,11 +187,13 @@ def sample_costs(res, counts_path, model, marks=None):
 
 def model_record(model, memory="cache"):
     """What a results file keeps of the model its cost records were made with; memory: what
-    the plugin counted of memory (cache or off)."""
+    the plugin counted of memory (cache or off); host_cpu: the CPU of the host that counted,
+    where est. cycles would be wanted."""
     if not model:
         return {"weights": None, "memory": memory}
     return {"weights": model["weights"], "cache": model.get("cache"), "memory": memory,
-            "cpu": (model.get("cpu") or {}).get("model"), "calibrated": model.get("calibrated")}
+            "cpu": (model.get("cpu") or {}).get("model"), "calibrated": model.get("calibrated"),
+            "host_cpu": envinfo.cpu_model()}
 
 
 # --------------------------------------------------------------------------- comparing
@@ -242,18 +244,23 @@ def judge(base_vals, new_vals, floor=None, family=1):
     return j
 
 
-def caveat(model, arm64=False):
-    """CAVEAT, with where the weights come from, and a word when they do not fit this CPU;
-    for arm64's counts, A64_CAVEAT instead."""
+def caveat(record, arm64=False):
+    """CAVEAT for counts made with the model `record` (model_record: what the samples keep as
+    meta.cost_model), with where its weights come from, and a word when they were not fitted
+    on the CPU of the host that counted. Not the model file on disk, nor the CPU of the
+    machine that prints: the samples' own record says what their est. cycles mean. For
+    arm64's counts, A64_CAVEAT instead."""
     if arm64:
         return A64_CAVEAT
-    if not model:
-        return (CAVEAT + "; no model file (ipclab/reference/cost-model.json): est. cycles are"
-                " not computed, run scripts/cost-calibrate")
-    cpu = (model.get("cpu") or {}).get("model", "unknown")
-    when = model.get("calibrated", "?")[:10]
-    text = f"{CAVEAT} ({cpu}, {when}; ipclab/reference/cost-model.json)"
-    here = envinfo.cpu_model()
-    if here != cpu:
-        text += f"; this machine's CPU is {here}: refit with scripts/cost-calibrate"
+    if not record:
+        return CAVEAT
+    if not record.get("weights"):
+        return (CAVEAT + "; these counts were made without a model file"
+                " (ipclab/reference/cost-model.json): est. cycles are not computed, run"
+                " scripts/cost-calibrate")
+    cpu = record.get("cpu") or "unknown"
+    text = f"{CAVEAT} ({cpu}, {(record.get('calibrated') or '?')[:10]})"
+    host = record.get("host_cpu")
+    if host and host != cpu:
+        text += f"; the samples were counted on a {host} host: refit with scripts/cost-calibrate"
     return text

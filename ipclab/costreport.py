@@ -30,7 +30,7 @@ def render_rows(outcome, out):
               " A/A floors, a cell's rows sharing its 5% level; counted by QEMU's plugin over"
               " each sample's measured section)\n")
     arm64 = costmodel.is_arm64(r.path.split()[0].removeprefix("cost.") for r in rows)
-    out.write(f"note: {costmodel.caveat(costmodel.load_model(), arm64)}\n")
+    out.write(f"note: {costmodel.caveat(outcome.cost_model, arm64)}\n")
     if model.get("memory") == "off":
         out.write("note: no memory model in this run (--cost runs it): no loads, stores,"
                   " misses or est. cycles\n")
@@ -64,7 +64,7 @@ def render_profile(base, new, out):
     out.write("Where the costs went: the cost model's counts per operation by kernel function,"
               " new - base (user space as one row); the functions that moved most in est."
               f" cycles, and every one whose atomics, fences or irq-flag changes moved.\n"
-              f"note: {costmodel.caveat(costmodel.load_model(), costmodel.is_arm64(d[0][1]))}\n")
+              f"note: {costmodel.caveat(base.get('cost_model'), costmodel.is_arm64(d[0][1]))}\n")
     for key, names, rows, (tb, tn) in d:
         out.write(f"{key}: all functions, per operation: "
                   + ", ".join(f"{SHORT[k]} {_n(tb[k])} -> {_n(tn[k])}" for k in names) + "\n")

@@ -149,28 +149,34 @@ def entry_of(data, clock, cpus, base):
     return None
 
 
-def load(clock, cpus, base, path=FLOOR_FILE):
-    """({key: Floor}, entry) measured for this clock, CPU count and kernel base, or ({},
-    None) when there is none (or no file, or a file that cannot be read)."""
+def read_or_empty(path=FLOOR_FILE):
+    """The file's data, or none (no file, or a file that cannot be read): what a comparison
+    parses once and asks `floors_for` and `bases` of."""
     try:
-        data = read(path)
+        return read(path)
     except (OSError, ValueError):
-        return {}, None
+        return {"floors": []}
+
+
+def floors_for(data, clock, cpus, base):
+    """({key: Floor}, entry) of the file's data measured for this clock, CPU count and kernel
+    base, or ({}, None) when there is none."""
     e = entry_of(data, clock, cpus, base)
     if e is None:
         return {}, None
     return {k: from_record(v) for k, v in e.get("cells", {}).items()}, e
 
 
-def bases_in(path=FLOOR_FILE):
-    """[(clock, cpus, base)] the file has A/A pairs for (an entry of legacy maxima alone
-    gives the rule nothing)."""
-    try:
-        data = read(path)
-    except (OSError, ValueError):
-        return []
+def bases(data):
+    """[(clock, cpus, base)] the file's data has A/A pairs for (an entry of legacy maxima
+    alone gives the rule nothing)."""
     return [(e.get("clock"), e.get("cpus"), e.get("base")) for e in data.get("floors", [])
             if any(c.get("pairs") for c in e.get("cells", {}).values())]
+
+
+def load(clock, cpus, base, path=FLOOR_FILE):
+    """floors_for() of the file at `path`."""
+    return floors_for(read_or_empty(path), clock, cpus, base)
 
 
 def dumps(data):

@@ -43,7 +43,7 @@ def vm_suite(run, out=sys.stdout):
     if run.clock.deterministic:
         arm64 = (results.build(res) or {}).get("arch") == "arm64"
         log(f"note: each sample's \"cost\" holds the cost model's counts; "
-            f"{costmodel.caveat(costmodel.load_model(), arm64)}")
+            f"{costmodel.caveat(results.cost_model(res), arm64)}")
     failed = run.failed_cells
     if failed:
         log(f"failed cells: {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}")

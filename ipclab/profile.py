@@ -171,6 +171,7 @@ def attach_counts(prof, windows_path, system_map, model=None):
         cell["functions"] = {name: c["insns"] for name, c in raw.items()}
         if len(next(iter(raw.values()), {})) > 1:
             cell["costs"] = {name: costmodel.derived(c, model) for name, c in raw.items()}
+            prof["cost_model"] = costmodel.model_record(model)
         cell["total"] = sum(cell["functions"].values())
         cell["period"] = 1
         cell["exact"] = True

@@ -298,12 +298,13 @@ def show(res, out=sys.stdout, peers=None):
         out.write(f"warning: {w}\n")
 
 
-def write_report(paths_and_results, out_dir, peers=None):
+def write_report(paths_and_results, out_dir, peers=None, outcomes=None):
     """report.md plus PNG plots in out_dir; returns the Markdown path.
 
     One results file: its tables and plots.  Several: each one's tables,
-    then every later file compared against the first.  peers: a peers run whose
-    peer figures stand beside ours in the seed tables.
+    then every later file compared against the first (`outcomes`: those comparisons, when
+    the caller has computed them already; they are not computed again).  peers: a peers run
+    whose peer figures stand beside ours in the seed tables.
     """
     from ipclab import plot   # matplotlib is slow to import; only reports need it
 
@@ -354,9 +355,9 @@ def write_report(paths_and_results, out_dir, peers=None):
         w("")
         for png, caption in plot.run_plots(res, out_dir):
             w(f"![{caption}]({png.name})\n")
-    for path, res in paths_and_results[1:]:
+    for i, (path, res) in enumerate(paths_and_results[1:]):
         buf = io.StringIO()
-        outcome = compare.compare_results(first, res)
+        outcome = outcomes[i] if outcomes else compare.compare_results(first, res)
         render_compare(outcome, buf)
         w(f"## Compare: {first.get('id')} -> {res.get('id')}\n")
         w("```\n" + buf.getvalue().rstrip() + "\n```\n")

@@ -97,6 +97,7 @@ class Measurement:
     # The cell's cost-model medians per operation (deterministic): {row name: value}.
     costs: dict = dataclasses.field(default_factory=dict)
     cost_unit: str = ""
+    cost_model: dict | None = None  # the model the costs were counted with (meta.cost_model)
 
     def __post_init__(self):
         # Read back from a bisect log, the floor is the dict asdict made of it.
@@ -389,7 +390,8 @@ class Bisect:
             self._say(f"  {self._num(vp)} -> {self._num(vc)}: {pct(vc / vp - 1)} against its"
                       f" parent, {pct(out.deltas[c])} against GOOD")
         if any(m.costs for m in self.done.values()):
-            self._say(f"note: cost model: {costmodel.caveat(costmodel.load_model())}")
+            counted = next(m.cost_model for m in self.done.values() if m.costs)
+            self._say(f"note: cost model: {costmodel.caveat(counted)}")
         spent = {k: sum(m.seconds.get(k, 0.0) for m in self.done.values())
                  for k in ("build", "lock_wait", "boots")}
         self._say(f"{out.steps} steps between GOOD and BAD, {len(self.done)} kernels measured,"
@@ -577,6 +579,7 @@ class LabMeasure:
                     if vals:
                         m.costs[name] = stats.median(vals)
                         m.cost_unit = f"per {unit.lstrip('/')}"
+                        m.cost_model = results.cost_model(res)
             m.boots.append(metrics.metric_values(cell, path_))
         return [out[c] for c in commits]
 
