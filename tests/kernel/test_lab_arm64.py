@@ -22,7 +22,7 @@ import shutil
 import pytest
 
 from ipclab import compare, results
-from test_lab_boot import ipclab, missing_prereq
+from .conftest import ipclab, missing_prereq
 
 ARM64 = ("--arch", "arm64")
 PLAIN, SMP_MB, WRITE_COST = "mainline", "mainline-smp-mb", "mainline-write-cost"

@@ -3,16 +3,23 @@
 counters, two workloads whose answer is known. A reader asleep on an empty pipe before every
 one-byte write is found asleep by every write's wakeup ("write-rd"); a process that writes
 into its own pipe and reads the byte back is never found asleep there. The timeout bounds
-the boot, it is not a measurement."""
+the boot, it is not a measurement.
+
+`make test-census` runs it (IPCLAB_TEST_CENSUS=1): its two exact answers have been seen on
+the production config's census (docs/lab.md), not yet on a tiny-config boot, so it stays out
+of `make test` until one has passed there."""
 
 import json
+import os
 
 import pytest
 
 from ipclab.lab import variants
-from test_lab_boot import PLAIN, ipclab, missing_prereq
+from .conftest import PLAIN, ipclab, missing_prereq
 
 pytestmark = [
+    pytest.mark.skipif(not os.environ.get("IPCLAB_TEST_CENSUS"),
+                       reason="the census tier runs with `make test-census` (IPCLAB_TEST_CENSUS=1)"),
     pytest.mark.skipif(missing_prereq() is not None, reason=str(missing_prereq())),
     pytest.mark.skipif(not variants.overlay_patches("wakeup-counters",
                                                     variants.load_variant(PLAIN).base, []),
