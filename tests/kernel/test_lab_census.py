@@ -5,9 +5,10 @@ one-byte write is found asleep by every write's wakeup ("write-rd"); a process t
 into its own pipe and reads the byte back is never found asleep there. The timeout bounds
 the boot, it is not a measurement.
 
-`make test-census` runs it (IPCLAB_TEST_CENSUS=1): its two exact answers have been seen on
-the production config's census (docs/lab.md), not yet on a tiny-config boot, so it stays out
-of `make test` until one has passed there."""
+`make test-census` runs it (IPCLAB_TEST_CENSUS=1): its two answers hold in the production
+config's census (docs/lab.md: 224/224 and 24/1024, the harness's own writes included), but
+have not yet been seen on a tiny-config boot, so it stays out of `make test` until one has
+passed there."""
 
 import json
 import os
@@ -40,14 +41,20 @@ def test_a_sleeping_reader_is_found_at_every_write(census):
     rec, _ = census
     row = next(w for w in rec["workloads"] if w["workload"] == "sleeping-reader")
     assert row["rc"] == 0
-    assert row["pipe"]["write-rd"] == {"calls": 200, "sleepers": 200}
+    # The counters are the whole guest's: a few writes of its own harness come on top of the
+    # workload's 200 (24 on the production config), and they too find a sleeper.
+    site = row["pipe"]["write-rd"]
+    assert site["calls"] >= 200 and site["sleepers"] == site["calls"], site
 
 
 def test_a_process_alone_with_its_pipe_is_never_found_asleep(census):
     rec, _ = census
     row = next(w for w in rec["workloads"] if w["workload"] == "self-loop")
     assert row["rc"] == 0
-    assert row["pipe"]["write-rd"] == {"calls": 1000, "sleepers": 0}
+    # None of its own 1000 writes finds a sleeper; only the harness's few may (24 of 1024 on
+    # the production config, as many as came on top of sleeping-reader's 200).
+    site = row["pipe"]["write-rd"]
+    assert site["calls"] >= 1000 and site["sleepers"] <= site["calls"] - 1000, site
 
 
 def test_the_record_and_the_table_say_what_was_counted(census):
@@ -56,4 +63,5 @@ def test_the_record_and_the_table_say_what_was_counted(census):
     assert rec["clock"]["mode"] == "deterministic" and rec["clock"]["cpus"] == 1
     assert [w["workload"] for w in rec["workloads"]] == ["sleeping-reader", "self-loop"]
     line = next(l for l in text.splitlines() if l.startswith("sleeping-reader"))
-    assert "200/200" in line.split()
+    site = next(w for w in rec["workloads"] if w["workload"] == "sleeping-reader")["pipe"]
+    assert f"{site['write-rd']['sleepers']}/{site['write-rd']['calls']}" in line.split()
