@@ -30,11 +30,11 @@ def test_known_answers(selftest):
 
 
 def test_plugin_fields_are_the_ones_python_reads():
-    from ipclab import costmodel
+    from ipclab.deterministic import cost
     src = (PLUGIN / "insncount.c").read_text()
     names = re.search(r"field_names\[NFIELDS\] = \{(.*?)\};", src, re.S).group(1)
-    assert tuple(re.findall(r'"(\w+)"', names)) == costmodel.FIELDS
-    assert f'"# {costmodel.PLUGIN_SCHEMA} fields:"' in src
+    assert tuple(re.findall(r'"(\w+)"', names)) == cost.FIELDS
+    assert f'"# {cost.PLUGIN_SCHEMA} fields:"' in src
 
 
 # objdump's view of one instruction: address, bytes, then the text (prefix words included:

@@ -511,7 +511,7 @@ def test_fault_run_row_of_a_fault_boot_wants_faults_and_their_errors(tmp_path):
     assert row["problems"] == ["no fault was injected"]
 
 
-# ---- the lab returns data, labreport prints it -------------------------------------------
+# ---- the lab returns data, report/lab.py prints it -------------------------------------------
 
 
 def _ab_run(failures=()):
@@ -527,7 +527,7 @@ def _ab_run(failures=()):
 
 def test_ab_prints_the_comparison_it_was_handed():
     import io
-    from ipclab import labreport
+    from ipclab.report import lab as labreport
     run = _ab_run()
     buf = io.StringIO()
     assert labreport.ab(run, buf) == 0
@@ -544,7 +544,7 @@ def test_ab_prints_the_comparison_it_was_handed():
 
 def test_vm_run_statuses_come_from_the_boot_and_the_cells(tmp_path):
     import io
-    from ipclab import labreport
+    from ipclab.report import lab as labreport
     boot = vm.Boot("base", "6.12.117", "kvm", tmp_path, False, 3, "job exited 3", [], "", {},
                    {})
     buf = io.StringIO()
