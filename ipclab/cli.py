@@ -16,10 +16,11 @@ import sys
 from pathlib import Path
 
 from ipclab import EXIT_USAGE, Error, __version__, compare, engine, envinfo
-from ipclab import fmt, labreport, peers, proc, profile, progress, report, results, runner, stats
+from ipclab import fmt, peers, proc, profile, progress, report, results, runner, stats
 from ipclab import signals, suites, views
 from ipclab.lab import ab, bases, census, gittree, kernel, variants, vm
 from ipclab.lab import bisect as lab_bisect
+from ipclab.report import lab as labreport
 
 
 def _meta(items):
@@ -849,7 +850,7 @@ def cmd_vm_run(args):
             return labreport.vm_command(ab.vm_command(kern, command, **opts))
         job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
                            warmups=args.warmups, profile=args.profile)
-        return labreport.vm_suite(ab.vm_suite(kern, job, args.output, cost=_cost(args), **opts))
+        return labreport.vm_suite(ab.vm_suite(kern, job, args.output, memory=_cost(args), **opts))
 
 
 def cmd_ab(args):
@@ -861,7 +862,7 @@ def cmd_ab(args):
         base, new = _kernels(args, [args.base, args.new], 2)
         run = ab.run_ab(base, new, job, boots=args.boots, thp=args.thp, timeout=args.timeout,
                         clock=clock, cpus=args.cpus, outdir=args.output_dir,
-                        min_change=args.min_change / 100, cost=_cost(args))
+                        min_change=args.min_change / 100, memory=_cost(args))
     return labreport.ab(run, as_json=args.json)
 
 

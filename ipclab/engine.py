@@ -98,7 +98,8 @@ def workload_info(name, path=None):
 
 
 @dataclass
-class Outcome:
+class CellRun:
+    """One invocation of the engine (or a peer program): its samples, or why it has none."""
     status: str                 # ok | failed | skipped
     samples: list = field(default_factory=list)
     error: str = ""
@@ -146,9 +147,9 @@ def run_cell(engine, cell, env=None):
     try:
         done = proc.run(argv, limit, capture=True, env=env)
     except (OSError, Error) as e:
-        return Outcome("failed", error=f"cannot run {engine}: {e}", rc=-1, argv=argv)
+        return CellRun("failed", error=f"cannot run {engine}: {e}", rc=-1, argv=argv)
     if done.timed_out:
-        return Outcome("failed", error=f"timed out after {limit:g}s", rc=-9, argv=argv)
+        return CellRun("failed", error=f"timed out after {limit:g}s", rc=-9, argv=argv)
     return outcome(argv, done.rc, done.out, done.err)
 
 
@@ -156,11 +157,11 @@ def outcome(argv, rc, out, err):
     """What one engine invocation gave: its exit status and its output read as samples
     (here, or where a guest ran it and left rc, stdout and stderr)."""
     if rc == EXIT_SKIP:
-        return Outcome("skipped", error=_last_line(err) or "skipped by the engine", rc=rc,
+        return CellRun("skipped", error=_last_line(err) or "skipped by the engine", rc=rc,
                        argv=argv)
     if rc != EXIT_OK:
         what = "usage error" if rc == EXIT_USAGE else f"exit {int(rc)}"
-        return Outcome("failed", error=f"{what}: {_last_line(err) or 'no message'}",
+        return CellRun("failed", error=f"{what}: {_last_line(err) or 'no message'}",
                        rc=rc, argv=argv)
     samples = []
     for line in out.splitlines():
@@ -170,10 +171,10 @@ def outcome(argv, rc, out, err):
         try:
             obj = json.loads(line)
         except json.JSONDecodeError:
-            return Outcome("failed", error=f"engine printed invalid JSON: {line:>.80}",
+            return CellRun("failed", error=f"engine printed invalid JSON: {line:>.80}",
                            rc=rc, argv=argv)
         if isinstance(obj, dict):
             samples.append(obj)
     if not samples:
-        return Outcome("failed", error="engine printed no JSON sample", rc=rc, argv=argv)
-    return Outcome("ok", samples=samples, rc=rc, argv=argv)
+        return CellRun("failed", error="engine printed no JSON sample", rc=rc, argv=argv)
+    return CellRun("ok", samples=samples, rc=rc, argv=argv)

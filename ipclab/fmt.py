@@ -92,3 +92,17 @@ def csv_table(rows):
     w.writeheader()
     w.writerows(flat)
     return buf.getvalue()
+
+
+def per_op(v):
+    """A count per operation: two decimals while small, since +1 atomic must read as 1.00."""
+    if v is None or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return "-"
+    return f"{v:.2f}" if abs(v) < 100 else f"{v:.1f}"
+
+
+def per_op_change(v):
+    """per_op() of a difference, with its sign."""
+    if v is None or not math.isfinite(v):
+        return "-"
+    return ("+" if v >= 0 else "") + per_op(v)

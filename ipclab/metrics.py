@@ -4,7 +4,7 @@ judged by.
 
 A path names one number in an engine sample: "metrics.NAME", "latency.KEY.FIELD",
 "counters.NAME", "params.NAME", "cost.NAME" (the lab's cost-model counts of a deterministic
-sample, ipclab/costmodel.py) or "primary" (the first metric that has a better direction),
+sample, ipclab/deterministic/cost.py) or "primary" (the first metric that has a better direction),
 optionally divided by other paths and multiplied by a constant:
 "counters.cpu_migrations / params.transfers * 1e6"; terms of that kind may be added with
 "+": "metrics.empty_send_ns + metrics.empty_recv_ns".

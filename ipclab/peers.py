@@ -449,11 +449,11 @@ def run_cell(cell, env=None):
     pair = pair_of(cell)
     argv = argv_for(cell)
     if pair is None or not argv:
-        return engine.Outcome("failed", error=f"unknown peer {cell.workload!r}", rc=-1,
+        return engine.CellRun("failed", error=f"unknown peer {cell.workload!r}", rc=-1,
                               argv=argv)
     why = missing(argv[0]) or missing(pair.tool)
     if why:
-        return engine.Outcome("skipped", error=why, rc=engine.EXIT_SKIP, argv=argv)
+        return engine.CellRun("skipped", error=why, rc=engine.EXIT_SKIP, argv=argv)
     limit = engine.cell_timeout(cell) + engine.WATCHDOG_GRACE_S
     with tempfile.TemporaryDirectory(prefix="ipclab-peer-") as tmp:
         jpath = Path(tmp, "out.json")
@@ -462,24 +462,24 @@ def run_cell(cell, env=None):
         try:
             done = proc.run(argv, limit, capture=True, env=env, cwd=tmp)
         except (OSError, Error) as e:
-            return engine.Outcome("failed", error=f"cannot run {argv[0]}: {e}", rc=-1, argv=argv)
+            return engine.CellRun("failed", error=f"cannot run {argv[0]}: {e}", rc=-1, argv=argv)
         t1 = time.time()
         files = {"json": jpath.read_text(errors="replace") if jpath.exists() else ""}
     if done.timed_out:
-        return engine.Outcome("failed", error=f"timed out after {limit:g}s", rc=-9, argv=argv)
+        return engine.CellRun("failed", error=f"timed out after {limit:g}s", rc=-9, argv=argv)
     text = done.out + "\n" + done.err
     if done.rc != 0:
         last = [l.strip() for l in text.splitlines() if l.strip()]
-        return engine.Outcome("failed", error=f"exit {done.rc}: {last[-1] if last else 'no message'}",
+        return engine.CellRun("failed", error=f"exit {done.rc}: {last[-1] if last else 'no message'}",
                               rc=done.rc, argv=argv)
     try:
         metrics = pair.read(text, list(pair.args), files)
     except ParseError as e:
-        return engine.Outcome("failed", error=f"cannot read {argv[0]}'s output: {e}",
+        return engine.CellRun("failed", error=f"cannot read {argv[0]}'s output: {e}",
                               rc=done.rc, argv=argv)
     sample = {"schema": SCHEMA, "workload": cell.workload, "warmup": False, "sample": 0,
               "params": {}, "metrics": metrics, "latency": {}, "counters": {},
               "notes": {"argv": " ".join(argv), "package": PACKAGES.get(argv[0], "")},
               "env": dict(_env()), "start": _iso(t0), "end": _iso(t1),
               "elapsed_s": round(t1 - t0, 6)}
-    return engine.Outcome("ok", samples=[sample], rc=0, argv=argv)
+    return engine.CellRun("ok", samples=[sample], rc=0, argv=argv)

@@ -24,8 +24,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ipclab import costmodel, deterministic, engine, proc
-
+from ipclab import deterministic, engine, proc
+from ipclab.deterministic import cost
 PERIOD = 10007
 PERF = "perf"
 SCHEMA = "ipclab-profile/1"
@@ -142,8 +142,8 @@ def symbol_address(system_map, name):
 
 def read_windows(path):
     """{window: {address or "user": {field: count}}} from the plugin's output (fields:
-    costmodel.FIELDS, or only insns from a plugin of the first format)."""
-    return costmodel.read_counts(path)[2]
+    cost.FIELDS, or only insns from a plugin of the first format)."""
+    return cost.read_counts(path)[2]
 
 
 def attach_counts(prof, windows_path, system_map, model=None):
@@ -170,8 +170,8 @@ def attach_counts(prof, windows_path, system_map, model=None):
                 acc[k] += v
         cell["functions"] = {name: c["insns"] for name, c in raw.items()}
         if len(next(iter(raw.values()), {})) > 1:
-            cell["costs"] = {name: costmodel.derived(c, model) for name, c in raw.items()}
-            prof["cost_model"] = costmodel.model_record(model)
+            cell["costs"] = {name: cost.derived(c, model) for name, c in raw.items()}
+            prof["cost_model"] = cost.model_record(model)
         cell["total"] = sum(cell["functions"].values())
         cell["period"] = 1
         cell["exact"] = True
@@ -183,14 +183,14 @@ def cost_diff(base, new, top=8):
     new totals))] per common cell whose profiles both have costs. names: the cost model's
     rows both carry; the functions are the `top` that moved most in est. cycles (else in
     instructions), then any other whose atomics, fences or irq-flag changes moved by
-    costmodel.MIN_EVENTS per operation or more."""
+    cost.MIN_EVENTS per operation or more."""
     out = []
     for key, bp in base.get("cells", {}).items():
         np_ = new.get("cells", {}).get(key)
         if not np_ or "costs" not in bp or "costs" not in np_ or not bp.get("ops") \
                 or not np_.get("ops"):
             continue
-        names = [n for n, _ in costmodel.ROWS
+        names = [n for n, _ in cost.ROWS
                  if all(n in c for p in (bp, np_) for c in p["costs"].values())]
         names = ["insns"] + names
         per = [{sym: {n: c.get(n, 0) / p["ops"] for n in names} for sym, c in p["costs"].items()}
@@ -203,7 +203,7 @@ def cost_diff(base, new, top=8):
         rank = "est_cycles" if "est_cycles" in names else "insns"
         rows.sort(key=lambda r: (-abs(r[1][rank]), r[0]))
         events = [k for k in ("atomics", "fences", "irqflags") if k in names]
-        keep = rows[:top] + [r for r in rows[top:] if any(abs(r[1][k]) >= costmodel.MIN_EVENTS for k in events)]
+        keep = rows[:top] + [r for r in rows[top:] if any(abs(r[1][k]) >= cost.MIN_EVENTS for k in events)]
         totals = tuple({k: sum(v[k] for v in p.values()) for k in names} for p in per)
         out.append((key, names, keep, totals))
     return out

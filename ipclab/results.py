@@ -10,7 +10,7 @@
  "cells": [{"key", "suite", "workload", "args", "samples": [...],
             "status": "ok|failed|skipped|pending", "error"}],
          a sample of a deterministic lab boot also has "cost": the cost model's counts over
-         its measured section (ipclab/costmodel.py), and meta "cost_model" the model,
+         its measured section (ipclab/deterministic/cost.py), and meta "cost_model" the model,
  "complete": bool}
 
 The file is rewritten atomically (temp file + rename) after every sample, so
@@ -342,7 +342,7 @@ def tag(res, **meta):
 
 def set_costs(res, costs, model):
     """The lab's cost-model counts of each sample's measured section ({(cell index, sample
-    index): record}, costmodel.sample_costs) as the sample's "cost", and the model they were
+    index): record}, cost.sample_costs) as the sample's "cost", and the model they were
     made with as meta.cost_model."""
     for (ci, si), rec in costs.items():
         res["cells"][ci]["samples"][si]["cost"] = rec

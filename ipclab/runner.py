@@ -238,7 +238,7 @@ def execute(sides, quiet=False, stream=None, run=None):
     on SIGTERM).
 
     The sides share one plan (reps, warmups, order_seed).  Each file is saved after every
-    sample, so Ctrl-C loses at most the sample in flight.  run(engine, cell) -> Outcome
+    sample, so Ctrl-C loses at most the sample in flight.  run(engine, cell) -> CellRun
     takes one sample instead of run_cell (a guest's samples read back, in the plan's order).
     """
     stream = stream or sys.stderr

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Suites: named lists of cells, each cell one engine invocation shape.  This module is the
-only place a suite is named (SUITES, register) or resolved (resolve, parts).
+only place a suite is named (SUITES, register) or resolved (resolve, members).
 
 A cell is a workload plus its engine arguments.  Suites enumerate their cells
 explicitly (the pipe sweep as 9 cells, the fast-pipes ladder as 5) so that the
@@ -79,11 +79,11 @@ class Suite:
     reps: dict = field(default_factory=lambda: {QUICK: 10, FULL: 10})
     warmups: int = 1
     thp: str = ""                   # THP mode a kernel-lab guest sets for it ("" = lab default)
-    parts: list = field(default_factory=list)   # a composite suite's suites
+    members: list = field(default_factory=list)     # a composite suite's suites
 
     def cells(self, mode):
-        if self.parts:
-            return [c for s in self.parts for c in s.cells(mode)]
+        if self.members:
+            return [c for s in self.members for c in s.cells(mode)]
         cells = [replace(c, suite=self.name) for c in self.make_cells(mode)]
         return cells
 
@@ -422,7 +422,7 @@ ICOUNT_CHECK = Suite(
     reps={QUICK: 9, FULL: 9},
 )
 
-SEEDS = Suite("seeds", "all five seed suites", parts=SEED_SUITES)
+SEEDS = Suite("seeds", "all five seed suites", members=SEED_SUITES)
 
 # ---- peers --------------------------------------------------------------------------------
 
@@ -491,10 +491,10 @@ def select(cells, wanted):
     return [c for c in cells if any(c.key == w or c.key.startswith(w) for w in wanted)]
 
 
-def parts(name):
+def members(name):
     """The suites whose views a results file of suite `name` is shown in: its own, or a
-    composite's parts; none for an ad-hoc workload run."""
+    composite's members; none for an ad-hoc workload run."""
     s = SUITES.get(name)
     if s is None:
         return []
-    return list(s.parts or [s])
+    return list(s.members or [s])

@@ -31,7 +31,7 @@ def shown(res):
     cells = {c["key"]: c for c in res["cells"]}
     present = {c.get("suite") for c in res["cells"]}
     out = []
-    for part in suites.parts(res.get("suite")):
+    for part in suites.members(res.get("suite")):
         if part.name not in present:
             continue
         ref = None if det else part.reference()
@@ -78,10 +78,10 @@ def citation(ref):
     which list, when, the commit or the URL, where in it, and what the copy lacks."""
     src = ref.get("source") or {}
     what = src.get("subject") or src.get("title")
-    parts = [src.get("author"), f'"{what}"' if what else None,
+    pieces = [src.get("author"), f'"{what}"' if what else None,
              f"{src['list']} list" if src.get("list") else None, src.get("date"),
              f"Linux commit {src['commit']}" if src.get("commit") else None, src.get("url")]
-    text = ", ".join(p for p in parts if p)
+    text = ", ".join(p for p in pieces if p)
     if src.get("where"):
         text += f" ({src['where']})"
     if src.get("note"):

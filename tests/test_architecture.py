@@ -108,19 +108,20 @@ def test_the_cycle_finder_finds_a_circle_inside_a_function(tmp_path):
     assert find_cycle(graph) == ["ipclab.a", "ipclab.b", "ipclab.a"]
 
 
-# What prints: the lab returns data, and these print it (through the CLI).
-REPORT_MODULES = {"ipclab.report", "ipclab.labreport", "ipclab.plot", "ipclab.costreport"}
-
-
 def in_lab(module):
     return module == "ipclab.lab" or module.startswith("ipclab.lab.")
 
 
+def in_report(module):
+    """What prints: the lab returns data, and ipclab/report/ prints it (through the CLI)."""
+    return module == "ipclab.report" or module.startswith("ipclab.report.")
+
+
 def test_the_lab_imports_nothing_that_prints():
     graph = import_graph()
-    assert REPORT_MODULES <= set(graph)
-    found = {m: sorted(deps & REPORT_MODULES) for m, deps in graph.items()
-             if in_lab(m) and deps & REPORT_MODULES}
+    assert {"ipclab.report.lab", "ipclab.report.plot"} <= set(graph)
+    found = {m: sorted(d for d in deps if in_report(d)) for m, deps in graph.items()
+             if in_lab(m) and any(in_report(d) for d in deps)}
     assert not found, f"the lab imports report modules: {found}"
 
 
@@ -187,3 +188,25 @@ def test_catalog_is_checked(tmp_path, monkeypatch):
     bad.chmod(0o755)
     with pytest.raises(Error, match="not an ipcbench-list/1 catalog"):
         engine.catalog(str(bad))
+
+
+# Known debts, each with its reason: the CLI's split into cli/ waits for issue 30's changes to
+# cli.py; lab/kernel.py's build() is being changed for other issues (--config production,
+# --arch arm64) and is split after them.
+TOO_BIG = {"ipclab/cli.py"}
+TOO_LONG = {"ipclab/cli.py:build_parser", "ipclab/lab/kernel.py:build"}
+
+
+def test_no_module_over_600_lines_and_no_function_over_80():
+    big, long = [], []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = str(path.relative_to(PACKAGE.parent))
+        text = path.read_text()
+        if text.count("\n") > 600 and rel not in TOO_BIG:
+            big.append(f"{rel}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > 80 and f"{rel}:{node.name}" not in TOO_LONG:
+                    long.append(f"{rel}:{node.name}: {n} lines")
+    assert not big and not long, "\n".join(big + long)

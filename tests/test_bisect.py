@@ -9,7 +9,7 @@ import random
 import pytest
 
 from ipclab import EXIT_FAILED, EXIT_USAGE, Error
-from ipclab import floor as aa_floor
+from ipclab.deterministic import floor as aa_floor
 from ipclab.lab import bisect as b
 
 COMMITS = [f"{i:040x}" for i in range(1, 40)]

@@ -7,10 +7,11 @@ import math
 
 import pytest
 
-from ipclab import floor as aa_floor
-from ipclab import compare, costmodel, deterministic, profile, report
+from ipclab import compare, deterministic, profile, report
+from ipclab.deterministic import cost
+from ipclab.deterministic import floor as aa_floor
 
-FIELDS = " ".join(costmodel.FIELDS)
+FIELDS = " ".join(cost.FIELDS)
 MODEL = {"weights": {"locked": 7.0, "mfence": 60.0, "lfence": 18.0, "sfence": 1.0,
                      "irqflag": 0.0, "l1_miss": 20.0, "ll_miss": 500.0},
          "cache": {"l1d": {"size": 32768, "ways": 8}, "ll": {"size": 1048576, "ways": 8}},
@@ -22,21 +23,21 @@ def counts_line(insns, locked, mf=0, lf=0, sf=0, irq=0, loads=0, stores=0, l1=0,
 
 
 def test_estimate_is_instructions_plus_weighted_events():
-    c = dict(zip(costmodel.FIELDS, (1000, 2, 1, 3, 0, 4, 300, 200, 10, 1)))
-    assert costmodel.estimate(c, MODEL) == 1000 + 2 * 7 + 60 + 3 * 18 + 10 * 20 + 500
+    c = dict(zip(cost.FIELDS, (1000, 2, 1, 3, 0, 4, 300, 200, 10, 1)))
+    assert cost.estimate(c, MODEL) == 1000 + 2 * 7 + 60 + 3 * 18 + 10 * 20 + 500
     # Without the cache model's fields there is no estimate, rather than one without misses.
-    assert costmodel.estimate({k: c[k] for k in costmodel.FIELDS[:8]}, MODEL) is None
-    assert costmodel.estimate(c, None) is None
+    assert cost.estimate({k: c[k] for k in cost.FIELDS[:8]}, MODEL) is None
+    assert cost.estimate(c, None) is None
 
 
 def test_plugin_options_follow_the_model():
-    assert costmodel.plugin_options(MODEL) == ["l1_size=32768", "l1_ways=8",
+    assert cost.plugin_options(MODEL) == ["l1_size=32768", "l1_ways=8",
                                                "ll_size=1048576", "ll_ways=8"]
 
 
 def write_counts(tmp_path, text):
     p = tmp_path / "insncount.txt"
-    p.write_text(f"# {costmodel.PLUGIN_SCHEMA} fields: {FIELDS}\n# cache ...\n" + text)
+    p.write_text(f"# {cost.PLUGIN_SCHEMA} fields: {FIELDS}\n# cache ...\n" + text)
     return p
 
 
@@ -51,7 +52,7 @@ def test_sample_windows_attach_to_the_samples_that_name_them(tmp_path):
                           {"metrics": {"loops": {"value": 20}}, "counters": {"window": 3}},
                           {"metrics": {"loops": {"value": 20}}, "counters": {}},
                           {"metrics": {"loops": {"value": 20}}, "counters": {"window": 9}}]}]}
-    costs = costmodel.sample_costs(res, path, MODEL)
+    costs = cost.sample_costs(res, path, MODEL)
     assert set(costs) == {(0, 0), (0, 1)}          # no window named, or none counted: none
     first = costs[(0, 0)]
     assert first["ops"] == 10 and first["window"] == 1
@@ -69,53 +70,53 @@ def test_windows_the_plugin_missed_are_refused(tmp_path):
     res = {"cells": [{"workload": "pipe-throughput", "samples": [
         {"metrics": {"loops": {"value": 10}}, "counters": {"window": 1}},
         {"metrics": {"loops": {"value": 10}}, "counters": {"window": 3}}]}]}
-    assert len(costmodel.sample_costs(res, path, MODEL, marks=4)) == 2
+    assert len(cost.sample_costs(res, path, MODEL, marks=4)) == 2
     # A close marker the plugin never saw: each window then runs from open to open.
     path = write_counts(tmp_path, lines.replace("sample 3", "#"))
     with pytest.raises(Error, match="4 window marks but the plugin closed 2"):
-        costmodel.sample_costs(res, path, MODEL, marks=4)
+        cost.sample_costs(res, path, MODEL, marks=4)
 
 
 def test_first_format_reads_as_instructions(tmp_path):
     p = tmp_path / "old.txt"
     p.write_text("window 0\nffffffff81001000 999\nuser 5\n")
-    fields, samples, windows = costmodel.read_counts(p)
+    fields, samples, windows = cost.read_counts(p)
     assert fields == ("insns",) and samples == {}
     assert windows[0] == {0xffffffff81001000: {"insns": 999}, "user": {"insns": 5}}
 
 
 def test_a_count_that_is_zero_on_both_sides_is_no_change():
-    j = costmodel.judge([0.0] * 9, [0.0] * 9)
+    j = cost.judge_counts([0.0] * 9, [0.0] * 9)
     assert j.verdict == "within noise" and j.delta == 0
-    j = costmodel.judge([0.0] * 9, [1.0] * 9)
+    j = cost.judge_counts([0.0] * 9, [1.0] * 9)
     assert j.verdict == "worse" and math.isnan(j.delta)
     # Most samples still at zero: the median interval reaches zero, no change claimed.
-    assert costmodel.judge([0.0] * 9, [0.0] * 7 + [1.0] * 2).verdict == "within noise"
+    assert cost.judge_counts([0.0] * 9, [0.0] * 7 + [1.0] * 2).verdict == "within noise"
     # Otherwise deterministic.judge's rule, relative: +1 atomic on 12 is a change.
-    assert costmodel.judge([12.0] * 9, [13.0] * 9).verdict == "worse"
-    assert costmodel.judge([12.0] * 9, [12.0] * 9).verdict == "within noise"
+    assert cost.judge_counts([12.0] * 9, [13.0] * 9).verdict == "worse"
+    assert cost.judge_counts([12.0] * 9, [12.0] * 9).verdict == "within noise"
 
 
 def results_with_costs(atomics_per_loop, fences=0.0, loops=1000, per_loop=2748.0):
     samples = []
     for i, a in enumerate(atomics_per_loop):
         insns = per_loop * loops
-        cost = {"ops": loops, "window": 2 * i + 1, "insns": insns, "atomics": a * loops,
-                "fences": fences * loops, "irqflags": 2 * loops, "loads": 700 * loops,
-                "stores": 500 * loops, "l1_misses": 3 * loops, "ll_misses": 0,
-                "est_cycles": insns + 7 * a * loops + 20 * 3 * loops}
+        counts = {"ops": loops, "window": 2 * i + 1, "insns": insns, "atomics": a * loops,
+                  "fences": fences * loops, "irqflags": 2 * loops, "loads": 700 * loops,
+                  "stores": 500 * loops, "l1_misses": 3 * loops, "ll_misses": 0,
+                  "est_cycles": insns + 7 * a * loops + 20 * 3 * loops}
         samples.append({"metrics": {"loops": {"value": loops, "unit": "loops",
                                               "better": "none"},
                                     "loops_per_s": {"value": 1.0, "unit": "loops/s",
                                                     "better": "higher"}},
                         "counters": {"task_clock_ns": insns}, "env": {"clock": "icount shift=0"},
-                        "cost": cost})
+                        "cost": counts})
     cell = {"key": "pipe-throughput/copies=1", "suite": "icount-check",
             "workload": "pipe-throughput", "args": [], "status": "ok", "error": "",
             "samples": samples}
     return {"schema": "ipclab-results/1", "id": "r", "suite": "icount-check", "mode": "quick",
             "meta": {"clock": {"mode": "deterministic", "icount": {"shift": 0}, "cpus": 1},
-                     "cost_model": costmodel.model_record(MODEL)},
+                     "cost_model": cost.model_record(MODEL)},
             "env": {}, "cells": [cell]}
 
 
@@ -162,7 +163,7 @@ def test_different_models_on_the_two_sides_are_warned_about():
 def test_floors_of_cost_rows_come_from_the_floor_file(tmp_path):
     # 8 A/A pairs of the atomics row 0.5% apart: rms 0.5%, and the cell's 8 cost rows share
     # its 5% level, so the bound is t(8, 1 - 0.025/8) x 0.5%, about 1.9%.
-    path = costmodel.cost_path("atomics")
+    path = cost.row_path("atomics")
     data = {"floors": []}
     pairs = [aa_floor.Pair("pipe-throughput/copies=1", path, (12.0, 12.0 * (1 + d)), (9, 9),
                            "aa", i, "2026-11-25") for i, d in enumerate((0.005, -0.005) * 4)]
@@ -222,32 +223,32 @@ def test_a_count_that_moves_under_one_event_in_a_hundred_operations_is_no_change
     # A fence some other task ran once in a window of 10^4 loops, on one side only.
     base = [0.0001] * 9
     new = [0.0002] * 9
-    assert costmodel.judge(base, new).verdict == "within noise"
-    assert costmodel.judge([0.0] * 9, new).verdict == "within noise"
+    assert cost.judge_counts(base, new).verdict == "within noise"
+    assert cost.judge_counts([0.0] * 9, new).verdict == "within noise"
     # One more event per operation is a change, from zero too.
-    assert costmodel.judge([5.0] * 9, [6.0] * 9).verdict == "worse"
-    assert costmodel.judge([0.0] * 9, [1.0] * 9).verdict == "worse"
+    assert cost.judge_counts([5.0] * 9, [6.0] * 9).verdict == "worse"
+    assert cost.judge_counts([0.0] * 9, [1.0] * 9).verdict == "worse"
 
 
 def test_arm64_counts_are_counted_not_priced(tmp_path):
     """An aarch64 guest's file: atomics are LSE atomics plus store-exclusives, fences every
     barrier, irq-flag changes DAIF writes, each barrier kind its own row, no est. cycles
     (no arm64 weights), and the caveat says so."""
-    names = costmodel.A64_FIELDS[:13]       # memory=off: the static fields only
+    names = cost.A64_FIELDS[:13]       # memory=off: the static fields only
     vals = (5000, 3, 2, 2, 4, 5, 1, 0, 2, 0, 1, 1, 6)
     p = tmp_path / "insncount.txt"
-    p.write_text(f"# {costmodel.PLUGIN_SCHEMA} fields: {' '.join(names)}\n"
+    p.write_text(f"# {cost.PLUGIN_SCHEMA} fields: {' '.join(names)}\n"
                  f"sample 1 {' '.join(map(str, vals))} {' '.join(map(str, vals))}\n")
-    fields, samples, _ = costmodel.read_counts(p)
+    fields, samples, _ = cost.read_counts(p)
     assert fields == names
-    d = costmodel.derived(samples[1], MODEL)
+    d = cost.derived(samples[1], MODEL)
     assert d["atomics"] == 3 + 2 and d["fences"] == 1 + 0 + 2 + 0 + 1 + 1
     assert d["irqflags"] == 6 and d["dmb_ish"] == 1 and d["dmb_ishst"] == 2
     assert (d["acquire"], d["release"]) == (4, 5)
     assert "est_cycles" not in d
-    assert costmodel.is_arm64(d) and not costmodel.is_arm64(costmodel.FIELDS)
-    assert "counted, not priced" in costmodel.caveat(MODEL, arm64=True)
+    assert cost.is_arm64(d) and not cost.is_arm64(cost.FIELDS)
+    assert "counted, not priced" in cost.caveat(MODEL, arm64=True)
     cell = {"workload": "pipe-throughput",
             "samples": [{"cost": d}, {"cost": d, "warmup": True}]}
-    rows = [name for _, name, _ in costmodel.cost_paths(cell)]
+    rows = [name for _, name, _ in cost.row_paths(cell)]
     assert rows[:3] == ["atomics", "fences", "dmb_ish"] and "est_cycles" not in rows

@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from ipclab import Error, compare, deterministic, floor, profile, report, suites
+from ipclab import Error, compare, deterministic, profile, report, suites
+from ipclab.deterministic import floor
 
 
 def sample(loops, task_clock_ns, clock="icount shift=0"):

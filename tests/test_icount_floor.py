@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT
 from test_deterministic import results_of
 
-from ipclab import floor
+from ipclab.deterministic import floor
 
 SCRIPT = os.path.join(ROOT, "scripts", "icount-floor")
 PATH = "counters.task_clock_ns / metrics.loops"

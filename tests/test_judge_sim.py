@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from ipclab import deterministic, floor
-
+from ipclab import deterministic
+from ipclab.deterministic import floor
 loader = SourceFileLoader("judge_sim", str(Path(ROOT) / "scripts" / "judge-sim"))
 SIM = module_from_spec(spec_from_loader(loader.name, loader))
 loader.exec_module(SIM)

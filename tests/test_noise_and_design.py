@@ -104,7 +104,7 @@ def test_the_noise_split_pools_both_sides():
     # Boots of the base side agree; the new side's boots differ by 5%.
     base = boots_side("a", rng, 6, 10, 0.0, 0.01)
     new = boots_side("b", rng, 6, 10, 0.05, 0.01)
-    p = compare.compare_results(base, new).rows[0].cmp.parts
+    p = compare.compare_results(base, new).rows[0].cmp.components
     alone_base = stats.variance_components(
         [[s["metrics"]["loops_per_s"]["value"] for s in base["cells"][0]["samples"]
           if s["lab_boot"] == b] for b in range(1, 7)])
@@ -128,7 +128,7 @@ def test_the_next_run_is_costed_by_what_the_boots_measured():
     assert out.costs.measured and out.costs.boot_s == pytest.approx(40.0)
     assert out.costs.rep_s["c/1"] == pytest.approx(0.5)
     r = out.rows[0]
-    p = r.cmp.parts
+    p = r.cmp.components
     want = power.plan_next_run(p.cv_between, p.cv_within, out.min_change, 40.0, 0.5,
                                alpha=stats.ALPHA / out.family)
     assert r.cmp.plan == want

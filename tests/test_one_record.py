@@ -11,7 +11,8 @@ from conftest import FAKE_ENGINE, fixture
 from test_deterministic import floor_file, on_base, results_of
 from test_sides import shifted_engine
 
-from ipclab import compare, costmodel, costreport, fmt, floor, report, results
+from ipclab import compare, fmt, report, results
+from ipclab.deterministic import cost, floor
 from ipclab.cli import main
 
 
@@ -93,17 +94,17 @@ def test_the_cost_caveat_is_the_samples_model(monkeypatch):
 
     def no_disk():
         raise AssertionError("the caveat read the model file on disk")
-    monkeypatch.setattr(costmodel, "load_model", no_disk)
-    monkeypatch.setattr(costmodel.envinfo, "cpu_model", lambda: "Printing CPU")
+    monkeypatch.setattr(cost, "load_model", no_disk)
+    monkeypatch.setattr(cost.envinfo, "cpu_model", lambda: "Printing CPU")
     out = compare.compare_results(a, b, floor_file="/none")
     buf = io.StringIO()
-    costreport.render_rows(out, buf)
+    report.compare.render_cost_rows(out, buf)
     note = next(ln for ln in buf.getvalue().splitlines() if ln.startswith("note: "))
     assert "(Fitted CPU, 2026-01-02)" in note and "counted on a Counting CPU host" in note
     assert "Printing CPU" not in note
     assert compare.outcome_record(out)["cost_model"]["caveat"] == note[len("note: "):]
     # Samples counted on the CPU the weights were fitted on: no word about refitting.
     a["meta"]["cost_model"]["host_cpu"] = "Fitted CPU"
-    assert "refit" not in costmodel.caveat(a["meta"]["cost_model"])
-    assert costmodel.caveat(None) == costmodel.CAVEAT
-    assert "without a model file" in costmodel.caveat({"weights": None, "memory": "cache"})
+    assert "refit" not in cost.caveat(a["meta"]["cost_model"])
+    assert cost.caveat(None) == cost.CAVEAT
+    assert "without a model file" in cost.caveat({"weights": None, "memory": "cache"})

@@ -31,16 +31,16 @@ def test_known_answers(selftest):
 
 
 def test_plugin_fields_are_the_ones_python_reads():
-    from ipclab import costmodel
+    from ipclab.deterministic import cost
     src = (PLUGIN / "insncount.c").read_text()
 
     def names(array):
         body = re.search(array + r"\[[A-Z]*\] = \{(.*?)\};", src, re.S).group(1)
         return tuple(re.findall(r'"(\w+)"', body))
     memory = names("mem_field_names")
-    assert names("x86_field_names") + memory == costmodel.FIELDS
-    assert names("a64_field_names") + memory == costmodel.A64_FIELDS
-    assert f'"# {costmodel.PLUGIN_SCHEMA} fields:"' in src
+    assert names("x86_field_names") + memory == cost.FIELDS
+    assert names("a64_field_names") + memory == cost.A64_FIELDS
+    assert f'"# {cost.PLUGIN_SCHEMA} fields:"' in src
 
 
 # objdump's view of one instruction: address, bytes, then the text (prefix words included:

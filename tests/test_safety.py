@@ -435,7 +435,8 @@ def test_a_report_into_an_old_folder_drops_the_old_plots(fake_engine, tmp_path, 
 def test_the_compare_plot_names_its_level_direction_and_scale(tmp_path, monkeypatch):
     import dataclasses
 
-    from ipclab import compare, plot
+    from ipclab import compare
+    from ipclab.report import plot
     outcome = compare.compare_results(results.load(fixture("base.json")),
                                       results.load(fixture("new.json")))
     rows = [r for r in outcome.rows if r.cmp.ci and r.cmp.ratio == r.cmp.ratio]

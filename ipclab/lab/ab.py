@@ -7,7 +7,7 @@ any build or boot, the guest gets a structured job (vm.SuiteJob), and its result
 untagged: tag_boot() says where they were measured, through results.py, and results.py's
 merge_boots() pools an A/B side's boots.
 
-What a command did comes back as data (VmRun, ABRun); ipclab/labreport.py prints it. Here
+What a command did comes back as data (VmRun, ABRun); ipclab/report/lab.py prints it. Here
 only the progress of boots is logged, on stderr.
 """
 
@@ -20,7 +20,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ipclab import Error, compare, costmodel, proc, profile, results, runner, suites
+from ipclab import Error, compare, proc, profile, results, runner, suites
+from ipclab.deterministic import cost
 from ipclab.progress import log
 
 from . import arm64, kernel, variants, vm
@@ -123,16 +124,16 @@ def run_suite_boot(meta: dict, accel: str, job: vm.SuiteJob, out: Path, *,
             why = last_line(shared / "job.out")
             b.reason = "the suite wrote no results" + (f" ({why})" if why else "")
         res = no_results(job, b, meta, shared.name)
-    model = costmodel.load_model()
+    model = cost.load_model()
     if insn_counts is not None and insn_counts.exists():
         marks = shared / vm.MARKS
         try:
-            costs = costmodel.sample_costs(res, insn_counts, model,
+            costs = cost.sample_costs(res, insn_counts, model,
                                            marks.stat().st_size if marks.exists() else 0)
         except Error as e:
             log(f"warning: {meta['variant']}: {e}")
             costs = {}
-        results.set_costs(res, costs, costmodel.model_record(model, memory))
+        results.set_costs(res, costs, cost.model_record(model, memory))
     results.save(res, out)
     guest_profile = shared / job.PROFILE
     if job.profile_by and guest_profile.exists():
@@ -229,7 +230,7 @@ def vm_suite(kern: variants.Variant | dict, job: vm.SuiteJob, out: Path | None =
              thp: str | None = None, timeout: float = 900,
              faults: dict | None = None, kmemleak: bool = False, clock: vm.Clock = vm.TIMED,
              cpus: int | None = None, record: Path | None = None,
-             cost: str = vm.DEFAULT_PLUGIN_MEMORY) -> VmRun | None:
+             memory: str = vm.DEFAULT_PLUGIN_MEMORY) -> VmRun | None:
     """`vm run VARIANT SUITE`: the boot, and its tagged results written to `out` (default
     results/...); None in a dry run."""
     meta = kernel.obtain(kern)
@@ -238,7 +239,7 @@ def vm_suite(kern: variants.Variant | dict, job: vm.SuiteJob, out: Path | None =
                f"{proc.stamp()}-vm-{variants.slug(meta['variant'])}-{job.suite}.json")
     res, b = run_suite_boot(meta, accel, job, out.resolve(), thp=thp, timeout=timeout,
                             faults=faults, kmemleak=kmemleak, clock=clock, cpus=cpus,
-                            memory=cost)
+                            memory=memory)
     if proc.is_dry_run():
         return None
     if record:
@@ -293,7 +294,7 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
            boots: int | None = None, thp: str | None = None, timeout: float = 1800,
            clock: vm.Clock = vm.TIMED, cpus: int | None = None,
            outdir: Path | None = None, min_change: float = compare.MIN_CHANGE,
-           cost: str = vm.DEFAULT_PLUGIN_MEMORY) -> ABRun | None:
+           memory: str = vm.DEFAULT_PLUGIN_MEMORY) -> ABRun | None:
     """`ab BASE NEW --suite SUITE`: boot both variants `boots` times each, pool each side's
     boots and compare them (and, with a profile, keep where the instructions went). None in
     a dry run."""
@@ -308,6 +309,7 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
     if job.profile_by == "marker" and not proc.is_dry_run():
         # Before any boot: the plugin built once, and each image able to name its addresses.
         for meta in metas.values():
+            vm.ensure_symbols(meta)
             vm.insn_plugin_opts(meta, Path(os.devnull))
     outdir = Path(outdir or Path("results") / f"{proc.stamp()}-ab-{variants.slug(names['A'])}-"
                   f"{variants.slug(names['B'])}-{job.suite}")
@@ -317,7 +319,7 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
         out = outdir / f"{side}-{variants.slug(meta['variant'])}-boot{i + 1}.json"
         log(f"ab: boot {i + 1}/{boots} of {side} ({meta['variant']}, {clock.mode})")
         res, b = run_suite_boot(meta, accel, job, out, thp=thp, timeout=timeout, clock=clock,
-                                cpus=cpus, memory=cost)
+                                cpus=cpus, memory=memory)
         if not proc.is_dry_run():
             report_boot(b, None)
         return res, b, out

@@ -161,22 +161,22 @@ def replay(shared: Path, cells, steps):
 
     def run(_engine, cell):
         if peers.is_peer(cell):
-            return engine.Outcome("skipped", error="peer programs are not in the arm64 guest")
+            return engine.CellRun("skipped", error="peer programs are not in the arm64 guest")
         argv = engine.argv_for(GUEST_ENGINE, cell, "tcg")
         names = by_cell.get(tuple(argv))
         if not names:
-            return engine.Outcome("failed", error="not in the guest's job", argv=argv)
+            return engine.CellRun("failed", error="not in the guest's job", argv=argv)
         name = names.popleft()
         try:
             status = int((shared / f"{name}.rc").read_text())
         except (OSError, ValueError):
-            return engine.Outcome("failed", error="the guest did not run it (it stopped "
+            return engine.CellRun("failed", error="the guest did not run it (it stopped "
                                   "first)", argv=argv)
         out = (shared / f"{name}.out").read_text(errors="replace")
         err = (shared / f"{name}.err").read_text(errors="replace")
         if status < 0 or not os.WIFEXITED(status):
             sig = os.WTERMSIG(status) if status >= 0 else None
-            return engine.Outcome("failed", error=f"killed by signal {sig}" if sig else
+            return engine.CellRun("failed", error=f"killed by signal {sig}" if sig else
                                   "could not be started in the guest", rc=-1, argv=argv)
         return engine.outcome(argv, os.WEXITSTATUS(status), out, err)
     return run

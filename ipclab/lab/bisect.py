@@ -22,6 +22,7 @@ Three parts, each testable alone:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import sys
@@ -30,11 +31,13 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ipclab import EXIT_FAILED, EXIT_USAGE, Error, costmodel, deterministic, fmt, metrics, proc
-from ipclab import engine, floor, power, results, stats, suites
+from ipclab import EXIT_FAILED, EXIT_USAGE, Error, deterministic, fmt, metrics, power, proc
+from ipclab import results, stats
+from ipclab.deterministic import cost, floor
 from ipclab.progress import log
 
 from . import ab, gittree, kernel, variants, vm
+from .metric import check_metric, find_cell, metric_path, metric_spec  # noqa: F401 (cli's)
 
 OLD, NEW, SKIP = "old", "new", "skip"
 LOG_NAME = "bisect.jsonl"
@@ -145,8 +148,7 @@ class Rule:
         beyond = abs(d) > max(self.threshold, noise)
         if beyond and (d > 0) == (self.direction > 0):
             return NEW, d, ""
-        note = "moved the other way" if beyond else ""
-        return OLD, d, note
+        return OLD, d, "moved the other way" if beyond else ""
 
 
 def default_threshold(bad_delta: float) -> float:
@@ -244,7 +246,7 @@ class BisectLog:
 
 
 @dataclasses.dataclass
-class Outcome:
+class Finding:
     first: list[str]            # the first new commit, or the commits it can be
     verdicts: dict[str, str]
     steps: int                  # commits measured between GOOD and BAD
@@ -275,10 +277,9 @@ class Bisect:
 
     def _measure(self, commits: list[str]) -> list[Measurement]:
         todo = [c for c in commits if c not in self.done]
-        if todo:
-            for m in self.measure(todo):
-                self.done[m.commit] = m
-                self.log.add(m)
+        for m in self.measure(todo) if todo else []:
+            self.done[m.commit] = m
+            self.log.add(m)
         return [self.done[c] for c in commits]
 
     def _say(self, text: str) -> None:
@@ -294,15 +295,14 @@ class Bisect:
         """The cell's cost-model rows, one line under the commit's figure."""
         if m.costs and not m.skip:
             self._say(f"    cost model {m.cost_unit}: " + ", ".join(
-                f"{costmodel.ROW_LABEL[k]} {v:.2f}" for k, v in m.costs.items()))
+                f"{cost.ROW_LABEL[k]} {v:.2f}" for k, v in m.costs.items()))
 
     def _num(self, v: float) -> str:
         # Instruction counts repeat to a tenth; timed figures to about three digits.
         return fmt.count(v) if self.p.deterministic else fmt.num(v)
 
     def rule(self, good: Measurement, bad: Measurement) -> Rule:
-        fl = good.floor
-        probe = Rule(good, self.p.deterministic, self.p.threshold or 0.0, 1, fl)
+        probe = Rule(good, self.p.deterministic, self.p.threshold or 0.0, 1, good.floor)
         bad_delta, noise = probe.delta(bad)
         threshold = (default_threshold(bad_delta) if self.p.threshold is None
                      else self.p.threshold)
@@ -312,7 +312,7 @@ class Bisect:
             raise Error(f"GOOD -> BAD moves the metric by {pct(bad_delta)}, not beyond"
                         f" the threshold ({threshold * 100:.3g}%) and the noise"
                         f" ({noise * 100:.3g}%): nothing to bisect", EXIT_FAILED)
-        return Rule(good, self.p.deterministic, threshold, 1 if bad_delta > 0 else -1, fl)
+        return Rule(good, self.p.deterministic, threshold, 1 if bad_delta > 0 else -1, good.floor)
 
     def _prepare(self, verdicts: dict[str, str], c: str | None = None) -> None:
         """Tell the measure what may come after `c` (either verdict), or first of all."""
@@ -322,7 +322,7 @@ class Bisect:
         nxt = {pick(self.commits, v) for v in after} - {None} - set(self.done)
         self.measure.prepare(sorted(nxt, key=self.commits.index))
 
-    def run(self, resumed: dict[str, Measurement] | None = None) -> Outcome:
+    def run(self, resumed: dict[str, Measurement] | None = None) -> Finding:
         self.done.update(resumed or {})
         t0 = time.monotonic()
         self._prepare({self.p.bad: NEW})
@@ -360,7 +360,7 @@ class Bisect:
             self._costs(m)
         first = conclude(self.commits, verdicts)
         measured = sum(1 for c in self.commits[:-1] if c in verdicts)
-        out = Outcome(first, verdicts, measured, deltas)
+        out = Finding(first, verdicts, measured, deltas)
         self._report(out, rule, time.monotonic() - t0)
         return out
 
@@ -372,7 +372,7 @@ class Bisect:
             self._say(f"note: {m.commit[:12]} {note} ({pct(d)} against GOOD)")
         return v, d
 
-    def _report(self, out: Outcome, rule: Rule, seconds: float) -> None:
+    def _report(self, out: Finding, rule: Rule, seconds: float) -> None:
         self._say("")
         if not out.found:
             self._say(f"only skipped commits are left: the first commit that moves the metric"
@@ -391,84 +391,13 @@ class Bisect:
                       f" parent, {pct(out.deltas[c])} against GOOD")
         if any(m.costs for m in self.done.values()):
             counted = next(m.cost_model for m in self.done.values() if m.costs)
-            self._say(f"note: cost model: {costmodel.caveat(counted)}")
+            self._say(f"note: cost model: {cost.caveat(counted)}")
         spent = {k: sum(m.seconds.get(k, 0.0) for m in self.done.values())
                  for k in ("build", "lock_wait", "boots")}
         self._say(f"{out.steps} steps between GOOD and BAD, {len(self.done)} kernels measured,"
                   f" {seconds:.0f} s (builds in its path {spent['build']:.0f} s, of which"
                   f" {spent['lock_wait']:.0f} s waiting for other builds; boots, summed,"
                   f" {spent['boots']:.0f} s); log: {self.log.path}")
-
-
-# --------------------------------------------------------------------------- the metric
-
-
-def metric_spec(spec: str) -> tuple[str, str | None]:
-    """--metric CELL[:PATH]: the cell (its key, or a unique start of it) and the metric path
-    (default: the cell's instructions per operation, deterministic, else its primary)."""
-    cell, _, path = spec.partition(":")
-    if not cell:
-        raise Error(f"--metric {spec!r}: want CELL[:PATH]")
-    return cell, path or None
-
-
-def find_cell(res: dict, cell: str) -> dict:
-    cells = [c for c in res.get("cells", []) if not c["key"].startswith("lab:")]
-    exact = [c for c in cells if c["key"] == cell]
-    hits = exact or [c for c in cells if c["key"].startswith(cell)]
-    if len(hits) != 1:
-        keys = ", ".join(c["key"] for c in (hits or cells))
-        raise Error(f"--metric {cell}: {'several' if hits else 'no'} cells match"
-                    f" (cells: {keys})")
-    return hits[0]
-
-
-def metric_path(cell: dict, path: str | None, is_deterministic: bool) -> tuple[str, str]:
-    """(path, unit) of the metric a bisect follows in a cell."""
-    if path:
-        unit, _ = metrics.metric_info(cell, path)
-        return path, unit
-    if is_deterministic:
-        costs = deterministic.cost_paths(cell)
-        if costs:
-            return costs[0]
-    found = metrics.metrics_for(cell)
-    if not found:
-        raise Error(f"--metric {cell['key']}: the cell has no metric to follow", EXIT_FAILED)
-    unit, _ = metrics.metric_info(cell, found[0])
-    return found[0], unit
-
-
-def check_metric(suite: str, spec: str, deterministic_mode: bool = True,
-                 probe: bool = True) -> None:
-    """Before anything is built: the suite exists, CELL is one of its cells, and PATH is one
-    the cell's samples have: a sample the engine makes of the cell on the host shows which
-    (probe; not for cost.*, which only a deterministic guest counts)."""
-    suites.check(suite)
-    cell, path = metric_spec(spec)
-    cells = suites.resolve(suite).cells(suites.QUICK)
-    key = find_cell({"cells": [{"key": c.key} for c in cells]}, cell)["key"]
-    if not path:
-        return
-    metrics.check_path(path)
-    counted = "cost." in path
-    if counted and not deterministic_mode:
-        raise Error(f"--metric {spec}: cost.* is counted only in the deterministic mode")
-    sample = _host_sample(next(c for c in cells if c.key == key)) \
-        if probe and not counted else None
-    if sample is not None and metrics.metric_value(sample, path) is None:
-        raise Error(f"--metric {spec}: {key}'s samples have no {path} (metrics: "
-                    f"{', '.join(sorted(sample.get('metrics', {})))})")
-
-
-def _host_sample(cell) -> dict | None:
-    """One sample of the cell from the engine here, or None when there is none to take."""
-    try:
-        eng = engine.find_engine(None)
-    except Error:
-        return None
-    out = engine.run_cell(eng, cell)
-    return out.samples[0] if out.status == "ok" and out.samples else None
 
 
 # --------------------------------------------------------------------------- the lab's measure
@@ -549,8 +478,7 @@ class LabMeasure:
             t0 = time.monotonic()
             path = self.outdir / f"{c[:12]}-boot{i + 1}.json"
             res, b = ab.run_suite_boot(metas[c], self.accel, self.job, path, timeout=self.timeout,
-                                       clock=self.clock, cpus=self.p.cpus,
-                                       memory=self.p.cost)
+                                       clock=self.clock, cpus=self.p.cpus, memory=self.p.cost)
             return c, res, b, path, time.monotonic() - t0
 
         order = [(c, i) for i in range(self.p.boots) for c in metas]
@@ -574,7 +502,7 @@ class LabMeasure:
                 floors, _ = floor.load(deterministic.clock_of(res), results.guest_cpus(res),
                                        results.kernel_base(res))
                 m.floor = floors.get(floor.key(cell["key"], path_))
-                for cpath, name, unit in costmodel.cost_paths(cell):
+                for cpath, name, unit in cost.row_paths(cell):
                     vals = metrics.metric_values(cell, cpath)
                     if vals:
                         m.costs[name] = stats.median(vals)
@@ -585,11 +513,9 @@ class LabMeasure:
 
 
 def run(p: Params | None, outdir: Path, *, resume: bool = False, timeout: float = 1800,
-        jobs: int | None = None, out=sys.stdout) -> Outcome | None:
-    """`ipclab bisect`: its steps and what it found written to `out` as it goes; returns the
-    Outcome (found: the first commit that moves the metric is named; else only skipped
-    commits are left to tell which, and it names them), None in a dry run. A build or boot
-    of GOOD or BAD that failed is an Error (exit 1)."""
+        jobs: int | None = None, out=sys.stdout) -> Finding | None:
+    """`ipclab bisect`, its steps written to `out` as it goes: the Finding (None in a dry run).
+    A build or boot of GOOD or BAD that failed is an Error (exit 1)."""
     logfile = BisectLog(outdir / LOG_NAME)
     done: dict[str, Measurement] = {}
     if resume:
@@ -607,12 +533,10 @@ def run(p: Params | None, outdir: Path, *, resume: bool = False, timeout: float 
     logfile.start(p)
     for m in done.values():
         logfile.add(m)
-    subjects: dict[str, str] = {}
 
+    @functools.lru_cache(maxsize=None)
     def describe(c: str) -> str:
-        if c not in subjects:
-            subjects[c] = gittree.subject(tree, c)
-        return f"{c[:12]} {subjects[c]}"
+        return f"{c[:12]} {gittree.subject(tree, c)}"
 
     measure = LabMeasure(p, outdir, timeout=timeout, jobs=jobs)
     if proc.is_dry_run():
@@ -620,9 +544,9 @@ def run(p: Params | None, outdir: Path, *, resume: bool = False, timeout: float 
         log("a dry run stops here: every step builds and boots one commit the same way")
         return None
     try:
-        outcome = Bisect(p, commits, measure, describe, logfile, out).run(done)
+        finding = Bisect(p, commits, measure, describe, logfile, out).run(done)
         measure.wait()
     except KeyboardInterrupt:
         log(f"interrupted; what was measured is kept: ipclab bisect --resume {outdir}")
         raise
-    return outcome
+    return finding

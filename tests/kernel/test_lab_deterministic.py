@@ -14,7 +14,8 @@ import sys
 
 import pytest
 
-from ipclab import compare, costmodel, results
+from ipclab import compare, results
+from ipclab.deterministic import cost
 from .conftest import PLAIN, REPO, ROLE, ipclab, missing_prereq
 
 pytestmark = pytest.mark.skipif(missing_prereq() is not None, reason=str(missing_prereq()))
@@ -97,7 +98,7 @@ def against_base(aa, path):
 
 def cost_rows(outcome, key):
     """{cost-model row name: JudgedRow} of one cell."""
-    names = {label: name for name, label in costmodel.ROWS}
+    names = {label: name for name, label in cost.ROWS}
     return {names[r.label]: r for r in outcome.judged if r.model and r.key == key}
 
 

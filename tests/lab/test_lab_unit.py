@@ -454,6 +454,26 @@ def test_clock_record_names_mode_shift_cpus_and_qemu():
     assert vm.TIMED.record("kvm", 2)["mode"] == "timed" and vm.TIMED.qemu_opts() == []
 
 
+def test_the_vm_package_keeps_mains_boot_options(tmp_path, monkeypatch):
+    """What the lab's boots gained on main, where the vm package keeps them: timed TCG with a
+    thread per vCPU and the record saying whether vCPUs ran at once; 9p's root only for 9p;
+    arm64's own system-call symbols for the plugin's markers."""
+    from ipclab import proc
+    assert vm.TIMED.qemu_opts("tcg") == ["-accel", "tcg,thread=multi"]
+    assert vm.DETERMINISTIC.qemu_opts("tcg")[0] == "-icount"
+    assert vm.TIMED.record("kvm", 2)["vcpus_concurrent"]
+    assert not vm.DETERMINISTIC.record("tcg", 2)["vcpus_concurrent"]
+    ninep = vm.vng_argv(Path("bzImage"), "kvm", None, "true")
+    virtiofs = vm.vng_argv(Path("bzImage"), "kvm", None, "true", fs="virtiofs")
+    assert "--force-9p" in ninep and "root=/dev/root" in ninep
+    assert "--force-9p" not in virtiofs and "root=/dev/root" not in virtiofs
+    monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path))
+    assert vm.host_fs({"key": "k1", "variant": "v"}) == "9p"    # no config: 9p
+    with proc.dry_run():
+        opts = vm.insn_plugin_opts({"key": "k1", "arch": "arm64"}, tmp_path / "counts")
+    assert "__arm64_sys_swapon" in opts[1] and "__x64_sys_" not in opts[1]
+
+
 def test_suite_thp_reaches_the_guest_setup():
     assert vm.suite_thp("seed-fast-pipes") == "madvise"
     assert vm.suite_thp("seed-mqueue-cache") is None and vm.suite_thp("nosuch") is None
@@ -613,7 +633,7 @@ def test_arm64_initramfs_members_are_newc():
     assert int(entry[6 + 6 * 8:6 + 7 * 8], 16) == 5      # filesize
 
 
-# ---- the lab returns data, labreport prints it -------------------------------------------
+# ---- the lab returns data, report/lab.py prints it -------------------------------------------
 
 
 def _ab_run(failures=()):
@@ -629,7 +649,7 @@ def _ab_run(failures=()):
 
 def test_ab_prints_the_comparison_it_was_handed():
     import io
-    from ipclab import labreport
+    from ipclab.report import lab as labreport
     run = _ab_run()
     buf = io.StringIO()
     assert labreport.ab(run, buf) == 0
@@ -646,7 +666,7 @@ def test_ab_prints_the_comparison_it_was_handed():
 
 def test_vm_run_statuses_come_from_the_boot_and_the_cells(tmp_path):
     import io
-    from ipclab import labreport
+    from ipclab.report import lab as labreport
     boot = vm.Boot("base", "6.12.117", "kvm", tmp_path, False, 3, "job exited 3", [], "", {},
                    {})
     buf = io.StringIO()

@@ -13,7 +13,7 @@ data-cache model (an L1d per vCPU and one last level). This module owns:
 - estimated cycles: instructions + sum of weight x event count, as cachegrind's and
   CodSpeed's estimates are built. It is a model, not a measurement (`CAVEAT`);
 - each sample's counts over its measured section (`sample_costs`) and the per-operation rows
-  a deterministic comparison adds (`cost_paths`, `judge`), under deterministic.judge's rule.
+  a deterministic comparison adds (`row_paths`, `judge_counts`), under rule.judge's rule.
 """
 
 import json
@@ -21,9 +21,11 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-from ipclab import EXIT_FAILED, Error, deterministic, envinfo, stats
+from ipclab import EXIT_FAILED, Error, envinfo, stats
+from ipclab.deterministic import clock, rule
 
-MODEL_FILE = Path(__file__).parent / "reference" / "cost-model.json"
+
+MODEL_FILE = Path(__file__).parents[1] / "reference" / "cost-model.json"
 PLUGIN_SCHEMA = "ipclab-insncount/2"
 # The plugin's fields, in its order (insncount.c's x86_field_names, then mem_field_names).
 FIELDS = ("insns", "locked", "mfences", "lfences", "sfences", "irqflags", "loads", "stores",
@@ -166,7 +168,7 @@ def window_problem(samples, marks):
 def sample_costs(res, counts_path, model, marks=None):
     """{(cell index, sample index): cost record} for the samples of a results file whose
     measured section the plugin counted: the counts of that window, and the sample's
-    operations (deterministic.operations) to divide them by. With `marks` (how many the
+    operations (clock.operations) to divide them by. With `marks` (how many the
     engine made), Error when the plugin's windows do not match them."""
     _, samples, _ = read_counts(counts_path)
     if marks is not None:
@@ -178,7 +180,7 @@ def sample_costs(res, counts_path, model, marks=None):
         for si, smp in enumerate(cell.get("samples", [])):
             w = (smp.get("counters") or {}).get("window")
             counts = samples.get(w) if isinstance(w, int) else None
-            ops = deterministic.operations(smp, cell.get("workload"))
+            ops = clock.operations(smp, cell.get("workload"))
             if counts is None or not ops:
                 continue
             out[(ci, si)] = dict(derived(counts, model), window=w, ops=ops)
@@ -199,18 +201,18 @@ def model_record(model, memory="cache"):
 # --------------------------------------------------------------------------- comparing
 
 
-def cost_path(name):
+def row_path(name):
     return f"cost.{name} / cost.ops"
 
 
-def cost_paths(cell):
+def row_paths(cell):
     """[(path, name, unit)] of the cost rows a cell's samples carry, in ROWS order."""
     have = set()
     for smp in cell.get("samples", []):
         if not smp.get("warmup"):
             have.update((smp.get("cost") or {}).keys())
-    op = deterministic.OP_COST.get(cell.get("workload"), (None, "message"))[1]
-    return [(cost_path(name), name, f"/{op}") for name, _ in ROWS if name in have]
+    op = clock.OP_COST.get(cell.get("workload"), (None, "message"))[1]
+    return [(row_path(name), name, f"/{op}") for name, _ in ROWS if name in have]
 
 
 # A count that moved by less than this per operation did not move for a reviewer: it is an
@@ -219,8 +221,8 @@ def cost_paths(cell):
 MIN_EVENTS = 0.01
 
 
-def judge(base_vals, new_vals, floor=None, family=1):
-    """deterministic.judge for an event count, which may be zero: both sides all zero is
+def judge_counts(base_vals, new_vals, floor=None, family=1):
+    """rule.judge for an event count, which may be zero: both sides all zero is
     no change; zero before and not after has no ratio, and is a change when the new side's
     median interval stays above zero.  The cell's `family` cost rows share its 5% level
     (Bonferroni), so that a cell's cost rows together keep the instruction row's rate.  A
@@ -230,13 +232,13 @@ def judge(base_vals, new_vals, floor=None, family=1):
     rms = floor.rms if k else math.nan
     if sb.n and sn.n and not sb.median:
         if not any(base_vals) and not any(new_vals):
-            return deterministic.Judgement(sb, sn, 1.0, 0.0, 0.0, rms, 0.0, "within noise", k)
-        r = deterministic.median_ci_rank(len(new_vals))
+            return rule.Judgement(sb, sn, 1.0, 0.0, 0.0, rms, 0.0, "within noise", k)
+        r = rule.median_ci_rank(len(new_vals))
         above = bool(r) and sorted(new_vals)[r - 1] > 0
-        j = deterministic.Judgement(sb, sn, math.nan, math.nan, math.nan, rms, math.nan,
+        j = rule.Judgement(sb, sn, math.nan, math.nan, math.nan, rms, math.nan,
                                     "worse" if above else "within noise", k)
     else:
-        j = deterministic.judge(base_vals, new_vals, "lower", floor,
+        j = rule.judge(base_vals, new_vals, "lower", floor,
                                 level=1 - stats.ALPHA / max(family, 1))
     if j.is_change and abs(sn.median - sb.median) < MIN_EVENTS:
         return replace(j, verdict="within noise",

@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from ipclab import deterministic, metrics, results, stats, views  # noqa: E402
 
+
 PERCENTILES = ("p50", "p90", "p99", "p99.9")
 
 

@@ -33,13 +33,14 @@ from pathlib import Path
 
 from ipclab import modes, stats
 
-FLOOR_FILE = Path(__file__).parent / "reference" / "icount-floor.json"
+
+FLOOR_FILE = Path(__file__).parents[1] / "reference" / "icount-floor.json"
 SCHEMA = "ipclab-icount-floor/2"
 ABOUT = ("A/A noise of the deterministic mode: per clock, guest CPUs and kernel base, and per"
          " cell and metric, every pair of boots of one kernel that scripts/icount-floor"
          " recorded (the two medians, their sample counts, the relative difference new/base"
          " - 1, the run and its date). Appended to, never replaced; docs/statistics.md says"
-         " how ipclab/deterministic.py uses it.")
+         " how ipclab/deterministic/rule.py uses it.")
 
 # A floor is trusted from this many pairs: docs/statistics.md has the simulation behind it.
 TRUST_PAIRS = 8

@@ -1,13 +1,17 @@
 # SPDX-License-Identifier: MIT
 """What the kernel lab's commands print, from the data the lab returns (ipclab/lab/ab.py's
-VmRun and ABRun, ipclab/lab/bisect.py's Outcome): `vm run`'s output, verdict and results,
+VmRun and ABRun, ipclab/lab/bisect.py's Finding): `vm run`'s output, verdict and results,
 `ab`'s comparison and profile diff, and the exit status each means. The lab computes, and
 logs only the progress of its builds and boots; the CLI hands its data here."""
 
 import json
 import sys
 
-from ipclab import EXIT_FAILED, costmodel, deterministic, report, results
+from ipclab import EXIT_FAILED, deterministic, results
+from ipclab.deterministic import cost
+from ipclab.report.compare import render_compare
+from ipclab.report.profile import render_profile_diff
+from ipclab.report.show import build_text
 from ipclab.progress import log
 
 
@@ -35,7 +39,7 @@ def vm_suite(run, out=sys.stdout):
     res, b = run.results, run.boot
     out.write(f"results: {run.out} (variant={results.variant(res)} kernel={b.release}"
               f" accel={run.accel})\n")
-    out.write(f"kernel: {report.build_text(results.build(res))}\n")
+    out.write(f"kernel: {build_text(results.build(res))}\n")
     out.flush()
     caveat = deterministic.timing_caveat(run.clock.engine_clock(), run.accel)
     if caveat:
@@ -43,7 +47,7 @@ def vm_suite(run, out=sys.stdout):
     if run.clock.deterministic:
         arm64 = (results.build(res) or {}).get("arch") == "arm64"
         log(f"note: each sample's \"cost\" holds the cost model's counts; "
-            f"{costmodel.caveat(results.cost_model(res), arm64)}")
+            f"{cost.caveat(results.cost_model(res), arm64)}")
     failed = run.failed_cells
     if failed:
         log(f"failed cells: {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}")
@@ -61,21 +65,21 @@ def ab(run, out=sys.stdout, as_json=False):
     heading = "\n".join(
         [f"ipclab ab {names['A']} -> {names['B']}: suite {run.suite}, {run.boots} boots each, "
          f"accel={run.accel}, {run.clock.mode} clock"] +
-        [f"  {side}: {report.build_text(run.builds[side])}" for side in names])
+        [f"  {side}: {build_text(run.builds[side])}" for side in names])
     if as_json:
         json.dump(run.record, out, indent=1)
         out.write("\n")
     else:
-        report.render_compare(run.outcome, out, heading=heading)
+        render_compare(run.outcome, out, heading=heading)
         if run.profiles:
-            report.render_profile_diff(run.profiles[0], run.profiles[1], out,
+            render_profile_diff(run.profiles[0], run.profiles[1], out,
                                        unit="insn" if run.clock.deterministic else "ns")
     out.flush()
     return EXIT_FAILED if run.failures else 0
 
 
-def bisect(outcome):
+def bisect(finding):
     """`bisect`, whose steps and finding were written as it went: 0 when it named the first
     commit that moves the metric (or was a dry run); 1 when only skipped commits are left to
     tell which."""
-    return 0 if outcome is None or outcome.found else EXIT_FAILED
+    return 0 if finding is None or finding.found else EXIT_FAILED

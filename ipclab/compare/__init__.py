@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: MIT
+"""Compare two results files: baseline -> new, per cell and metric.  Computes only, once:
+the outcome is data (outcome.py), which ipclab/report/ prints and `outcome_record` turns into
+JSON.
+
+For every cell in both files (cells.py) and every metric compare tests: the medians, delta %,
+a 95% CI and a p-value, Holm-corrected across the cells' primaries (timed.py).  Under a
+deterministic clock each row is judged against the noise instead (deterministic.py), and the
+lab's cost-model counts per operation are secondary rows under the same rule.  The seed views
+(writers x readers, the ladder, ...) get their entries' changes too, with the seed's own
+published change beside them (views.py).
+"""
+
+from ipclab import Error, stats
+from ipclab.compare.cells import check_clocks, match_cells, units_of
+from ipclab.compare.deterministic import deterministic_rows, fill_judged
+from ipclab.compare.outcome import MIN_CHANGE, Outcome, outcome_record
+from ipclab.compare.timed import fill_tested, measured_costs, verdict
+from ipclab.compare.views import view_changes
+# Not `deterministic`: in this package that name is the submodule compare/deterministic.py.
+from ipclab.deterministic import REAL, floor
+
+__all__ = ["MIN_CHANGE", "Outcome", "check_clocks", "compare_results", "deterministic_rows",
+           "match_cells", "measured_costs", "outcome_record", "units_of", "verdict"]
+
+
+def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=None,
+                    min_change=MIN_CHANGE, paired_test="auto"):
+    """The outcome of new against base.  `paired_test` is the test of paired units (rounds
+    or boots): "auto" (stats.choose_paired_test), "t" or "wilcoxon"."""
+    if paired_test not in stats.PAIRED_TESTS:
+        raise Error(f"unknown paired test {paired_test!r}: one of"
+                    f" {', '.join(stats.PAIRED_TESTS)}")
+    out = Outcome(base=base, new=new, min_change=min_change, paired_test=paired_test)
+    out.clock = check_clocks(base, new, names)
+    pairs = match_cells(base, new, common, names)
+    if out.clock != REAL:
+        fill_judged(out, pairs, floor_file or floor.FLOOR_FILE)
+    else:
+        fill_tested(out, pairs)
+    out.views = view_changes(out)
+    return out

@@ -1,0 +1,68 @@
+# SPDX-License-Identifier: MIT
+"""The cells two results files are compared by: their pairs (same key, same arguments),
+the clock both were measured with, the pairs a failed or skipped side rules out, and a
+cell's samples by unit (boot or round)."""
+
+from ipclab import Error, deterministic, results
+
+
+def match_cells(base, new, common=False, names=("BASE", "NEW"), hint_common=True):
+    """Pairs of cells with the same key; Error explaining any mismatch (hint_common: the
+    command has --common to offer)."""
+    bk = {c["key"]: c for c in base["cells"]}
+    nk = {c["key"]: c for c in new["cells"]}
+    only_b = [k for k in bk if k not in nk]
+    only_n = [k for k in nk if k not in bk]
+    if (only_b or only_n) and not common:
+        parts = []
+        for label, keys in ((names[0], only_b), (names[1], only_n)):
+            if keys:
+                more = ", ..." if len(keys) > 3 else ""
+                parts.append(f"{len(keys)} only in {label} ({', '.join(keys[:3])}{more})")
+        raise Error(f"cells do not match: {'; '.join(parts)}; compare runs of the same suite"
+                    " and mode" + (", or pass --common to compare the shared cells only"
+                                   if hint_common else ""))
+    pairs = []
+    for k, b in bk.items():
+        if k not in nk:
+            continue
+        n = nk[k]
+        # The sides of one run differ by their --side arguments on purpose.
+        if list(b.get("args", [])) != list(n.get("args", [])) and not common and \
+                not results.sides_of_one_run(base, new):
+            args_b, args_n = " ".join(b.get("args", [])), " ".join(n.get("args", []))
+            raise Error(f"cell {k} was run with different engine arguments: {args_b} vs {args_n}")
+        pairs.append((b, n))
+    if not pairs:
+        raise Error(f"no cells in common between {names[0]} and {names[1]}")
+    return pairs
+
+
+def check_clocks(base, new, names=("BASE", "NEW")):
+    """The clock both files were measured with; Error if they differ."""
+    cb, cn = deterministic.clock_of(base), deterministic.clock_of(new)
+    if cb != cn:
+        raise Error(f"{names[0]} was measured with clock {cb!r} and {names[1]} with {cn!r}: a"
+                    " time from one is not a time from the other, so they are not compared;"
+                    " measure both sides in the same mode")
+    return cb
+
+
+def not_comparable(b, n, out):
+    """True, with the reason noted in out.skipped, when a failed or skipped side rules a
+    pair of cells out."""
+    if b.get("status") in ("failed", "skipped") or n.get("status") in ("failed", "skipped"):
+        why = b.get("error") or n.get("error") or "no samples"
+        out.skipped.append((b["key"], f"{b.get('status')}/{n.get('status')}: {why}"))
+        return True
+    return False
+
+
+def units_of(cell, field):
+    """{unit number: [samples]} of a cell whose samples carry `field` ("lab_boot": the boot
+    the lab pooled them from; "round": the round of a run with two sides), or {}."""
+    by = {}
+    for smp in results.measured(cell):
+        if isinstance(smp.get(field), int):
+            by.setdefault(smp[field], []).append(smp)
+    return by

@@ -1,0 +1,101 @@
+# SPDX-License-Identifier: MIT
+"""The Markdown report: each results file's tables and plots, then every later file
+compared against the first, with the comparisons the caller computed (or computed here,
+once, when it has none)."""
+
+import contextlib
+import io
+import os
+import re
+from pathlib import Path
+
+from ipclab import compare, deterministic, envinfo, proc, results, safeio
+from ipclab.report.compare import render_compare
+from ipclab.report.show import build_text, quality, render_views
+
+
+def write_report(paths_and_results, out_dir, peers=None, outcomes=None):
+    """report.md plus PNG plots in out_dir; returns the Markdown path.
+
+    One results file: its tables and plots.  Several: each one's tables,
+    then every later file compared against the first (`outcomes`: those comparisons, when
+    the caller has computed them already; they are not computed again).  peers: a peers run
+    whose peer figures stand beside ours in the seed tables.
+    """
+    from ipclab.report import plot   # matplotlib is slow to import; only reports need it
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    earlier = _plots_shown(out_dir / "report.md")
+    md = []
+    w = md.append
+    first = paths_and_results[0][1]
+    w(f"# ipclab report: {', '.join((r.get('id', '?') for _, r in paths_and_results))}\n")
+    for path, res in paths_and_results:
+        env = res.get("env", {})
+        w(f"## {res.get('id')}\n")
+        w(f"- file: `{path}`")
+        plan = res.get("plan", {})
+        w(f"- suite: {res.get('suite')}, {res.get('mode')} mode, {plan.get('reps', '?')}"
+          f" repetitions + {plan.get('warmups', '?')} warmup round(s), created"
+          f" {res.get('created')}")
+        if env:
+            accel = results.accel(res, "?")
+            w(f"- host: {env.get('cpu', '?')}, {env.get('nproc', '?')} CPUs, kernel"
+              f" {env.get('kernel', '?')}, THP {env.get('thp', '?')}, accel {accel}")
+        caveat = deterministic.caveat_of(res)
+        if caveat:
+            w(f"- **{caveat}**")
+        host = res.get("host")
+        if isinstance(host, dict) and host:
+            try:
+                for x in envinfo.warnings(host):
+                    if not x.startswith("load average"):  # quality() says it below
+                        w("- environment: " + x)
+            except (TypeError, ValueError, AttributeError):
+                pass  # a hand-edited host block must not stop the report
+        if results.build(res) is not None:
+            w(f"- kernel: {build_text(results.build(res))}")
+        meta = results.other_meta(res)
+        if meta:
+            w("- meta: " + ", ".join(f"{k}={v}" for k, v in sorted(meta.items())))
+        w("")
+        buf = io.StringIO()
+        render_views(res, buf, markdown=True, peers=peers)
+        w(buf.getvalue())
+        lines, warns = quality(res)
+        for l in lines:
+            w("- " + l)
+        for x in warns:
+            w("- warning: " + x)
+        w("")
+        for png, caption in plot.run_plots(res, out_dir):
+            w(f"![{caption}]({png.name})\n")
+    for i, (path, res) in enumerate(paths_and_results[1:]):
+        buf = io.StringIO()
+        outcome = outcomes[i] if outcomes else compare.compare_results(first, res)
+        render_compare(outcome, buf)
+        w(f"## Compare: {first.get('id')} -> {res.get('id')}\n")
+        w("```\n" + buf.getvalue().rstrip() + "\n```\n")
+        png = plot.compare_plot(outcome, out_dir)
+        if png:
+            w(f"![baseline -> new: each delta with its interval]({png.name})\n")
+    path = out_dir / "report.md"
+    proc.write_text_atomic(path, "\n".join(md).rstrip() + "\n")
+    # An earlier report's plots that this one does not show would pass for its own.
+    for name in earlier - _plots_shown(path):
+        with contextlib.suppress(OSError):
+            os.unlink(out_dir / name)
+    return path
+
+
+_PLOT_LINK = re.compile(r"^!\[[^\]]*\]\(([^)/\\]+\.png)\)$", re.M)
+
+
+def _plots_shown(md_path):
+    """The PNG files (in its own folder) a report.md shows; none when there is none."""
+    safeio.check_replaceable(md_path)
+    try:
+        return set(_PLOT_LINK.findall(md_path.read_text(errors="replace")))
+    except OSError:
+        return set()
