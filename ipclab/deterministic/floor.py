@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ipclab import modes, stats
+from ipclab import modes
 
 
 FLOOR_FILE = Path(__file__).parents[1] / "reference" / "icount-floor.json"

@@ -9,7 +9,7 @@ bimodal is tested over its boots instead (`judge_boots`).
 """
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ipclab import metrics, stats
 

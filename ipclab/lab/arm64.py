@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import collections
 import os
-import struct
 from pathlib import Path
 
 from ipclab import EXIT_FAILED, ROOT, Error, engine, peers, proc, results, runner, schedule
