@@ -17,25 +17,25 @@ int main(int argc, char **argv)
 	struct engine_result res;
 	double jumps, moved;
 	cpu_set_t set;
-	int ret = T_FAIL;
+	int ret = EXIT_FAIL;
 
 	if (sched_getaffinity(0, sizeof(set), &set) == 0 &&
 	    (!CPU_ISSET(0, &set) || !CPU_ISSET(1, &set))) {
 		printf("SKIP: vcpu-slices needs CPUs 0 and 1\n");
-		return T_SKIP;
+		return EXIT_SKIP;
 	}
 	if (engine_run(args, 20, &res))
-		return T_FAIL;
+		return EXIT_FAIL;
 	if (res.status != 0 || !json_metric(res.out, "jumps", &jumps) ||
 	    !json_metric(res.out, "moved_per_read", &moved)) {
 		t_fail(&res, "want exit 0 with jumps and moved_per_read");
 	} else if (jumps > 5 || !(moved > 0 && moved <= 1)) {
 		t_fail(&res, "%g jumps (want at most 5), moved_per_read %g", jumps, moved);
 	} else {
-		ret = T_PASS;
+		ret = EXIT_OK;
 	}
 	engine_result_free(&res);
-	if (ret != T_PASS)
+	if (ret != EXIT_OK)
 		return ret;
 	return expect_usage_error(engine, "vcpu-slices", same, "two different CPUs");
 }
