@@ -4,7 +4,8 @@ patches"): nothing that only means something inside this project, upstream commi
 commit <12 hex> ("subject"), an Assisted-by line as the base's
 Documentation/process/coding-assistants.rst asks, no __uninitialized, the Fixes: and Cc that
 the failed-write fix owes upstream's pre-allocation, and the credit and link that the
-skip-wakeup patch owes.  One series per kernel tree (kernel/patches/mainline/NAME-NNNN-*).
+cover letter owes the rd_wait wakeup test it leaves out, and subjects that number their
+series.  One series per kernel tree (kernel/patches/mainline/NAME-NNNN-*).
 The 6.12 series is not for sending (four of its six patches reimplement upstream commits,
 and stable takes upstream's own), so its messages may say how the lab measured it."""
 import re
@@ -104,8 +105,22 @@ def test_one_series_per_tree():
         assert len(covers) == 1, f"series {name}: {covers}"
 
 
-def test_skip_wakeup_credits_wangyuli_and_links_the_thread():
-    (path,) = [p for p in PATCHES if "skip-the-reader-wakeup" in p.name]
-    msg = message(path)
-    assert "\nSuggested-by: WangYuli <wangyuli@uniontech.com>\n" in msg + "\n"
-    assert re.search(r"\nLink: https://lore\.kernel\.org/\S+uniontech\.com/", msg)
+def test_subjects_number_their_series():
+    """NAME-NNNN-*.patch is [PATCH N/TOTAL] of its series, the cover letter [PATCH 0/TOTAL]."""
+    for name in {p.name.split("-", 1)[0] for p in MAILS}:
+        mails = [p for p in MAILS if p.name.startswith(name + "-")]
+        total = len(mails) - 1
+        for p in mails:
+            number = int(p.name.split("-")[1])
+            subject = re.search(r"^Subject: \[PATCH (\d+)/(\d+)\]", p.read_text(), re.M)
+            assert subject, f"{p.name}: no [PATCH N/TOTAL] subject"
+            assert (int(subject.group(1)), int(subject.group(2))) == (number, total), p.name
+
+
+def test_the_wakeup_skip_left_out_links_its_proposal():
+    """The pipe cover letter says why the rd_wait wakeup test is not in the series, and links
+    the thread where WangYuli proposed it."""
+    (cover,) = [p for p in COVERS if p.name.startswith("pipe-")]
+    text = cover.read_text()
+    assert "wq_has_sleeper()" in text
+    assert re.search(r"https://lore\.kernel\.org/\S+uniontech\.com/", text)
