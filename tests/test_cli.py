@@ -209,8 +209,8 @@ def test_progress_bar_on_stderr_and_quiet(fake_engine, tmp_path):
 
 
 def test_lab_register_hook_is_optional():
-    from ipclab import cli
-    parser = cli.build_parser()
+    from ipclab.cli.parser import build_parser
+    parser = build_parser()
     assert parser.prog == "ipclab"
 
 

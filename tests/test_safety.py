@@ -318,7 +318,7 @@ def test_bisect_refuses_an_ambiguous_or_bad_metric_before_building(metric, want,
 
 
 def test_bisect_takes_the_deterministic_its_help_offers(tmp_path, capsys):
-    from ipclab.cli import build_parser
+    from ipclab.cli.parser import build_parser
     args = build_parser().parse_args(["bisect", "--deterministic", "--cost"])
     assert args.deterministic and not args.timed
     assert main(["bisect", "--deterministic", "--timed"]) == 2

@@ -312,12 +312,12 @@ def test_merge_concatenates_samples_across_boots():
 
 def parse(argv):
     """argv as ipclab.cli.main parses it: cut at `--`, the tail in engine_args."""
-    from ipclab import cli
+    from ipclab.cli.parser import build_parser
     tail = None
     if "--" in argv:
         i = argv.index("--")
         argv, tail = argv[:i], argv[i + 1:]
-    a = cli.build_parser().parse_args(argv)
+    a = build_parser().parse_args(argv)
     if tail is not None:
         a.engine_args = tail
     return a

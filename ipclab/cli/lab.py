@@ -1,0 +1,222 @@
+# SPDX-License-Identifier: MIT
+"""The kernel lab's commands: kernel build/fetch/list, vm run, ab, bisect, census. Thin
+handlers: what they do is ipclab/lab's, and report/lab.py prints what it returns."""
+
+import json
+import sys
+from pathlib import Path
+
+from ipclab import Error, proc, report
+from ipclab.lab import ab, bases, census, gittree, kernel, variants, vm
+from ipclab.lab import bisect as lab_bisect
+from ipclab.report import lab as labreport
+
+
+def _cost(args):
+    """What the plugin counts of memory in a deterministic boot (vm.PLUGIN_MEMORY); Error
+    for --cost without the deterministic mode."""
+    deterministic_mode = getattr(args, "deterministic", False) or \
+        (hasattr(args, "timed") and not args.timed)
+    if args.cost and not deterministic_mode:
+        raise Error("--cost counts under the deterministic mode: add --deterministic")
+    return "cache" if args.cost else vm.DEFAULT_PLUGIN_MEMORY
+
+
+def cmd_bisect(args):
+    _no_command(args, "bisect")
+    with proc.dry_run(args.dry_run):
+        if args.resume:
+            given = [a for a in ("good", "bad", "tree", "suite", "metric") if getattr(args, a)]
+            if given:
+                raise Error(f"--resume takes what it needs from its log; drop {', '.join(given)}")
+            return labreport.bisect(lab_bisect.run(None, args.resume, resume=True,
+                                                   timeout=args.timeout, jobs=args.jobs))
+        missing = [what for what, v in (("GOOD", args.good), ("BAD", args.bad),
+                                        ("--tree", args.tree), ("--suite", args.suite),
+                                        ("--metric", args.metric)) if not v]
+        if missing:
+            raise Error(f"bisect wants {', '.join(missing)}")
+        tree = Path(args.tree).resolve()
+        if not gittree.is_git_tree(tree):
+            raise Error(f"--tree {args.tree}: not a git tree")
+        deterministic_mode = not args.timed
+        lab_bisect.check_metric(args.suite, args.metric, deterministic_mode)
+        boots = args.boots or (1 if deterministic_mode else ab.TIMED_PAIRS)
+        if not deterministic_mode:
+            lab_bisect.check_timed_boots(boots)
+        config = variants.config_arg(args.config)
+        p = lab_bisect.Params(str(tree), gittree.resolve(tree, args.good),
+                              gittree.resolve(tree, args.bad), args.suite, args.metric,
+                              None if args.threshold is None else args.threshold / 100,
+                              deterministic_mode, boots, args.reps, args.warmups, args.cpus,
+                              config, _cost(args))
+        outdir = Path(args.output_dir or Path("results") /
+                      f"{proc.stamp()}-bisect-{p.good[:12]}-{p.bad[:12]}-{args.suite}")
+        if (outdir / lab_bisect.LOG_NAME).exists():
+            raise Error(f"{outdir} holds a bisect already: --resume {outdir}, or another -o")
+        return labreport.bisect(lab_bisect.run(p, outdir, timeout=args.timeout, jobs=args.jobs))
+
+
+def _no_command(args, what):
+    if getattr(args, "engine_args", None) is not None:
+        raise Error(f"{what} takes nothing after --")
+
+
+def _clock(args):
+    return vm.DETERMINISTIC if args.deterministic else vm.TIMED
+
+
+def _kernels(args, names, count):
+    """The kernels a lab command names, `count` of them: the names (variants, or refs with
+    --tree; NAME+PATCH adds patches), then the --kernel images in the places left. --patch
+    goes on the last one, --config on every one the lab builds. Bad input is an Error
+    (exit 2) before anything is built."""
+    names = [n for n in names if n]
+    if len(names) + len(args.kernel) != count:
+        want = "a VARIANT (or --kernel PATH)" if count == 1 else "BASE and NEW (names or --kernel)"
+        raise Error(f"want {want}; got {len(names)} name(s) and {len(args.kernel)} --kernel")
+    kerns = []
+    for i, name in enumerate(names):
+        last = i == count - 1
+        kerns.append(variants.resolve(name, args.tree, patches=args.patch if last else (),
+                                    config=args.config, arch=args.arch))
+    for path in args.kernel:
+        kerns.append(kernel.prebuilt(str(debian_kernel(path) or path)))
+    if args.patch and isinstance(kerns[-1], dict):
+        raise Error("--patch needs a kernel the lab builds, not a --kernel image")
+    return kerns
+
+
+def debian_kernel(given: str):
+    """--kernel debian[:BASE]: Debian's own kernel of the base's release (default mainline),
+    fetched like its source; None for a path."""
+    name, sep, base = given.partition(":")
+    if name != "debian":
+        return None
+    return bases.fetch_reference(bases.load(base if sep else bases.DEFAULT_BASE))
+
+
+def cmd_kernel_build(args):
+    _no_command(args, "kernel build")
+    with proc.dry_run(args.dry_run):
+        [kern] = _kernels(args, [args.variant], 1)
+        meta = kernel.obtain(kern, jobs=args.jobs, force=args.force, quiet=False)
+    if not args.dry_run:
+        print(f"{meta['variant']}\t{meta['release']}\t{kernel.image_path(meta)}")
+        print(f"kernel: {report.build_text(kernel.identity(meta))}")
+    return 0
+
+
+def cmd_kernel_fetch(args):
+    _no_command(args, "kernel fetch")
+    for name in args.bases or bases.names():
+        base = bases.load(name)
+        found = bases.fetch(base)
+        config = bases.fetch_config(base) if base.distro_config else None
+        if args.print_path:
+            print(found.path)
+        else:
+            print(f"{name}\t{found.path}\tsha256 {found.sha256}")
+            if config:
+                print(f"{name}\t{config}\tsha256 {base.distro_config.sha256}")
+    return 0
+
+
+def cmd_kernel_list(args):
+    _no_command(args, "kernel list")
+    base_rows, rows = kernel.describe_bases(), kernel.describe()
+    if args.json:
+        json.dump({"bases": base_rows, "variants": rows}, sys.stdout, indent=2)
+        print()
+        return 0
+    print("bases (kernel/bases):")
+    for b in base_rows:
+        if b["error"]:
+            print(f"  {b['base']}  error: {b['error']}")
+            continue
+        where = (f"{b['tarball']}" + ("" if b["origin"] == "package" else f" ({b['origin']},"
+                                      f" sha256 {b['tarball_sha256'][:12]})")
+                 if b["tarball"] else "not fetched: make lab-deps")
+        print(f"  {b['base']:<9} {b['release']:<9} {b['package']} {b['version']} ({b['suite']}),"
+              f" sha256 {b['sha256'][:12]}; {where}")
+        dc = b.get("distro_config")
+        if dc:
+            here = "" if b["distro_config_here"] else "; not fetched: make lab-deps"
+            print(f"  {'':<9} {'':<9} --config production: {dc['package']} {dc['version']} "
+                  f"{dc['file']}, sha256 {dc['sha256'][:12]}{here}")
+    if not rows:
+        print("no variants in kernel/series")
+        return 0
+    print("variants (kernel/series):")
+    width = max(len(r["variant"]) for r in rows)
+    for r in rows:
+        state = "built" if r["built"] else "not built"
+        if r["error"]:
+            state = f"error: {r['error']}"
+        extra = f" +{'+'.join(r['fragments'][1:])}" if len(r["fragments"]) > 1 else ""
+        on = f"[{r['base']}] " if r["base"] else ""
+        print(f"{r['variant']:<{width}}  {on}{state}{extra}")
+        for p in r["patches"]:
+            print(f"{'':<{width}}    {p}")
+        if not r["patches"] and not r["error"]:
+            print(f"{'':<{width}}    (no patches)")
+    return 0
+
+
+def cmd_vm_run(args):
+    """`vm run VARIANT SUITE` or `vm run VARIANT -- CMD` (main cut CMD off as engine_args);
+    with --kernel PATH, `vm run --kernel PATH SUITE`."""
+    command = args.engine_args
+    if args.kernel:
+        if args.suite:
+            raise Error("--kernel names the kernel: give only a SUITE (or -- CMD) besides it")
+        args.suite, args.variant = args.variant, None
+    if command is not None:
+        if not command:
+            raise Error("nothing after --")
+        if args.suite:
+            raise Error("give a SUITE or -- CMD, not both")
+        if "--dry-run" in command:
+            # Everything after -- is the guest's; a dry run that boots would be a surprise.
+            raise Error("--dry-run after -- would go to the command and the guest would boot;"
+                        " put it before --")
+        if args.profile:
+            raise Error("--profile profiles the cells of a SUITE; a command after -- has none")
+    elif not args.suite:
+        raise Error("nothing to run: give a SUITE or -- CMD")
+    clock = _clock(args)
+    with proc.dry_run(args.dry_run):
+        opts = dict(thp=args.thp, timeout=args.timeout, clock=clock,
+                    cpus=args.cpus, record=args.record, kmemleak=args.kmemleak,
+                    faults=vm.fault_injection(args.fail_page_alloc, args.failslab,
+                                              args.fault_tasks))
+        [kern] = _kernels(args, [args.variant], 1)
+        if command:
+            if args.cost:
+                raise Error("--cost counts the samples of a SUITE; a command after -- has none")
+            return labreport.vm_command(ab.vm_command(kern, command, **opts))
+        job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
+                           warmups=args.warmups, profile=args.profile)
+        return labreport.vm_suite(ab.vm_suite(kern, job, args.output, memory=_cost(args), **opts))
+
+
+def cmd_ab(args):
+    _no_command(args, "ab")
+    clock = _clock(args)
+    with proc.dry_run(args.dry_run):
+        job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
+                           warmups=args.warmups, profile=args.profile)
+        base, new = _kernels(args, [args.base, args.new], 2)
+        run = ab.run_ab(base, new, job, boots=args.boots, thp=args.thp, timeout=args.timeout,
+                        clock=clock, cpus=args.cpus, outdir=args.output_dir,
+                        min_change=args.min_change / 100, memory=_cost(args))
+    return labreport.ab(run, as_json=args.json)
+
+
+def cmd_census(args):
+    _no_command(args, "census")
+    with proc.dry_run(args.dry_run):
+        kern = variants.resolve(census.counters_spec(args.variant), args.tree,
+                                config=args.config)
+        return census.run(kern, workloads=args.workload, clock=_clock(args), cpus=args.cpus,
+                          timeout=args.timeout, out=args.output, as_json=args.json)
