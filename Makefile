@@ -68,7 +68,7 @@ test-bisect: lab-deps engine
 # Not in `make test`: the contention known answer needs a host with two idle cores for the
 # guest's two vCPU threads (docs/lab.md, SMP), and failed on a loaded one.
 test-smp: lab-deps engine
-	IPCLAB_TEST_SMP=1 $(PY) -m pytest -q -s tests/kernel/test_lab_smp.py
+	$(PY) -m pytest -q -s tests/kernel/test_lab_smp.py
 
 # Not yet in `make test`: the census's known answers wait for a first pass on the tiny config.
 test-census: lab-deps engine
