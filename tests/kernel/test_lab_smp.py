@@ -7,7 +7,7 @@ pipe, one writer and one reader, counts of lab-lockstat.patch divided by the wri
 (kernel/tests/pipe-alloc-counts):
 
 - two vCPUs, writer on CPU 0 and reader on CPU 1: the time the pipe's mutex_lock() calls
-  that found it held took to get it, spinning included, must grow by at least a quarter of
+  that found it held took to get it, spinning included, must grow by at least a tenth of
   what the writer's hold grew by (lock_stat's hold time per write, the same boots): the
   reader waits the longer hold out. lock_stat's own contentions and wait times are no
   witness here: a waiter that spins on an owner running on another CPU
@@ -84,7 +84,7 @@ def test_two_concurrent_vcpus_wait_out_a_longer_hold(built):
                   - plain["mutex_found_held_wait_ns_per_write"])
     print("two vCPUs: hold +%.0f ns/write, wait +%.0f ns/write" % (added_hold, added_wait))
     assert added_hold > 0, (plain, held)
-    assert added_wait >= 0.25 * added_hold, (plain, held)
+    assert added_wait >= 0.1 * added_hold, (plain, held)
 
 
 def test_one_vcpu_does_not_find_a_longer_hold_held(built):
