@@ -249,43 +249,53 @@ def build(variant: str | Variant, tree: str | None = None, jobs: int | None = No
             # The image would be filed under inputs it was not built from.
             raise Error(f"{variant.name}: its patches or config changed during the build; "
                         "build again", EXIT_FAILED)
-        release = proc.run(make_argv(src, bdir, "-s", "kernelrelease", arch=variant.arch), 120,
-                           capture=True, cwd=src.tree).out.strip()
-        d = image_dir(key)
-        d.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(bdir / built["image"], d / f"{built['file']}.tmp")
-        os.replace(d / f"{built['file']}.tmp", d / built["file"])
-        shutil.copyfile(bdir / ".config", d / "config")
-        # Addresses to function names, for instruction profiles of this image.
-        shutil.copyfile(bdir / "System.map", d / "System.map")
-        meta = {
-            "variant": variant.name,
-            "key": key,
-            "arch": variant.arch,
-            "release": release or src.version,
-            "source": src.ident,
-            "tree": str(variant.tree or src.tree),
-            "base": base_record(src),
-            "commit": variant.commit,
-            "describe": variant.describe,
-            "patches": [{"name": p.name, "sha256": sha256_file(p)}
-                        for p in variant.patch_paths()],
-            "fragments": [p.name for p in variant.fragment_paths()],
-            "config": str(variant.config) if variant.config else None,
-            "config_flavour": variant.flavour,
-            "config_sha256": sha256_file(d / "config"),
-            "compiler": config_value(d / "config", "CC_VERSION_TEXT"),
-            "build_seconds": round(seconds, 1),
-            "jobs": jobs,
-            "built_at": proc.now_iso(),
-        }
-        distro = distro_base(variant)
-        if distro:
-            meta["distro_config"] = distro_record(distro)
-        proc.write_json_atomic(d / "meta.json", meta)
-        log(f"{variant.name}: built {release} in {seconds:.0f} s -> {d / built['file']}")
+        meta = _file_image(src, variant, bdir, key, round(seconds, 1), jobs)
+        log(f"{variant.name}: built {meta['release']} in {seconds:.0f} s -> "
+            f"{image_path(meta)}")
         # Not kept in meta.json: this build's wait for others, for callers that time builds.
         return {**meta, "lock_wait_s": round(waited, 1)}
+
+
+def _file_image(src: Source, variant: Variant, bdir: Path, key: str, seconds: float,
+                jobs: int) -> dict:
+    """Copy a finished build's image, config and System.map into the cache under key, and
+    write its meta.json; returns the meta."""
+    built = ARCH_BUILD[variant.arch]
+    release = proc.run(make_argv(src, bdir, "-s", "kernelrelease", arch=variant.arch), 120,
+                       capture=True, cwd=src.tree).out.strip()
+    d = image_dir(key)
+    d.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(bdir / built["image"], d / f"{built['file']}.tmp")
+    os.replace(d / f"{built['file']}.tmp", d / built["file"])
+    shutil.copyfile(bdir / ".config", d / "config")
+    # Addresses to function names, for instruction profiles of this image.
+    shutil.copyfile(bdir / "System.map", d / "System.map")
+    meta = {
+        "variant": variant.name,
+        "key": key,
+        "arch": variant.arch,
+        "release": release or src.version,
+        "source": src.ident,
+        "tree": str(variant.tree or src.tree),
+        "base": base_record(src),
+        "commit": variant.commit,
+        "describe": variant.describe,
+        "patches": [{"name": p.name, "sha256": sha256_file(p)}
+                    for p in variant.patch_paths()],
+        "fragments": [p.name for p in variant.fragment_paths()],
+        "config": str(variant.config) if variant.config else None,
+        "config_flavour": variant.flavour,
+        "config_sha256": sha256_file(d / "config"),
+        "compiler": config_value(d / "config", "CC_VERSION_TEXT"),
+        "build_seconds": seconds,
+        "jobs": jobs,
+        "built_at": proc.now_iso(),
+    }
+    distro = distro_base(variant)
+    if distro:
+        meta["distro_config"] = distro_record(distro)
+    proc.write_json_atomic(d / "meta.json", meta)
+    return meta
 
 
 def config_value(config: Path, option: str) -> str | None:
