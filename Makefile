@@ -65,8 +65,8 @@ test-lts: lab-deps engine
 test-bisect: lab-deps engine
 	IPCLAB_TEST_BISECT=1 $(PY) -m pytest -q tests/kernel/test_lab_bisect.py
 
-# Not in `make test`: the contention known answer needs a host with two idle cores for the
-# guest's two vCPU threads (docs/lab.md, SMP), and failed on a loaded one.
+# The SMP known answer alone (it is also part of `make test`); its two-vCPU half needs a host
+# with two idle cores for the guest's vCPU threads and skips without (docs/lab.md, SMP).
 test-smp: lab-deps engine
 	$(PY) -m pytest -q -s tests/kernel/test_lab_smp.py
 

@@ -61,6 +61,7 @@ def boot(variant, cpus):
             elif "writers" in d:
                 row = d
     assert row is not None and row["nproc"] == cpus, r.stdout[-2000:]
+    assert cpus == 1 or moved is not None, "no vcpu-slices line: " + r.stdout[-2000:]
     assert not {"mutex_found_held_per_write", "mutex_found_held_wait_ns_per_write",
                 "mutex_holdtime_total_ns_per_write"} & set(row["missing"]), row["missing"]
     return row, moved
