@@ -414,6 +414,28 @@ ACCEPTANCE = Suite(
 )
 
 
+
+def _smp_cells():
+    # The acceptance table's ping-pong and sweep cells with the two sides pinned to CPUs 0 and
+    # 1 (writers to 0, readers to 1), for guests of 2 or more vCPUs. Keys of their own, so
+    # that their A/A floors are not mixed with the unpinned cells'.
+    out = []
+    for c in _quick_seed_cells({"pipe-context/copies=1", "pipe-sweep/w=1,r=1",
+                                "pipe-sweep/w=5,r=1"}):
+        out.append(Cell(c.key + ",cpus=0+1", c.workload, c.args + ["--cpus", "0,1"],
+                        est_s=c.est_s))
+    return out
+
+
+ACCEPTANCE_SMP = Suite(
+    "acceptance-smp",
+    "the acceptance table's ping-pong and 64 KiB sweep cells (1x1, 5x1) with writers pinned to"
+    " CPU 0 and readers to CPU 1: for guests of 2 or more vCPUs (vm run/ab --cpus N)",
+    make_cells=lambda mode: _smp_cells(),
+    reps={QUICK: 9, FULL: 9},
+)
+
+
 ICOUNT_CHECK = Suite(
     "icount-check",
     "the deterministic mode's own check (kernel lab, --deterministic): pipe write+read loop,"
@@ -444,7 +466,8 @@ def register(suite):
     return suite
 
 
-for _s in SEED_SUITES + [SEEDS, PEERS, ENGINE_CHECKS, TIMING_COST, ICOUNT_CHECK, ACCEPTANCE]:
+for _s in SEED_SUITES + [SEEDS, PEERS, ENGINE_CHECKS, TIMING_COST, ICOUNT_CHECK, ACCEPTANCE,
+           ACCEPTANCE_SMP]:
     register(_s)
 
 
