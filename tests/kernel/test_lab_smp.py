@@ -1,15 +1,16 @@
 # SPDX-License-Identifier: MIT
 """Kernel tier, SMP: a longer hold of pipe->mutex is waited out where two vCPUs run at once.
 
-mainline-long-hold holds pipe->mutex about 150000 instructions longer on every pipe write,
-with preemption disabled. Timed TCG (a host thread per vCPU), 64 KiB writes into a 1 MiB
+mainline-long-hold holds pipe->mutex about 150000 instructions longer at the end of every
+pipe write, with preemption disabled until the mutex is released. Timed TCG (a host thread per vCPU), 64 KiB writes into a 1 MiB
 pipe, one writer and one reader, counts of lab-lockstat.patch divided by the writes
 (kernel/tests/pipe-alloc-counts):
 
-- two vCPUs, writer on CPU 0 and reader on CPU 1: the time the pipe's mutex_lock() calls
-  that found it held took to get it, spinning included, must grow by at least a tenth of
-  what the writer's hold grew by (lock_stat's hold time per write, the same boots): the
-  reader waits the longer hold out. lock_stat's own contentions and wait times are no
+- two vCPUs, writer on CPU 0 and reader on CPU 1, two boots per kernel, the least of each
+  figure over its two boots: the time the pipe's mutex_lock() calls that found it held took
+  to get it, spinning included, must grow by at least a tenth of what the writer's hold grew
+  by (lock_stat's hold time per write, the same boots): the reader waits the longer hold
+  out. lock_stat's own contentions and wait times are no
   witness here: a waiter that spins on an owner running on another CPU
   (MUTEX_SPIN_ON_OWNER) gets the mutex without either being counted. When the host did not
   run the two vCPU threads at once (ipcbench vcpu-slices in the same boot: the share of
@@ -74,15 +75,24 @@ def built():
         assert r.returncode == 0, r.stderr[-3000:]
 
 
+def least(rows, key):
+    # A host that stalls a vCPU thread stretches every time in that boot: the least of two
+    # boots is the one the stall touched less.
+    return min(r[key] for r in rows)
+
+
 def test_two_concurrent_vcpus_wait_out_a_longer_hold(built):
-    (plain, m1), (held, m2) = boot(ROLE["plain"], 2), boot(ROLE["long_hold"], 2)
-    if min(m1, m2) < CONCURRENT:
+    boots = {v: [boot(v, 2) for _ in range(2)] for v in (ROLE["plain"], ROLE["long_hold"])}
+    moved = [m for runs in boots.values() for _, m in runs]
+    if min(moved) < CONCURRENT:
         pytest.skip(f"the two vCPU threads did not run at once on this host "
-                    f"(moved_per_read {m1:.2g}, {m2:.2g}): no concurrency to judge")
-    added_hold = (held["mutex_holdtime_total_ns_per_write"]
-                  - plain["mutex_holdtime_total_ns_per_write"])
-    added_wait = (held["mutex_found_held_wait_ns_per_write"]
-                  - plain["mutex_found_held_wait_ns_per_write"])
+                    f"(moved_per_read {min(moved):.2g}): no concurrency to judge")
+    plain = [r for r, _ in boots[ROLE["plain"]]]
+    held = [r for r, _ in boots[ROLE["long_hold"]]]
+    added_hold = (least(held, "mutex_holdtime_total_ns_per_write")
+                  - least(plain, "mutex_holdtime_total_ns_per_write"))
+    added_wait = (least(held, "mutex_found_held_wait_ns_per_write")
+                  - least(plain, "mutex_found_held_wait_ns_per_write"))
     print("two vCPUs: hold +%.0f ns/write, wait +%.0f ns/write" % (added_hold, added_wait))
     assert added_hold > 0, (plain, held)
     assert added_wait >= 0.1 * added_hold, (plain, held)
