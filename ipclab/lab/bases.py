@@ -223,14 +223,7 @@ def fetch(base: Base) -> Tarball:
                    f"{base.name}, or set {base.env_var} to a kernel.org tarball, or build a "
                    "git tree with --tree")
     dest = base.cached_tarball()
-    extract_from_deb(deb, f"usr/src/{base.tarball_name}", dest)
-    digest = memo_sha256(dest)
-    if digest != base.sha256:
-        dest.unlink()
-        raise Error(f"base {base.name}: {deb.name} holds a {base.tarball_name} with sha256 "
-                    f"{digest[:12]}, not {base.sha256[:12]} as kernel/bases/{base.name} says",
-                    EXIT_FAILED)
-    deb.unlink()
+    digest = extract_pinned(base, deb, f"usr/src/{base.tarball_name}", dest, base.sha256)
     log(f"base {base.name}: {dest} ({base.release}, sha256 {digest[:12]})")
     return Tarball(dest, digest, "package")
 
@@ -272,14 +265,7 @@ def fetch_config(base: Base) -> Path:
     deb = download(base, dc.package, dc.version,
                    f"update kernel/bases/{base.name}'s config-version and config-sha256")
     dest = dc.cached(base.name)
-    extract_from_deb(deb, f"usr/src/{dc.package}/{dc.file}", dest)
-    digest = memo_sha256(dest)
-    if digest != dc.sha256:
-        dest.unlink()
-        raise Error(f"base {base.name}: {deb.name} holds a {dc.file} with sha256 "
-                    f"{digest[:12]}, not {dc.sha256[:12]} as kernel/bases/{base.name} says",
-                    EXIT_FAILED)
-    deb.unlink()
+    digest = extract_pinned(base, deb, f"usr/src/{dc.package}/{dc.file}", dest, dc.sha256)
     log(f"base {base.name}: {dest} ({dc.package} {dc.version}, sha256 {digest[:12]})")
     return dest
 
@@ -400,6 +386,21 @@ class AptConfig:
             raise Error(f"apt-get download {package}={version} left no .deb in {dest}",
                         EXIT_FAILED)
         return debs[-1]
+
+
+def extract_pinned(base: Base, deb: Path, member: str, dest: Path, sha256: str) -> str:
+    """Take member out of deb into dest and check it against the sha256 that kernel/bases/
+    pins; the .deb goes once it matched. Its digest, or Error with dest removed (the .deb kept
+    for a look) when it does not."""
+    extract_from_deb(deb, member, dest)
+    digest = memo_sha256(dest)
+    if digest != sha256:
+        dest.unlink()
+        raise Error(f"base {base.name}: {deb.name} holds a {Path(member).name} with sha256 "
+                    f"{digest[:12]}, not {sha256[:12]} as kernel/bases/{base.name} says",
+                    EXIT_FAILED)
+    deb.unlink()
+    return digest
 
 
 def extract_from_deb(deb: Path, member: str, dest: Path) -> None:
