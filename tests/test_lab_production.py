@@ -17,6 +17,7 @@ from ipclab.lab import bases, kernel, variants, vm
 pytestmark = pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="dpkg-deb needed")
 
 CONFIG = "CONFIG_SMP=y\nCONFIG_RANDOMIZE_BASE=y\nCONFIG_CC_VERSION_TEXT=\"gcc-14 (Debian)\"\n"
+ARM64_CONFIG = "CONFIG_ARM64=y\nCONFIG_SMP=y\n"
 
 
 def fake_deb(tmp_path, package, member_name, text):
@@ -42,21 +43,26 @@ def base_with_config(tmp_path, monkeypatch):
     monkeypatch.setenv("IPCLAB_SOURCES", str(tmp_path / "sources"))
     deb, digest = fake_deb(tmp_path, "linux-config-9.9", "config.amd64_none_cloud-amd64.xz",
                            CONFIG)
+    arm_deb, arm_digest = fake_deb(tmp_path / "arm64", "linux-config-9.9",
+                                   "config.arm64_none_cloud-arm64.xz", ARM64_CONFIG)
     bdir = tmp_path / "bases"
     bdir.mkdir()
     (bdir / "mainline").write_text(
         "package: linux-source-9.9\nversion: 9.9-1\nsuite: s\nrelease: 9.9.1\nsha256: 00\n"
         "config-package: linux-config-9.9\nconfig-version: 9.9-1\n"
         "config-file: config.amd64_none_cloud-amd64.xz\n"
-        f"config-sha256: {digest}\n")
+        f"config-sha256: {digest}\n"
+        "arm64-config-file: config.arm64_none_cloud-arm64.xz\n"
+        f"arm64-config-sha256: {arm_digest}\n")
     monkeypatch.setattr(bases, "BASES_DIR", bdir)
     calls = []
 
-    def download(base, package, version, advice):
-        calls.append((package, version))
-        copy = tmp_path / "sources" / "debs" / deb.name
+    def download(base, package, version, advice, arch=None):
+        calls.append((package, version) + ((arch,) if arch else ()))
+        which = arm_deb if arch == "arm64" else deb
+        copy = tmp_path / "sources" / "debs" / which.name
         copy.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(deb, copy)
+        shutil.copyfile(which, copy)
         return copy
     monkeypatch.setattr(bases, "download", download)
     return bdir, calls
@@ -64,7 +70,7 @@ def base_with_config(tmp_path, monkeypatch):
 
 def test_the_repositorys_bases_pin_a_debian_cloud_config():
     for name in bases.names():
-        dc = bases.load(name).distro_config
+        dc = bases.load(name).config_for(variants.DEFAULT_ARCH)
         assert dc is not None, f"kernel/bases/{name} names no production config"
         assert dc.package.startswith("linux-config-") and "cloud" in dc.file
         assert len(dc.sha256) == 64
@@ -75,11 +81,11 @@ def test_the_config_is_fetched_once_and_checked_by_its_sha256(base_with_config):
     b = bases.load("mainline")
     assert bases.distro_config(b) is None
     got = bases.fetch_config(b)
-    assert lzma.open(got, "rt").read() == CONFIG and calls == [("linux-config-9.9", "9.9-1")]
+    assert lzma.open(got, "rt").read() == CONFIG and calls == [("linux-config-9.9", "9.9-1", "amd64")]
     assert bases.fetch_config(b) == got and len(calls) == 1      # here already: no apt
     got.unlink()
     text = (bdir / "mainline").read_text()
-    (bdir / "mainline").write_text(text.replace(b.distro_config.sha256, "1" * 64))
+    (bdir / "mainline").write_text(text.replace(b.config_for().sha256, "1" * 64))
     with pytest.raises(Error) as e:
         bases.fetch_config(bases.load("mainline"))
     assert e.value.code == EXIT_FAILED and "not 111111111111" in str(e.value)
@@ -95,10 +101,42 @@ def test_a_base_names_its_config_whole_or_not_at_all(base_with_config):
         bases.load("mainline")
     (bdir / "mainline").write_text("\n".join(line for line in text.splitlines()
                                              if not line.startswith("config-")))
+    with pytest.raises(Error, match="arm64-config-file needs config-package"):
+        bases.load("mainline")
+    (bdir / "mainline").write_text("\n".join(line for line in text.splitlines()
+                                             if "config-" not in line))
     b = bases.load("mainline")
-    assert b.distro_config is None
+    assert b.config_for() is None and b.config_for("arm64") is None
     with pytest.raises(Error, match="builds only the tiny config"):
         bases.fetch_config(b)
+
+
+def test_each_architecture_has_its_own_config_from_its_own_package(base_with_config):
+    _, calls = base_with_config
+    b = bases.load("mainline")
+    arm = bases.fetch_config(b, "arm64")
+    assert lzma.open(arm, "rt").read() == ARM64_CONFIG
+    assert calls == [("linux-config-9.9", "9.9-1", "arm64")]
+    assert bases.fetch_config(b) != arm and calls[-1] == ("linux-config-9.9", "9.9-1", "amd64")
+    assert b.config_for("arm64").record()["arch"] == "arm64"
+    assert "arch" not in b.config_for().record()       # x86 records stay as they were
+    prod = variants.resolve("mainline", config="production", arch="arm64")
+    assert [p.name for p in prod.fragment_paths()] == ["production.config",
+                                                       "arm64-production.config"]
+    assert prod.config_name == "production@arm64"
+    assert kernel.config_digest(prod) != kernel.config_digest(
+        variants.resolve("mainline", config="production"))
+
+
+def test_production_needs_the_bases_config_for_that_architecture(base_with_config):
+    bdir, _ = base_with_config
+    text = (bdir / "mainline").read_text()
+    (bdir / "mainline").write_text("\n".join(line for line in text.splitlines()
+                                             if not line.startswith("arm64-")))
+    with pytest.raises(Error, match="pins no Debian config for arm64"):
+        kernel.distro_base(variants.resolve("mainline", config="production", arch="arm64"))
+    with pytest.raises(Error, match="no distribution config for arm64"):
+        bases.fetch_config(bases.load("mainline"), "arm64")
 
 
 def test_a_production_variant_replaces_lab_config_and_keeps_its_overlays():

@@ -112,13 +112,13 @@ def cmd_kernel_fetch(args):
     for name in args.bases or bases.names():
         base = bases.load(name)
         found = bases.fetch(base)
-        config = bases.fetch_config(base) if base.distro_config else None
+        configs = [(bases.fetch_config(base, c.arch), c) for c in base.distro_configs]
         if args.print_path:
             print(found.path)
         else:
             print(f"{name}\t{found.path}\tsha256 {found.sha256}")
-            if config:
-                print(f"{name}\t{config}\tsha256 {base.distro_config.sha256}")
+            for path, c in configs:
+                print(f"{name}\t{path}\tsha256 {c.sha256}")
     return 0
 
 
@@ -139,11 +139,10 @@ def cmd_kernel_list(args):
                  if b["tarball"] else "not fetched: make lab-deps")
         print(f"  {b['base']:<9} {b['release']:<9} {b['package']} {b['version']} ({b['suite']}),"
               f" sha256 {b['sha256'][:12]}; {where}")
-        dc = b.get("distro_config")
-        if dc:
-            here = "" if b["distro_config_here"] else "; not fetched: make lab-deps"
-            print(f"  {'':<9} {'':<9} --config production: {dc['package']} {dc['version']} "
-                  f"{dc['file']}, sha256 {dc['sha256'][:12]}{here}")
+        for dc in b.get("distro_configs", []):
+            here = "" if dc["here"] else "; not fetched: make lab-deps"
+            print(f"  {'':<9} {'':<9} --config production ({dc['arch']}): {dc['package']} "
+                  f"{dc['version']} {dc['file']}, sha256 {dc['sha256'][:12]}{here}")
     if not rows:
         print("no variants in kernel/series")
         return 0

@@ -39,6 +39,13 @@ FIELDS = ("package", "version", "suite", "release", "sha256")
 # The distribution's own kernel config for the release (the `production` flavour), from the
 # same suite: Debian's linux-config package and the file in it, pinned by its sha256.
 CONFIG_FIELDS = ("config-package", "config-version", "config-file", "config-sha256")
+# Another architecture's config: the same package as Debian builds it for that architecture,
+# e.g. `arm64-config-file` and `arm64-config-sha256` (the lab's --arch name first).
+ARCH_CONFIG_FIELDS = ("config-file", "config-sha256")
+# The lab's architectures (the kernel's ARCH names) as Debian names them; the first is the
+# lab's own, the one CONFIG_FIELDS describe.
+DEBIAN_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
+DEFAULT_ARCH = next(iter(DEBIAN_ARCH))
 # Debian's own binary kernel of the release, the production build's reference (`--kernel
 # debian`): the package with its vmlinuz, the one with its config, their version, and the
 # vmlinuz's sha256.
@@ -56,8 +63,12 @@ class Base:
     suite: str          # the archive suite that carried that version when it was pinned
     release: str        # the kernel release in the tarball, e.g. 7.3.4
     sha256: str         # the tarball's
-    distro_config: "DistroConfig | None" = None
+    distro_configs: "tuple[DistroConfig, ...]" = ()
     reference: "Reference | None" = None
+
+    def config_for(self, arch: str = DEFAULT_ARCH) -> "DistroConfig | None":
+        """Debian's config of this release for the lab's architecture `arch`, or None."""
+        return next((c for c in self.distro_configs if c.arch == arch), None)
 
     @property
     def tarball_name(self) -> str:
@@ -80,18 +91,21 @@ class Base:
 
 @dataclasses.dataclass(frozen=True)
 class DistroConfig:
-    """Debian's config for a base's release: `file` (xz) in the package `package`."""
+    """Debian's config for a base's release: `file` (xz) in the package `package` as Debian
+    builds it for `arch`."""
     package: str        # e.g. linux-config-7.3
     version: str
     file: str           # e.g. config.amd64_none_cloud-amd64.xz (cloud: made for VMs)
     sha256: str         # of `file` as the package carries it
+    arch: str = DEFAULT_ARCH    # the lab's name of the architecture (DEBIAN_ARCH)
 
     def cached(self, base: str) -> Path:
         return sources_root() / base / self.file
 
     def record(self) -> dict:
-        return {"package": self.package, "version": self.version, "file": self.file,
-                "sha256": self.sha256}
+        rec = {"package": self.package, "version": self.version, "file": self.file,
+               "sha256": self.sha256}
+        return rec if self.arch == DEFAULT_ARCH else {**rec, "arch": DEBIAN_ARCH[self.arch]}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,13 +139,15 @@ def load(name: str) -> Base:
     path = BASES_DIR / name
     if not NAME_RE.match(name) or not path.is_file():
         raise Error(f"unknown base {name!r} (known: {', '.join(names()) or 'none'})")
+    arch_groups = {arch: tuple(f"{arch}-{f}" for f in ARCH_CONFIG_FIELDS)
+                   for arch in list(DEBIAN_ARCH)[1:]}
+    known = FIELDS + CONFIG_FIELDS + sum(arch_groups.values(), ()) + REFERENCE_FIELDS
     fields: dict[str, str] = {}
     for lineno, line in enumerate(path.read_text().splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
         key, sep, value = line.partition(":")
-        known = FIELDS + CONFIG_FIELDS + REFERENCE_FIELDS
         if not sep or key.strip() not in known:
             raise Error(f"kernel/bases/{name}:{lineno}: want one of {', '.join(known)}: "
                         "VALUE", EXIT_FAILED)
@@ -139,7 +155,7 @@ def load(name: str) -> Base:
     missing = [f for f in FIELDS if not fields.get(f)]
     # the optional groups come whole or not at all
     groups = {}
-    for group in (CONFIG_FIELDS, REFERENCE_FIELDS):
+    for group in (CONFIG_FIELDS, *arch_groups.values(), REFERENCE_FIELDS):
         given = [f for f in group if fields.get(f)]
         if given and len(given) < len(group):
             missing += [f for f in group if f not in given]
@@ -147,9 +163,18 @@ def load(name: str) -> Base:
         groups[group] = values if given else None
     if missing:
         raise Error(f"kernel/bases/{name}: missing {', '.join(missing)}", EXIT_FAILED)
-    distro = DistroConfig(*groups[CONFIG_FIELDS]) if groups[CONFIG_FIELDS] else None
+    configs = []
+    if groups[CONFIG_FIELDS]:
+        package, version, file, sha256 = groups[CONFIG_FIELDS]
+        configs.append(DistroConfig(package, version, file, sha256))
+        configs += [DistroConfig(package, version, *groups[group], arch=arch)
+                    for arch, group in arch_groups.items() if groups[group]]
+    for group in arch_groups.values():
+        if groups[group] and not groups[CONFIG_FIELDS]:
+            raise Error(f"kernel/bases/{name}: {group[0]} needs {', '.join(CONFIG_FIELDS)}",
+                        EXIT_FAILED)
     ref = Reference(*groups[REFERENCE_FIELDS]) if groups[REFERENCE_FIELDS] else None
-    return Base(name, distro_config=distro, reference=ref, **fields)
+    return Base(name, distro_configs=tuple(configs), reference=ref, **fields)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,45 +253,53 @@ def fetch(base: Base) -> Tarball:
     return Tarball(dest, digest, "package")
 
 
-def download(base: Base, package: str, version: str, advice: str) -> Path:
+def download(base: Base, package: str, version: str, advice: str,
+             arch: str | None = None) -> Path:
     """`package` at `version` from the base's suite, as a .deb in the sources directory; Error
-    naming what the archive has (and `advice`) when that version is gone."""
+    naming what the archive has (and `advice`) when that version is gone. `arch`: Debian's
+    name of another architecture than the system's to take the package's build for."""
     apt = AptConfig(sources_root() / "apt", mirrors_for(base.suite), base.suite)
     log(f"base {base.name}: fetching {package} {version} from {base.suite} "
         f"({', '.join(apt.mirrors)})")
     apt.update()
-    found = apt.versions(package)
+    found = apt.versions(package, arch)
     if version not in found:
         raise Error(f"base {base.name}: Debian's archive no longer has {package} {version} "
-                    f"({base.suite} has {describe_found(apt, package, found)}); {advice}",
-                    EXIT_FAILED)
-    return apt.download(package, version, sources_root() / "debs")
+                    f"{arch or ''} ({base.suite} has {describe_found(apt, package, found)}); "
+                    f"{advice}", EXIT_FAILED)
+    return apt.download(package, version, sources_root() / "debs", arch)
 
 
-def distro_config(base: Base) -> Path | None:
-    """The base's Debian config (xz) on this machine with its pinned sha256, or None."""
-    dc = base.distro_config
+def distro_config(base: Base, arch: str = DEFAULT_ARCH) -> Path | None:
+    """The base's Debian config (xz) for `arch` on this machine with its pinned sha256, or
+    None."""
+    dc = base.config_for(arch)
     if dc is None:
         return None
     p = dc.cached(base.name)
     return p if p.is_file() and memo_sha256(p) == dc.sha256 else None
 
 
-def fetch_config(base: Base) -> Path:
-    """Download the base's Debian config package and take the config file out, unless it is
-    here already. Error when the base names none, or the archive has another."""
-    dc = base.distro_config
+def fetch_config(base: Base, arch: str = DEFAULT_ARCH) -> Path:
+    """Download the base's Debian config package for `arch` and take the config file out,
+    unless it is here already. Error when the base names none, or the archive has another."""
+    dc = base.config_for(arch)
     if dc is None:
-        raise Error(f"base {base.name} has no distribution config (kernel/bases/{base.name}: "
-                    f"{', '.join(CONFIG_FIELDS)}): it builds only the tiny config")
-    have = distro_config(base)
+        which = "" if arch == DEFAULT_ARCH else f"{arch}-"
+        raise Error(f"base {base.name} has no distribution config for {arch} "
+                    f"(kernel/bases/{base.name}: "
+                    f"{', '.join(which + f for f in CONFIG_FIELDS[-2:])}): it builds only the "
+                    "tiny config there")
+    have = distro_config(base, arch)
     if have:
         return have
     deb = download(base, dc.package, dc.version,
-                   f"update kernel/bases/{base.name}'s config-version and config-sha256")
+                   f"update kernel/bases/{base.name}'s config-version and config-sha256",
+                   DEBIAN_ARCH[arch])
     dest = dc.cached(base.name)
     digest = extract_pinned(base, deb, f"usr/src/{dc.package}/{dc.file}", dest, dc.sha256)
-    log(f"base {base.name}: {dest} ({dc.package} {dc.version}, sha256 {digest[:12]})")
+    log(f"base {base.name}: {dest} ({dc.package} {dc.version} {DEBIAN_ARCH[arch]}, "
+        f"sha256 {digest[:12]})")
     return dest
 
 
@@ -348,6 +381,9 @@ class AptConfig:
                 "-o", f"Dir::Cache={w / 'cache'}",
                 "-o", "Dir::State::status=/dev/null",
                 "-o", "Acquire::Languages=none",
+                # the lists of every architecture the lab builds for (a config package is
+                # built per architecture)
+                *sum((["-o", f"APT::Architectures::={a}"] for a in DEBIAN_ARCH.values()), []),
                 # root's downloads would otherwise be handed to the _apt user, who cannot
                 # write to the lab's cache
                 *(["-o", "APT::Sandbox::User=root"] if os.geteuid() == 0 else [])]
@@ -370,18 +406,21 @@ class AptConfig:
             raise Error(f"{' '.join(argv[:2])} ({self.suite}) failed: {last}", EXIT_FAILED)
         return done.out
 
-    def versions(self, package: str) -> list[str]:
-        out = self.apt("apt-cache", "madison", package) if self.packages(package) else ""
+    def versions(self, package: str, arch: str | None = None) -> list[str]:
+        spec = f"{package}:{arch}" if arch else package
+        out = self.apt("apt-cache", "madison", spec) if self.packages(package) else ""
         return [f.split("|")[1].strip() for f in out.splitlines() if f.count("|") >= 2]
 
     def packages(self, prefix: str) -> list[str]:
         out = self.apt("apt-cache", "pkgnames", prefix)
         return sorted(p for p in out.split() if p.startswith(prefix))
 
-    def download(self, package: str, version: str, dest: Path) -> Path:
+    def download(self, package: str, version: str, dest: Path,
+                 arch: str | None = None) -> Path:
         dest.mkdir(parents=True, exist_ok=True)
-        self.apt("apt-get", "download", "-q", f"{package}={version}", cwd=dest)
-        debs = sorted(dest.glob(f"{package}_*.deb"))
+        spec = f"{package}:{arch}" if arch else package
+        self.apt("apt-get", "download", "-q", f"{spec}={version}", cwd=dest)
+        debs = sorted(dest.glob(f"{package}_*_{arch}.deb" if arch else f"{package}_*.deb"))
         if not debs:
             raise Error(f"apt-get download {package}={version} left no .deb in {dest}",
                         EXIT_FAILED)

@@ -49,10 +49,11 @@ def distro_base(variant: Variant) -> bases.Base | None:
     takes the default base's), else None."""
     if variant.flavour != "production":
         return None
-    if variant.arch != DEFAULT_ARCH:
-        raise Error(f"{variant.name}: --config production is Debian's amd64 config; the lab "
-                    f"pins none for {variant.arch} yet")
-    return bases.load(variant.base or bases.DEFAULT_BASE)
+    base = bases.load(variant.base or bases.DEFAULT_BASE)
+    if base.config_for(variant.arch) is None:
+        raise Error(f"{variant.name}: --config production: kernel/bases/{base.name} pins no "
+                    f"Debian config for {variant.arch}")
+    return base
 
 
 def config_digest(variant: Variant) -> str:
@@ -63,7 +64,7 @@ def config_digest(variant: Variant) -> str:
         h.update(b"own config\0" + variant.config.read_bytes())
     distro = distro_base(variant)
     if distro:
-        h.update(f"distro config\0{distro.distro_config.sha256}\0".encode())
+        h.update(f"distro config\0{distro.config_for(variant.arch).sha256}\0".encode())
     for p in variant.fragment_paths():
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()
@@ -121,8 +122,11 @@ def configure(src: Source, variant: Variant, bdir: Path, logfile: Path, digest: 
         steps = [["cp", str(variant.config), str(bdir / ".config")]]
     elif distro:
         # fetch before the dry-run return: a dry run says so when the config is not here
-        found = bases.distro_config(distro) if proc.is_dry_run() else bases.fetch_config(distro)
-        steps = [["xz", "-dc", str(found or distro.distro_config.cached(distro.name))], merge]
+        arch = variant.arch
+        found = (bases.distro_config(distro, arch) if proc.is_dry_run()
+                 else bases.fetch_config(distro, arch))
+        cached = distro.config_for(arch).cached(distro.name)
+        steps = [["xz", "-dc", str(found or cached)], merge]
     else:
         steps = [make_argv(src, bdir, "tinyconfig", arch=variant.arch), merge]
     steps.append(make_argv(src, bdir, "olddefconfig", arch=variant.arch))
@@ -293,7 +297,7 @@ def _file_image(src: Source, variant: Variant, bdir: Path, key: str, seconds: fl
     }
     distro = distro_base(variant)
     if distro:
-        meta["distro_config"] = distro_record(distro)
+        meta["distro_config"] = distro_record(distro, variant.arch)
     proc.write_json_atomic(d / "meta.json", meta)
     return meta
 
@@ -307,12 +311,13 @@ def config_value(config: Path, option: str) -> str | None:
     return None
 
 
-def distro_record(base: bases.Base) -> dict:
+def distro_record(base: bases.Base, arch: str) -> dict:
     """What a `production` build started from: Debian's package, file and sha256, and the
     compiler Debian built its own kernel with (the config names it)."""
-    rec = base.distro_config.record()
+    dc = base.config_for(arch)
+    rec = dc.record()
     with contextlib.suppress(OSError, lzma.LZMAError):
-        with lzma.open(base.distro_config.cached(base.name), "rt") as f:
+        with lzma.open(dc.cached(base.name), "rt") as f:
             m = re.search(r'^CONFIG_CC_VERSION_TEXT="(.*)"$', f.read(), re.M)
         if m:
             rec["compiler"] = m.group(1)
@@ -448,8 +453,9 @@ def describe_bases() -> list[dict]:
             b = bases.load(name)
             row.update(release=b.release, package=b.package, version=b.version,
                        suite=b.suite, sha256=b.sha256,
-                       distro_config=b.distro_config.record() if b.distro_config else None,
-                       distro_config_here=bases.distro_config(b) is not None)
+                       distro_configs=[{**c.record(), "arch": bases.DEBIAN_ARCH[c.arch],
+                                        "here": bases.distro_config(b, c.arch) is not None}
+                                       for c in b.distro_configs])
             found = bases.tarball(b)
             if found:
                 row.update(tarball=str(found.path), tarball_sha256=found.sha256,

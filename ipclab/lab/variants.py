@@ -25,11 +25,12 @@ BASE_FRAGMENT = "lab.config"
 # Debian config (bases.fetch_config) with production.config on top instead of lab.config.
 FLAVOURS = ("tiny", "production")
 PRODUCTION_FRAGMENT = "production.config"
-# The architectures a variant builds for (the kernel's ARCH names). x86_64 is the lab's own;
-# another gets its fragment kernel/config/arch/ARCH.config after the others (its machine's
-# console, interrupt controller and virtio transport) and a build dir and image of its own.
-DEFAULT_ARCH = "x86_64"
-ARCHES = (DEFAULT_ARCH, "arm64")
+# The architectures a variant builds for (the kernel's ARCH names; bases owns the list). x86_64
+# is the lab's own; another gets its fragment kernel/config/arch/ARCH.config after the others
+# (its machine's console, interrupt controller and virtio transport; ARCH-production.config on
+# a Debian config, which has the rest) and a build dir and image of its own.
+DEFAULT_ARCH = bases.DEFAULT_ARCH
+ARCHES = tuple(bases.DEBIAN_ARCH)
 
 
 @dataclasses.dataclass
@@ -55,7 +56,8 @@ class Variant:
     def fragment_paths(self) -> list[Path]:
         if self.config:
             return []
-        own = [] if self.arch == DEFAULT_ARCH else [f"arch/{self.arch}.config"]
+        flavour = "-production" if self.flavour == "production" else ""
+        own = [] if self.arch == DEFAULT_ARCH else [f"arch/{self.arch}{flavour}.config"]
         return [KERNEL_DIR / "config" / c for c in self.fragments + own]
 
     @property
