@@ -15,12 +15,14 @@ pipe, one writer and one reader, counts of lab-lockstat.patch divided by the wri
   (MUTEX_SPIN_ON_OWNER) gets the mutex without either being counted. When the host did not
   run the two vCPU threads at once (ipcbench vcpu-slices in the same boot: the share of
   reads that saw the other vCPU's count move), there is nothing to judge and the test skips.
-- one vCPU, both on CPU 0: the share of mutex_lock() calls that found the mutex held must
-  not grow by more than 0.1 per write: the reader cannot run inside a hold that preemption
-  cannot interrupt.
+- one vCPU, both on CPU 0, two boots per kernel: the share of mutex_lock() calls that found
+  the mutex held, the mean of the two boots, must not grow by more than 0.1 per write: the
+  reader cannot run inside a hold that preemption cannot interrupt.
 
-Both variants build in the lockstat overlay's build directory (a cold build the first time,
-incremental after). The timeouts bound a boot; they are not measurements. Part of `make
+Both variants build in the debug overlay's build directory, which the fault runs build
+anyway (debug.config has lock_stat), with lab-lockstat.patch on top as a patch: the lockstat
+overlay would cost `make test` a cold build of its own. Lockdep makes every lock and unlock
+heavier on both sides alike; the hold added is 150000 instructions. The timeouts bound a boot; they are not measurements. Part of `make
 test`; `make test-smp` runs it alone.
 """
 
@@ -35,7 +37,7 @@ pytestmark = [
     pytest.mark.skipif("long_hold" not in ROLE, reason="this base has no long-hold variant"),
 ]
 
-OVERLAY = "+counters+lockstat"
+OVERLAY = "+debug+counters+lab-lockstat.patch"
 # 64 KiB writes into the engine's 1 MiB pipe, one writer and one reader: the difference of a
 # run of 20 writes and one of 500 is what 480 writes cost.
 COUNTS = "kernel/tests/pipe-alloc-counts --cells 1x1 --writes 20,500"
@@ -99,8 +101,12 @@ def test_two_concurrent_vcpus_wait_out_a_longer_hold(built):
 
 
 def test_one_vcpu_does_not_find_a_longer_hold_held(built):
-    (plain, _), (held, _) = boot(ROLE["plain"], 1), boot(ROLE["long_hold"], 1)
-    print("one vCPU: found held %.3f -> %.3f per write" % (
-        plain["mutex_found_held_per_write"], held["mutex_found_held_per_write"]))
-    assert held["mutex_found_held_per_write"] <= plain["mutex_found_held_per_write"] + 0.1, \
-        (plain, held)
+    # The share moves by up to 0.4 from one timed boot of a kernel to the next (it counts
+    # where the tick preempted the writer): two boots a side, their mean.
+    found = {}
+    for v in (ROLE["plain"], ROLE["long_hold"]):
+        rows = [boot(v, 1)[0] for _ in range(2)]
+        found[v] = sum(r["mutex_found_held_per_write"] for r in rows) / len(rows)
+    plain, held = found[ROLE["plain"]], found[ROLE["long_hold"]]
+    print("one vCPU: found held %.3f -> %.3f per write (mean of two boots)" % (plain, held))
+    assert held <= plain + 0.1, found
