@@ -293,3 +293,24 @@ def test_bisect_refuses_bad_suites_refs_and_too_few_timed_boots(tmp_path, capsys
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert want in err and "\n" not in err, (argv, err)
+
+
+def test_an_arm64_bisect_builds_and_resumes_for_arm64(tmp_path):
+    import subprocess
+    tree = tmp_path / "linux"
+    (tree / "kernel").mkdir(parents=True)
+    (tree / "Makefile").write_text("VERSION = 7\n")
+    (tree / "kernel" / "Kconfig").write_text("")
+    env = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "-C", str(tree), "init", "-q"], check=True)
+    subprocess.run(["git", "-C", str(tree), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(tree), *env, "commit", "-q", "-m", "1"], check=True)
+    head = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    p = b.Params(str(tree), head, head, "seed-skip-wakeups", "pipe-throughput", None, True, 1,
+                 arch="arm64")
+    v = b.LabMeasure(p, tmp_path / "out").variant(head)
+    assert v.arch == "arm64" and v.config_name.endswith("@arm64")
+    log = b.BisectLog(tmp_path / b.LOG_NAME)
+    log.start(p)
+    assert log.read()[0].arch == "arm64"       # --resume builds for the same architecture

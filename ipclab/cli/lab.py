@@ -49,7 +49,7 @@ def cmd_bisect(args):
                               gittree.resolve(tree, args.bad), args.suite, args.metric,
                               None if args.threshold is None else args.threshold / 100,
                               deterministic_mode, boots, args.reps, args.warmups, args.cpus,
-                              config, _cost(args))
+                              config, _cost(args), args.arch)
         outdir = Path(args.output_dir or Path("results") /
                       f"{proc.stamp()}-bisect-{p.good[:12]}-{p.bad[:12]}-{args.suite}")
         if (outdir / lab_bisect.LOG_NAME).exists():

@@ -204,6 +204,10 @@ def _add_kernel_sources(p, patch_side="the kernel"):
                         "for what the suites need. `debian[:BASE]`: Debian's own kernel of "
                         "the base's release (mainline's by default), the reference of "
                         "--config production")
+    _add_arch(p)
+
+
+def _add_arch(p):
     p.add_argument("--arch", choices=variants.ARCHES, default=variants.DEFAULT_ARCH,
                    help="the architecture to build for and boot (arm64: cross-built with "
                         "Debian's gcc-aarch64-linux-gnu, booted on QEMU's virt machine)")
@@ -386,6 +390,7 @@ def add_bisect_parser(sub):
                    help=f"boots per commit (1 deterministic; {ab.TIMED_PAIRS} timed)")
     b.add_argument("--cpus", type=positive_int, help="guest CPUs")
     b.add_argument("--config", metavar="FLAVOUR|FILE", help=CONFIG_HELP)
+    _add_arch(b)
     _add_reps(b)
     b.add_argument("-j", "--jobs", type=positive_int, help="make -j (default: number of CPUs)")
     b.add_argument("--timeout", type=positive_float, default=1800, help="per boot, s (1800)")

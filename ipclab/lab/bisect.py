@@ -205,6 +205,7 @@ class Params:
     cpus: int | None = None
     config: str | None = None
     cost: str = vm.DEFAULT_PLUGIN_MEMORY  # what the plugin counts of memory (deterministic)
+    arch: str = variants.DEFAULT_ARCH
 
 
 class BisectLog:
@@ -428,7 +429,7 @@ class LabMeasure:
         self._ahead: list[threading.Thread] = []
 
     def variant(self, commit: str) -> variants.Variant:
-        v = variants.resolve(commit, self.p.tree, config=self.p.config)
+        v = variants.resolve(commit, self.p.tree, config=self.p.config, arch=self.p.arch)
         v.name = commit[:12]
         return v
 
@@ -471,7 +472,8 @@ class LabMeasure:
                 out[c].skip = f"does not build: {e}"
             out[c].seconds["build"] = round(time.monotonic() - t0, 1)
         if metas and self.accel is None:
-            self.accel = vm.accel_for(kernel.image_path(next(iter(metas.values()))), self.clock)
+            self.accel = vm.accel_for(kernel.image_path(next(iter(metas.values()))), self.clock,
+                                      self.p.arch)
         self._prebuild()
 
         def one_boot(c: str, i: int):
