@@ -181,8 +181,14 @@ def cmd_vm_run(args):
                         " put it before --")
         if args.profile:
             raise Error("--profile profiles the cells of a SUITE; a command after -- has none")
+    elif args.conformance:
+        if args.suite:
+            raise Error("--conformance runs the conformance tests: give no SUITE besides it")
     elif not args.suite:
-        raise Error("nothing to run: give a SUITE or -- CMD")
+        raise Error("nothing to run: give a SUITE, -- CMD or --conformance")
+    if args.conformance and (command is not None or args.profile or args.cost):
+        raise Error("--conformance runs the conformance tests: give no -- CMD, --profile or "
+                    "--cost besides it")
     clock = _clock(args)
     with proc.dry_run(args.dry_run):
         opts = dict(thp=args.thp, timeout=args.timeout, clock=clock,
@@ -190,6 +196,8 @@ def cmd_vm_run(args):
                     faults=vm.fault_injection(args.fail_page_alloc, args.failslab,
                                               args.fault_tasks))
         [kern] = _kernels(args, [args.variant], 1)
+        if args.conformance:
+            return labreport.vm_command(ab.vm_conformance(kern, **opts))
         if command:
             if args.cost:
                 raise Error("--cost counts the samples of a SUITE; a command after -- has none")
