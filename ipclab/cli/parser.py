@@ -311,17 +311,20 @@ def add_vm_parser(sub):
     v = sub.add_parser("vm", help="boot a variant and run things inside (lab)")
     vsub = v.add_subparsers(dest="vm_cmd", metavar="{run}", parser_class=_IntermixedParser)
     vsub.required = True
-    r = vsub.add_parser("run", help="boot VARIANT; run SUITE, or the command after --",
-                        usage="%(prog)s [options] VARIANT [SUITE | -- CMD ... | --conformance]")
+    r = vsub.add_parser("run", help="boot VARIANT; run SUITE, the command after --, or the "
+                        "conformance tests",
+                        usage="%(prog)s [options] VARIANT "
+                              "[SUITE | -- CMD ... | --conformance [-- TEST ...]]")
     r.add_argument("variant", nargs="?", metavar="VARIANT")
     r.add_argument("suite", nargs="?", metavar="SUITE")
     r.add_argument("--timeout", type=positive_float, default=900,
                    help="watchdog for the whole boot, s (900)")
     r.add_argument("-o", "--output", type=Path, help="results file (suite mode)")
     r.add_argument("--conformance", action="store_true",
-                   help="run every conformance test and print KTAP, as `-- conformance/run.sh`"
-                        " does on x86 (which it runs there); on arm64, whose guest has no "
-                        "shell, the tests are cross-built into its initramfs")
+                   help="run the conformance tests (all, or the TESTs after --) and print "
+                        "KTAP, as `-- conformance/run.sh [TEST...]` does on x86 (which it runs "
+                        "there); on arm64, whose guest has no shell, the tests are "
+                        "cross-built into its initramfs")
     _add_clock_options(r)
     r.add_argument("--fail-page-alloc", metavar="P[,INTERVAL[,TIMES[,SPACE]]]",
                    help="inject page allocation failures into the command only "

@@ -232,20 +232,21 @@ def vm_command(kern: variants.Variant | dict, command: list[str], *,
     return VmRun(b, accel, clock, output=output)
 
 
-def vm_conformance(kern: variants.Variant | dict, *, thp: str | None = None,
-                   timeout: float = 900, faults: dict | None = None, kmemleak: bool = False,
-                   clock: vm.Clock = vm.TIMED, cpus: int | None = None,
+def vm_conformance(kern: variants.Variant | dict, tests: list[str] = (), *,
+                   thp: str | None = None, timeout: float = 900, faults: dict | None = None,
+                   kmemleak: bool = False, clock: vm.Clock = vm.TIMED, cpus: int | None = None,
                    record: Path | None = None) -> VmRun | None:
-    """`vm run VARIANT --conformance`: every conformance test in one boot, as KTAP; on x86
-    conformance/run.sh in the guest, on arm64 the init's own job (arm64_conformance)."""
+    """`vm run VARIANT --conformance [-- TEST...]`: the conformance tests (all, or these) in
+    one boot, as KTAP; on x86 conformance/run.sh in the guest, on arm64 the init's own job
+    (arm64_conformance)."""
     meta = kernel.obtain(kern)
     if meta.get("arch") != "arm64":
-        return vm_command(meta, [fault_runs.RUN_SH], thp=thp, timeout=timeout, faults=faults,
+        return vm_command(meta, [fault_runs.RUN_SH, *tests], thp=thp, timeout=timeout, faults=faults,
                           kmemleak=kmemleak, clock=clock, cpus=cpus, record=record)
     if faults or kmemleak:
         raise Error("fault injection and kmemleak are not in the arm64 guest yet")
     run = arm64_conformance.run(meta, thp=thp, timeout=timeout, clock=clock, cpus=cpus,
-                                record=record)
+                                record=record, tests=list(tests))
     if run is None:
         return None
     return VmRun(run.boot, "tcg", clock, output=run.output,

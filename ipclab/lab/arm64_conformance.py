@@ -47,6 +47,14 @@ def test_names() -> list[str]:
     return sorted(p.stem for p in CONFORMANCE.glob("*.c"))
 
 
+def check_tests(tests: list[str]) -> None:
+    """Error (exit 2) for a name that is no conformance test, as run.sh's "no such test"."""
+    unknown = sorted(set(tests) - set(test_names()))
+    if unknown:
+        raise Error(f"no such conformance test: {', '.join(unknown)} (the tests are "
+                    f"conformance/*.c)")
+
+
 def build_argv(bindir: Path, jobs: int) -> list[str]:
     """conformance's own Makefile, with the arm64 compiler, static and stripped, into
     bindir."""
@@ -210,9 +218,7 @@ def run(kern: variants.Variant | dict, *, thp: str | None = None, timeout: float
     """One arm64 boot running every conformance test (or these `tests`); None in a dry
     run."""
     names = test_names()
-    unknown = sorted(set(tests or ()) - set(names))
-    if unknown:
-        raise Error(f"no such conformance test: {', '.join(unknown)}")
+    check_tests(tests or [])
     meta = kernel.obtain(kern)
     bindir = binaries()
     image = initrd(bindir, names)

@@ -175,13 +175,23 @@ def test_the_tests_go_in_an_initramfs_after_the_init_s(tmp_path, monkeypatch):
 # --------------------------------------------------------------------------- vm run
 
 
-def test_vm_run_conformance_wants_nothing_else(capsys):
-    assert main(["vm", "run", "mainline", "seeds", "--conformance"]) == 2
-    assert "give no SUITE" in capsys.readouterr().err
-    assert main(["vm", "run", "mainline", "--conformance", "--", "true"]) == 2
-    assert "give no -- CMD" in capsys.readouterr().err
+def test_vm_run_conformance_takes_test_names_and_nothing_else(capsys, monkeypatch):
+    """The names after -- are run.sh's TEST arguments, checked before anything is built."""
+    seen = {}
+    monkeypatch.setattr(ab, "vm_conformance", lambda kern, tests, **kw: seen.update(
+        kern=kern, tests=tests) or None)
+    assert main(["vm", "run", "mainline", "--arch", "arm64", "--conformance"]) == 0
+    assert seen["tests"] == [] and seen["kern"].arch == "arm64"
+    assert main(["vm", "run", "mainline", "--conformance", "--", "pipe_order"]) == 0
+    assert seen["tests"] == ["pipe_order"]
+    seen.clear()
+    for argv, said in ((["seeds"], "give no SUITE"), (["--profile"], "--profile and --cost"),
+                       (["--", "pipe_order", "true"], "no such conformance test: true")):
+        assert main(["vm", "run", "mainline", "--conformance", *argv]) == 2
+        assert said in capsys.readouterr().err
     assert main(["vm", "run", "mainline"]) == 2
     assert "--conformance" in capsys.readouterr().err
+    assert not seen
 
 
 def test_on_x86_conformance_is_run_sh_in_the_guest(monkeypatch):
@@ -190,6 +200,8 @@ def test_on_x86_conformance_is_run_sh_in_the_guest(monkeypatch):
         meta=meta, command=command, **kw) or "x86 run")
     assert ab.vm_conformance({"arch": "x86_64"}, timeout=5) == "x86 run"
     assert seen["command"] == ["conformance/run.sh"] and seen["timeout"] == 5
+    ab.vm_conformance({"arch": "x86_64"}, ["pipe_order"])
+    assert seen["command"] == ["conformance/run.sh", "pipe_order"]
 
 
 def boot(tmp_path, ok=True):
