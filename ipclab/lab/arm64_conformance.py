@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 from pathlib import Path
 
 from ipclab import EXIT_FAILED, ROOT, Error, proc
@@ -74,6 +75,7 @@ def binaries() -> Path:
     log(f"conformance: cross-building {len(test_names())} tests for arm64")
     done = proc.run(argv, 900, capture=True)
     if done.rc != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise Error(f"cross-building the conformance tests failed (is gcc-aarch64-linux-gnu "
                     f"installed? make lab-deps): {(done.err or done.out).strip()[-300:]}",
                     EXIT_FAILED)
