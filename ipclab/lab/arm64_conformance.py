@@ -224,7 +224,7 @@ def run(kern: variants.Variant | dict, *, thp: str | None = None, timeout: float
     meta = kernel.obtain(kern)
     bindir = binaries()
     image = initrd(bindir, names)
-    names = [n for n in names if not tests or n in tests]
+    names = list(tests) if tests else names     # run.sh's order: the one it was given
     shared = vm.new_shared(variants.slug(meta["variant"]), "conformance")
     text, timeout_s = job(names, clock, thp or "madvise")
     if not proc.is_dry_run():

@@ -230,3 +230,28 @@ def test_on_arm64_the_exit_status_is_run_sh_s(monkeypatch, tmp_path, kinds, boot
 def test_an_unknown_test_is_refused_before_anything_is_built():
     with pytest.raises(ac.Error, match="no such conformance test: nope"):
         ac.run({"arch": "arm64"}, tests=["nope", "pipe_order"])
+
+
+def test_a_boot_runs_the_named_tests_in_the_order_given(tmp_path, monkeypatch):
+    """run() end to end with a stand-in for the guest that runs the job's first step and
+    stops: the steps in run.sh's order (the one given), the KTAP from what it left."""
+    monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(ac, "binaries", lambda: tmp_path / "conformance-arm64-k")
+    monkeypatch.setattr(ac, "initrd", lambda bindir, names: tmp_path / "initrd.cpio")
+    seen = {}
+
+    def guest(meta, accel, argv, *, shared, launcher, cpus, timeout, **kw):
+        seen["qemu"] = launcher(Path("/Image"), cpus, "2G", [], [])
+        steps = [line for line in job_lines((shared / arm64.JOB).read_text())
+                 if line[0] == "run"]
+        seen["steps"] = [line[1] for line in steps]
+        leave(shared, steps[0][1], 0, out="# done\n")
+        return boot(shared)
+    monkeypatch.setattr(vm, "boot", guest)
+    run = ac.run({"variant": "mainline", "arch": "arm64"}, cpus=1,
+                 tests=["pipe_order", "mq_notify"])
+    assert seen["steps"] == ["pipe_order", "mq_notify"]
+    assert seen["qemu"][seen["qemu"].index("-initrd") + 1] == str(tmp_path / "initrd.cpio")
+    assert [(o.name, o.kind) for o in run.outcomes] == [("pipe_order", "pass"),
+                                                        ("mq_notify", "error")]
+    assert "not ok 2 mq_notify # error: not run (the guest stopped before it)" in run.output
