@@ -13,8 +13,13 @@
  *     write PATH VALUE     write VALUE into PATH (a sysctl or sysfs knob); failures are noted
  *     mkdir PATH           create a directory (a cgroup); failures are noted
  *     env NAME=VALUE       set it for every later run
- *     run NAME ARGV...     run ARGV with stdout to SHARED/NAME.out and stderr to
- *                          SHARED/NAME.err; its wait status goes to SHARED/NAME.rc
+ *     timeout SECONDS      the watchdog of every later run (0, the default: none)
+ *     run NAME ARGV...     run ARGV in a process group of its own, with stdout to
+ *                          SHARED/NAME.out and stderr to SHARED/NAME.err; its wait status
+ *                          goes to SHARED/NAME.rc. Past the timeout the group gets SIGTERM,
+ *                          SIGKILL 5 s later (as run.sh's `timeout -k 5`), and
+ *                          SHARED/NAME.timeout holds the seconds. What the run leaves
+ *                          behind in its group is killed when it ends.
  *
  * It writes SHARED/started first, and last SHARED/dmesg.txt and SHARED/status.json
  * ({"rc": 0 or the number of runs that failed, "release", "nproc", "notes"}).
@@ -22,6 +27,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +36,7 @@
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,6 +45,7 @@
 
 static char shared[512];
 static char notes[4096];
+static unsigned step_timeout;	/* seconds; 0: none */
 
 static void note(const char *what, const char *detail)
 {
@@ -88,6 +97,36 @@ static int find_shared(void)
 	return 0;
 }
 
+/*
+ * Wait for a run's process; past `limit` seconds (0: no limit) its group gets SIGTERM, and
+ * SIGKILL 5 s later. A pidfd, not alarm(): a signal between the check and the wait would
+ * be lost, and polling would add instructions to a deterministic boot. Returns 1 when the
+ * limit was reached.
+ */
+static int wait_run(pid_t pid, int *status, unsigned limit)
+{
+	int fd = limit ? (int)syscall(SYS_pidfd_open, pid, 0) : -1, timed_out = 0;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (limit && fd < 0)
+		note("timeout", strerror(errno));
+	if (fd >= 0 && poll(&p, 1, limit * 1000) == 0) {
+		timed_out = 1;
+		kill(-pid, SIGTERM);
+		if (poll(&p, 1, 5000) == 0)
+			kill(-pid, SIGKILL);
+	}
+	if (fd >= 0)
+		close(fd);
+	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+		;
+	/* Its leftovers would run into the next step; as orphans they are ours to reap. */
+	kill(-pid, SIGKILL);
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	return timed_out;
+}
+
 /* One run step: its wait status, or -1 when it could not be started. */
 static int run(char *name, char **argv)
 {
@@ -103,15 +142,21 @@ static int run(char *name, char **argv)
 		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
+		setpgid(0, 0);
 		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
 			_exit(126);
 		execv(argv[0], argv);
 		dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
-	if (pid > 0)
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
+	if (pid > 0) {
+		setpgid(pid, pid);	/* before the watchdog can need it, whoever runs first */
+		if (wait_run(pid, &status, step_timeout)) {
+			snprintf(text, sizeof(text), "%u\n", step_timeout);
+			in_shared(out, sizeof(out), name, ".timeout");
+			write_file(out, text, strlen(text));
+		}
+	}
 	snprintf(text, sizeof(text), "%d\n", status);
 	write_file(rc, text, strlen(text));
 	return status;
@@ -146,6 +191,10 @@ static int job(void)
 				note(fields[1], strerror(errno));
 		} else if (n == 2 && !strcmp(fields[0], "env")) {
 			putenv(strdup(fields[1]));
+		} else if (n == 2 && !strcmp(fields[0], "timeout")) {
+			step_timeout = strtoul(fields[1], NULL, 10);
+			if (step_timeout > 86400 * 20)	/* poll()'s int milliseconds */
+				step_timeout = 86400 * 20;
 		} else if (n >= 3 && !strcmp(fields[0], "run")) {
 			int status = run(fields[1], fields + 2);
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ipclab import Error, proc, report
-from ipclab.lab import ab, bases, census, gittree, kernel, variants, vm
+from ipclab.lab import ab, arm64_conformance, bases, census, gittree, kernel, variants, vm
 from ipclab.lab import bisect as lab_bisect
 from ipclab.report import lab as labreport
 
@@ -163,14 +163,19 @@ def cmd_kernel_list(args):
 
 
 def cmd_vm_run(args):
-    """`vm run VARIANT SUITE` or `vm run VARIANT -- CMD` (main cut CMD off as engine_args);
-    with --kernel PATH, `vm run --kernel PATH SUITE`."""
+    """`vm run VARIANT SUITE`, `vm run VARIANT -- CMD` (main cut CMD off as engine_args) or
+    `vm run VARIANT --conformance [-- TEST...]`; with --kernel PATH, `vm run --kernel PATH
+    SUITE`."""
     command = args.engine_args
     if args.kernel:
         if args.suite:
             raise Error("--kernel names the kernel: give only a SUITE (or -- CMD) besides it")
         args.suite, args.variant = args.variant, None
-    if command is not None:
+    tests = None
+    if args.conformance:
+        # After --, run.sh's TEST... arguments: only these tests.
+        tests, command = _conformance_tests(args, command), None
+    elif command is not None:
         if not command:
             raise Error("nothing after --")
         if args.suite:
@@ -182,7 +187,7 @@ def cmd_vm_run(args):
         if args.profile:
             raise Error("--profile profiles the cells of a SUITE; a command after -- has none")
     elif not args.suite:
-        raise Error("nothing to run: give a SUITE or -- CMD")
+        raise Error("nothing to run: give a SUITE, -- CMD or --conformance")
     clock = _clock(args)
     with proc.dry_run(args.dry_run):
         opts = dict(thp=args.thp, timeout=args.timeout, clock=clock,
@@ -190,6 +195,8 @@ def cmd_vm_run(args):
                     faults=vm.fault_injection(args.fail_page_alloc, args.failslab,
                                               args.fault_tasks))
         [kern] = _kernels(args, [args.variant], 1)
+        if tests is not None:
+            return labreport.vm_command(ab.vm_conformance(kern, tests, **opts))
         if command:
             if args.cost:
                 raise Error("--cost counts the samples of a SUITE; a command after -- has none")
@@ -197,6 +204,19 @@ def cmd_vm_run(args):
         job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
                            warmups=args.warmups, profile=args.profile)
         return labreport.vm_suite(ab.vm_suite(kern, job, args.output, memory=_cost(args), **opts))
+
+
+def _conformance_tests(args, command: list[str] | None) -> list[str]:
+    """`vm run --conformance [-- TEST...]`: the tests to run (all when none is named),
+    checked before anything is built."""
+    if args.suite:
+        raise Error("--conformance runs the conformance tests: give no SUITE besides it")
+    if args.profile or args.cost:
+        raise Error("--profile and --cost follow the cells of a SUITE; the conformance tests "
+                    "have none")
+    tests = list(command or [])
+    arm64_conformance.check_tests(tests)
+    return tests
 
 
 def cmd_ab(args):

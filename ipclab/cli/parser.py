@@ -282,32 +282,7 @@ def add_lab_parsers(sub):
                    help="print only the tarball's path (for scripts)")
     f.set_defaults(func=cmd_kernel_fetch)
 
-    v = sub.add_parser("vm", help="boot a variant and run things inside (lab)")
-    vsub = v.add_subparsers(dest="vm_cmd", metavar="{run}", parser_class=_IntermixedParser)
-    vsub.required = True
-    r = vsub.add_parser("run", help="boot VARIANT; run SUITE, or the command after --",
-                        usage="%(prog)s [options] VARIANT [SUITE | -- CMD ...]")
-    r.add_argument("variant", nargs="?", metavar="VARIANT")
-    r.add_argument("suite", nargs="?", metavar="SUITE")
-    r.add_argument("--timeout", type=positive_float, default=900,
-                   help="watchdog for the whole boot, s (900)")
-    r.add_argument("-o", "--output", type=Path, help="results file (suite mode)")
-    _add_clock_options(r)
-    r.add_argument("--fail-page-alloc", metavar="P[,INTERVAL[,TIMES[,SPACE]]]",
-                   help="inject page allocation failures into the command only "
-                        "(debug variant): probability %%, interval, times, bytes first")
-    r.add_argument("--failslab", metavar="P[,INTERVAL[,TIMES[,SPACE]]]",
-                   help="the same for slab allocations (failslab)")
-    r.add_argument("--fault-tasks", choices=vm.FAULT_TASKS, default="command",
-                   help="who fails: the command and all it forks (default), or only the "
-                        "workers the command marks itself (CT_MAKE_IT_FAIL=1: conformance/"
-                        "run.sh's stress tests)")
-    r.add_argument("--kmemleak", action="store_true",
-                   help="scan kmemleak after the command; leaks fail the run (debug variant)")
-    r.add_argument("--record", type=Path, help="write the lab's JSON record of the boot here")
-    _add_kernel_sources(r)
-    _add_dry_run(r)
-    r.set_defaults(func=cmd_vm_run, engine_args=None)
+    add_vm_parser(sub)
 
     a = sub.add_parser("ab", help="kernel A/B: boot BASE and NEW alternately, compare",
                        description="BASE and NEW are variants (kernel/series), refs of --tree's"
@@ -334,6 +309,42 @@ def add_lab_parsers(sub):
 
     add_bisect_parser(sub)
     add_census_parser(sub)
+
+
+def add_vm_parser(sub):
+    v = sub.add_parser("vm", help="boot a variant and run things inside (lab)")
+    vsub = v.add_subparsers(dest="vm_cmd", metavar="{run}", parser_class=_IntermixedParser)
+    vsub.required = True
+    r = vsub.add_parser("run", help="boot VARIANT; run SUITE, the command after --, or the "
+                        "conformance tests",
+                        usage="%(prog)s [options] VARIANT "
+                              "[SUITE | -- CMD ... | --conformance [-- TEST ...]]")
+    r.add_argument("variant", nargs="?", metavar="VARIANT")
+    r.add_argument("suite", nargs="?", metavar="SUITE")
+    r.add_argument("--timeout", type=positive_float, default=900,
+                   help="watchdog for the whole boot, s (900)")
+    r.add_argument("-o", "--output", type=Path, help="results file (suite mode)")
+    r.add_argument("--conformance", action="store_true",
+                   help="run the conformance tests (all, or the TESTs after --) and print "
+                        "KTAP, as `-- conformance/run.sh [TEST...]` does on x86 (which it runs "
+                        "there); on arm64, whose guest has no shell, the tests are "
+                        "cross-built into its initramfs")
+    _add_clock_options(r)
+    r.add_argument("--fail-page-alloc", metavar="P[,INTERVAL[,TIMES[,SPACE]]]",
+                   help="inject page allocation failures into the command only "
+                        "(debug variant): probability %%, interval, times, bytes first")
+    r.add_argument("--failslab", metavar="P[,INTERVAL[,TIMES[,SPACE]]]",
+                   help="the same for slab allocations (failslab)")
+    r.add_argument("--fault-tasks", choices=vm.FAULT_TASKS, default="command",
+                   help="who fails: the command and all it forks (default), or only the "
+                        "workers the command marks itself (CT_MAKE_IT_FAIL=1: conformance/"
+                        "run.sh's stress tests)")
+    r.add_argument("--kmemleak", action="store_true",
+                   help="scan kmemleak after the command; leaks fail the run (debug variant)")
+    r.add_argument("--record", type=Path, help="write the lab's JSON record of the boot here")
+    _add_kernel_sources(r)
+    _add_dry_run(r)
+    r.set_defaults(func=cmd_vm_run, engine_args=None)
 
 
 def add_census_parser(sub):

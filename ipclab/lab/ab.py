@@ -20,11 +20,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ipclab import Error, compare, proc, profile, results, runner, suites
+from ipclab import EXIT_FAILED, Error, compare, proc, profile, results, runner, suites
 from ipclab.deterministic import cost
 from ipclab.progress import log
 
-from . import arm64, kernel, variants, vm
+from . import arm64, arm64_conformance, faults as fault_runs, kernel, variants, vm
 
 
 def suite_job(suite: str, clock: vm.Clock = vm.TIMED, *, full: bool = False,
@@ -185,6 +185,9 @@ class VmRun:
     results: dict | None = None
     out: Path | None = None
     output: str = ""
+    # A command whose output the host judges (the arm64 guest's conformance tests, printed
+    # as run.sh's KTAP): its exit status, as run.sh's would be.
+    judged_rc: int | None = None
 
     @property
     def verdict(self) -> list[str]:
@@ -198,6 +201,8 @@ class VmRun:
     @property
     def command_rc(self) -> int | None:
         """The command's own exit status when it ran and failed; None otherwise."""
+        if self.judged_rc is not None:
+            return self.judged_rc or None
         b = self.boot
         return b.rc if not b.ok and (b.reason or "").startswith("job exited") and b.rc else None
 
@@ -210,7 +215,8 @@ def vm_command(kern: variants.Variant | dict, command: list[str], *,
     meta = kernel.obtain(kern)
     if meta.get("arch") == "arm64":
         raise Error("vm run -- COMMAND: the arm64 guest has no shell or host root to run a "
-                    "command in; run a suite (vm run VARIANT SUITE --arch arm64)")
+                    "command in; run a suite (vm run VARIANT SUITE --arch arm64) or the "
+                    "conformance tests (vm run VARIANT --arch arm64 --conformance)")
     accel = vm.accel_for(kernel.image_path(meta), clock, meta.get("arch"))
     b = vm.boot(meta, accel, command, thp=thp or "madvise", timeout=timeout, faults=faults,
                 kmemleak=kmemleak, clock=clock, cpus=cpus)
@@ -224,6 +230,27 @@ def vm_command(kern: variants.Variant | dict, command: list[str], *,
     if record:
         proc.write_json_atomic(record, b.record())
     return VmRun(b, accel, clock, output=output)
+
+
+def vm_conformance(kern: variants.Variant | dict, tests: list[str] = (), *,
+                   thp: str | None = None, timeout: float = 900, faults: dict | None = None,
+                   kmemleak: bool = False, clock: vm.Clock = vm.TIMED, cpus: int | None = None,
+                   record: Path | None = None) -> VmRun | None:
+    """`vm run VARIANT --conformance [-- TEST...]`: the conformance tests (all, or these) in
+    one boot, as KTAP; on x86 conformance/run.sh in the guest, on arm64 the init's own job
+    (arm64_conformance)."""
+    meta = kernel.obtain(kern)
+    if meta.get("arch") != "arm64":
+        return vm_command(meta, [fault_runs.RUN_SH, *tests], thp=thp, timeout=timeout, faults=faults,
+                          kmemleak=kmemleak, clock=clock, cpus=cpus, record=record)
+    if faults or kmemleak:
+        raise Error("fault injection and kmemleak are not in the arm64 guest yet")
+    run = arm64_conformance.run(meta, thp=thp, timeout=timeout, clock=clock, cpus=cpus,
+                                record=record, tests=list(tests))
+    if run is None:
+        return None
+    return VmRun(run.boot, "tcg", clock, output=run.output,
+                 judged_rc=0 if run.passed else EXIT_FAILED)
 
 
 def vm_suite(kern: variants.Variant | dict, job: vm.SuiteJob, out: Path | None = None, *,

@@ -39,7 +39,7 @@ JOB = "job.txt"
 NINEP_TAG = "ipclab"
 
 
-def _digest(paths: list[Path]) -> str:
+def digest(paths: list[Path]) -> str:
     return cache.sha256_bytes("".join(f"{p.name}:{cache.sha256_file(p)}"
                                       for p in sorted(paths)).encode())[:12]
 
@@ -62,33 +62,40 @@ def initramfs() -> Path:
     """The guest's whole user space: /init and /ipcbench, as a newc cpio archive."""
     sources = sorted(BENCH_SRC.glob("*.[ch]"))
     tools = cache_root() / "tools"
-    key = _digest([GUEST_INIT, *sources])
+    key = digest([GUEST_INIT, *sources])
     out = tools / f"initramfs-arm64-{key}.cpio"
     if proc.would_run([CC, "-static", str(GUEST_INIT), "...", str(BENCH_SRC / "*.c")]) \
             or out.exists():
         return out
-    init = _cross_build(tools / f"guest-init-arm64-{_digest([GUEST_INIT])}",
+    init = _cross_build(tools / f"guest-init-arm64-{digest([GUEST_INIT])}",
                         ["-Wall", str(GUEST_INIT)])
-    bench = _cross_build(tools / f"ipcbench-arm64-{_digest(sources)}",
+    bench = _cross_build(tools / f"ipcbench-arm64-{digest(sources)}",
                          ["-std=gnu11", f"-I{BENCH_SRC}",
                           *(str(p) for p in sources if p.suffix == ".c"),
                           "-lrt", "-lpthread", "-lm"])
     entries = [(d, 0o040755, b"") for d in ("dev", "proc", "sys", "tmp")]
     entries += [("init", 0o100755, init.read_bytes()),
-                (GUEST_ENGINE.lstrip("/"), 0o100755, bench.read_bytes())]
-    data = b"".join(_cpio_entry(i + 1, name, mode, body)
-                    for i, (name, mode, body) in enumerate(entries))
-    # The console, so that the kernel hands init a stdout and stderr.
-    data += _cpio_entry(len(entries) + 1, "dev/console", 0o020600, b"", rdev=(5, 1))
-    data += _cpio_entry(0, "TRAILER!!!", 0, b"")
-    tmp = out.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, out)
+                (GUEST_ENGINE.lstrip("/"), 0o100755, bench.read_bytes()),
+                # The console, so that the kernel hands init a stdout and stderr.
+                ("dev/console", 0o020600, b"", (5, 1))]
+    write_atomic(out, cpio_archive(entries))
     return out
 
 
+def write_atomic(out: Path, data: bytes) -> None:
+    tmp = out.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, out)
+
+
+def cpio_archive(entries: list[tuple]) -> bytes:
+    """A newc ("070701") archive, the format the kernel unpacks, of (name, mode, body[,
+    (major, minor)]) entries. Archives may be concatenated: the kernel unpacks each."""
+    data = b"".join(_cpio_entry(i + 1, *entry) for i, entry in enumerate(entries))
+    return data + _cpio_entry(0, "TRAILER!!!", 0, b"")
+
+
 def _cpio_entry(ino: int, name: str, mode: int, body: bytes, rdev=(0, 0)) -> bytes:
-    """One member of a newc ("070701") archive, the format the kernel unpacks."""
     fields = (ino, mode, 0, 0, 2 if mode & 0o040000 else 1, 0, len(body), 0, 0, rdev[0],
               rdev[1], len(name) + 1, 0)
     head = b"070701" + b"".join(b"%08x" % f for f in fields) + name.encode() + b"\0"
@@ -96,9 +103,9 @@ def _cpio_entry(ino: int, name: str, mode: int, body: bytes, rdev=(0, 0)) -> byt
     return head + pad + body + b"\0" * (-len(body) % 4)
 
 
-def launcher(shared: Path):
+def launcher(shared: Path, initrd: Path | None = None):
     """vm.boot's way to start an arm64 guest: the QEMU command line for the image, the
-    initramfs and the shared directory."""
+    initramfs (initramfs()'s unless given) and the shared directory."""
     def argv(image: Path, cpus: int, memory: str, append: list[str],
              qemu_opts: list[str]) -> list[str]:
         cmdline = ["console=ttyAMA0", f"ipclab.shared={shared}", "panic=-1", *append]
@@ -106,7 +113,7 @@ def launcher(shared: Path):
                 "-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot",
                 # the virt machine's default NIC: the guest has no network stack
                 "-nic", "none",
-                "-kernel", str(image), "-initrd", str(initramfs()),
+                "-kernel", str(image), "-initrd", str(initrd or initramfs()),
                 "-append", " ".join(cmdline),
                 "-fsdev", f"local,id=ipclab,path={shared},security_model=none",
                 "-device", f"virtio-9p-device,fsdev=ipclab,mount_tag={NINEP_TAG}",
@@ -117,9 +124,11 @@ def launcher(shared: Path):
 # --------------------------------------------------------------------------- a suite's job
 
 
-def job_text(env: dict, thp: str, clock: vm.Clock, steps: list[tuple[str, list[str]]]) -> str:
+def job_text(env: dict, thp: str, clock: vm.Clock, steps: list[tuple[str, list[str]]],
+             step_timeout: int = 0) -> str:
     """The init's job (scripts/guest-init.c): the guest set up as guest-run.py sets up an x86
-    guest (THP, a memory cgroup, no address randomization under icount), then the runs."""
+    guest (THP, a memory cgroup, no address randomization under icount), then the runs, each
+    under a watchdog of step_timeout seconds when given."""
     lines = [["write", "/sys/kernel/mm/transparent_hugepage/enabled", thp],
              ["write", "/sys/fs/cgroup/cgroup.subtree_control", "+memory"],
              ["mkdir", "/sys/fs/cgroup/ipclab"],
@@ -127,6 +136,8 @@ def job_text(env: dict, thp: str, clock: vm.Clock, steps: list[tuple[str, list[s
     if clock.deterministic:
         lines.append(["write", "/proc/sys/kernel/randomize_va_space", "0"])
     lines += [["env", f"{k}={v}"] for k, v in env.items()]
+    if step_timeout:
+        lines.append(["timeout", str(step_timeout)])
     lines += [["run", name, *argv] for name, argv in steps]
     for line in lines:
         if any("\t" in f or "\n" in f for f in line):

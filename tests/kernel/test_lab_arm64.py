@@ -7,7 +7,10 @@ answers of the A64 decoder in a guest:
   loop and two per round trip, and no atomic;
 - the write-cost loop (about 30 plain instructions per write) adds instructions and no
   barrier, atomic or ordered access;
-- an A/A pair of mainline agrees.
+- an A/A pair of mainline agrees;
+- the conformance tests, cross-built into the guest's initramfs (`vm run --conformance`),
+  fail on arm64 mainline exactly what they fail on x86, and a test past its timeout is
+  killed and said to be, the tests after it still run.
 
 Only mainline's base; the two variants rebuild fs/pipe.c on top of mainline's build, so the
 tier adds one cold arm64 build. `make test-arm64` runs it (IPCLAB_TEST_ARM64=1), not yet
@@ -17,12 +20,14 @@ measurements.
 
 import json
 import os
+import re
 import shutil
 
 import pytest
 
 from ipclab import compare, results
-from .conftest import ipclab, missing_prereq
+from ipclab.lab import arm64_conformance
+from .conftest import ROLES, ipclab, missing_prereq
 
 ARM64 = ("--arch", "arm64")
 PLAIN, SMP_MB, WRITE_COST = "mainline", "mainline-smp-mb", "mainline-write-cost"
@@ -30,6 +35,9 @@ LOOPS = (("pipe-throughput/copies=1", 1), ("pipe-context/copies=1", 2))  # (cell
 CHANGE = ("better", "worse", "changed")
 # Background work lands in a window too: a count per operation may move by a few hundredths.
 EVENT_SLACK = 0.02
+# The boot's watchdog for every conformance test under timed TCG on one vCPU: a bound, not
+# a measurement (the run took 36-40 s here; docs/lab.md).
+CONFORMANCE_BOOT_S = 900
 
 
 def missing_arm64():
@@ -136,3 +144,38 @@ def test_the_write_cost_loop_adds_instructions_and_no_barrier(patched):
                       "irq-flag changes"):
             r = rows[(key, label)]
             assert abs(diff(r)) <= EVENT_SLACK and r.verdict not in CHANGE, r
+
+
+@pytest.fixture(scope="module")
+def plain_built():
+    r = ipclab("kernel", "build", PLAIN, *ARM64, timeout=3600)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+def ktap_results(stdout):
+    return {m.group(2): m.group(1) for m in re.finditer(r"^(ok|not ok) \d+ (\S+)", stdout, re.M)}
+
+
+def test_conformance_fails_on_arm64_what_it_fails_on_x86(plain_built):
+    r = ipclab("vm", "run", PLAIN, *ARM64, "--conformance", "--cpus", "1",
+               "--timeout", str(CONFORMANCE_BOOT_S), timeout=CONFORMANCE_BOOT_S + 300)
+    assert "TAP version 13" in r.stdout, r.stderr[-3000:]
+    got = ktap_results(r.stdout)
+    assert sorted(got) == arm64_conformance.test_names(), r.stdout[-3000:]
+    failed = {name for name, verdict in got.items() if verdict == "not ok"}
+    assert failed == ROLES["mainline"]["upstream_fails"], r.stdout[-3000:] + r.stderr[-2000:]
+    assert "(the guest stopped before it)" not in r.stdout
+    assert r.returncode == (1 if failed else 0), r.stderr[-2000:]
+
+
+def test_a_test_past_its_timeout_is_killed_and_the_next_runs(plain_built, monkeypatch):
+    """CT_TIMEOUT=1 is 25 s under TCG: a stress test asked to run 10 minutes is stopped there
+    by the init's watchdog, and the test after it still runs and passes."""
+    monkeypatch.setenv("CT_TIMEOUT", "1")
+    monkeypatch.setenv("CT_STRESS_ARGS", "--duration 600")
+    r = ipclab("vm", "run", PLAIN, *ARM64, "--conformance", "--cpus", "1", "--timeout", "900",
+               "--", "stress_pipe_integrity", "pipe_eof_wakes_readers", timeout=1200)
+    assert "not ok 1 stress_pipe_integrity # TIMEOUT 25 seconds" in r.stdout, \
+        r.stdout[-3000:] + r.stderr[-2000:]
+    assert "ok 2 pipe_eof_wakes_readers" in r.stdout.splitlines(), r.stdout[-3000:]
+    assert r.returncode == 1

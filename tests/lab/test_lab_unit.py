@@ -339,7 +339,7 @@ def test_vm_run_argument_forms(capsys):
                  ["vm", "run", "base", "--", "true", "--dry-run"]):
         assert main(argv) == 2, argv
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["ipclab: error: nothing to run: give a SUITE or -- CMD",
+    assert err == ["ipclab: error: nothing to run: give a SUITE, -- CMD or --conformance",
                    "ipclab: error: nothing after --",
                    "ipclab: error: give a SUITE or -- CMD, not both",
                    "ipclab: error: --dry-run after -- would go to the command and the guest "

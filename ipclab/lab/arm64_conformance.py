@@ -1,0 +1,240 @@
+# SPDX-License-Identifier: MIT
+"""Kernel lab, the conformance tests in an arm64 guest (`vm run VARIANT --arch arm64
+--conformance`).
+
+The arm64 guest has no shell, so conformance/run.sh cannot run there: this module does its
+part on both sides of the boot. Before it, the tests are cross-built static (conformance's
+own Makefile with the arm64 compiler, into the lab's tools, once per source) and appended to
+the guest's initramfs under /conformance; the init's job runs each test as run.sh would, one
+`run` step per test under the init's per-step watchdog, with run.sh's environment. After it,
+each step's exit status, output and watchdog are read back from the shared directory and
+printed as the KTAP run.sh prints, with one more outcome run.sh never has to say: a test the
+guest did not reach because it stopped first (a panic, the boot's watchdog).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from pathlib import Path
+
+from ipclab import EXIT_FAILED, ROOT, Error, proc
+from ipclab.progress import log
+
+from . import arm64, kernel, variants, vm
+from .cache import cache_root
+
+CONFORMANCE = ROOT / "conformance"
+GUEST_DIR = "conformance"           # in the initramfs: /conformance/TEST
+# run.sh's defaults: 120 s a test, stretched 25 times under TCG (IPCBENCH_ACCEL=tcg), which
+# is the only way an arm64 guest runs here.
+TIMEOUT_S = 120
+TCG_WATCHDOG_SCALE = 25
+EXIT_SKIP = 77
+# /tmp is a fresh tmpfs of the guest's init that nothing else writes: what run.sh's
+# mktemp -d under $TMPDIR gives each run.
+GUEST_TMPDIR = "/tmp"
+
+
+def sources() -> list[Path]:
+    """What the tests are built from: their digest names the build."""
+    return sorted([*CONFORMANCE.glob("*.c"), *(CONFORMANCE / "lib").glob("*.[ch]"),
+                   CONFORMANCE / "Makefile", *(arm64.BENCH_SRC.glob("shared.[ch]"))])
+
+
+def test_names() -> list[str]:
+    """Every test, in run.sh's order (its bin/* glob)."""
+    return sorted(p.stem for p in CONFORMANCE.glob("*.c"))
+
+
+def check_tests(tests: list[str]) -> None:
+    """Error (exit 2) for a name that is no conformance test, as run.sh's "no such test"."""
+    unknown = sorted(set(tests) - set(test_names()))
+    if unknown:
+        raise Error(f"no such conformance test: {', '.join(unknown)} (the tests are "
+                    f"conformance/*.c)")
+
+
+def build_argv(bindir: Path, jobs: int) -> list[str]:
+    """conformance's own Makefile, with the arm64 compiler, static and stripped, into
+    bindir."""
+    return ["make", "-s", "-C", str(CONFORMANCE), f"-j{jobs}", f"CC={arm64.CC}",
+            "LDFLAGS=-static -s", f"BIN={bindir}"]
+
+
+def binaries() -> Path:
+    """The directory of static arm64 tests, built once per source into the lab's tools."""
+    out = cache_root() / "tools" / f"conformance-arm64-{arm64.digest(sources())}"
+    if out.is_dir():
+        return out
+    tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
+    argv = build_argv(tmp, os.cpu_count() or 1)
+    if proc.would_run(argv):
+        return out
+    log(f"conformance: cross-building {len(test_names())} tests for arm64")
+    done = proc.run(argv, 900, capture=True)
+    if done.rc != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise Error(f"cross-building the conformance tests failed (is gcc-aarch64-linux-gnu "
+                    f"installed? make lab-deps): {(done.err or done.out).strip()[-300:]}",
+                    EXIT_FAILED)
+    os.replace(tmp, out)
+    return out
+
+
+def initrd(bindir: Path, names: list[str]) -> Path:
+    """The guest's initramfs with the tests under /conformance: initramfs()'s archive and
+    one of the tests after it (the kernel unpacks the two in turn)."""
+    base = arm64.initramfs()
+    out = base.with_name(f"{base.stem}-conformance-{bindir.name.rsplit('-', 1)[-1]}.cpio")
+    if proc.is_dry_run() or out.exists():
+        return out
+    entries = [(GUEST_DIR, 0o040755, b"")]
+    entries += [(f"{GUEST_DIR}/{name}", 0o100755, (bindir / name).read_bytes())
+                for name in names]
+    arm64.write_atomic(out, base.read_bytes() + arm64.cpio_archive(entries))
+    return out
+
+
+def watchdog_scale() -> float:
+    """run.sh's CT_WATCHDOG_SCALE: the host's when set, else TCG's."""
+    raw = os.environ.get("CT_WATCHDOG_SCALE", "")
+    try:
+        return max(1.0, float(raw)) if raw else TCG_WATCHDOG_SCALE
+    except ValueError:
+        raise Error(f"CT_WATCHDOG_SCALE={raw!r}: want a number") from None
+
+
+def per_test_timeout(scale: float) -> int:
+    """run.sh's -t: CT_TIMEOUT or 120 s, stretched by the watchdog scale."""
+    raw = os.environ.get("CT_TIMEOUT", "")
+    if raw and not raw.isdigit():
+        raise Error(f"CT_TIMEOUT={raw!r}: want whole seconds")
+    return int((int(raw) if raw else TIMEOUT_S) * scale + 0.5)
+
+
+def job(names: list[str], clock: vm.Clock, thp: str) -> tuple[str, int]:
+    """The init's job and its per-test timeout: each test a step of its own name, with the
+    environment run.sh gives it (and run.sh's variables from the host's: CT_TIMEOUT,
+    CT_WATCHDOG_SCALE, CT_SEED, CT_STRESS_ARGS, CT_ARGS_<test>)."""
+    scale = watchdog_scale()
+    env = {"IPCBENCH_ACCEL": "tcg", "IPCBENCH_CLOCK": clock.engine_clock(),
+           "CT_WATCHDOG_SCALE": f"{scale:g}", "CT_TMPDIR": GUEST_TMPDIR}
+    for var in ("CT_SEED", "CT_STRESS_ARGS"):
+        if os.environ.get(var):
+            env[var] = os.environ[var]
+    timeout_s = per_test_timeout(scale)
+    steps = [(name, [f"/{GUEST_DIR}/{name}", *_own_args(name)]) for name in names]
+    return arm64.job_text(env, thp, clock, steps, step_timeout=timeout_s), timeout_s
+
+
+def _own_args(name: str) -> list[str]:
+    """run.sh's CT_STRESS_ARGS (stress tests) and CT_ARGS_<test>, as it splits them."""
+    args = os.environ.get("CT_STRESS_ARGS", "").split() if name.startswith("stress_") else []
+    return args + os.environ.get(f"CT_ARGS_{name}", "").split()
+
+
+# --------------------------------------------------------------------------- KTAP
+
+
+@dataclasses.dataclass
+class Outcome:
+    """One test's result line as run.sh would print it, and its diagnostic lines."""
+    name: str
+    kind: str                   # "pass", "skip", "fail" or "error" (run.sh's totals)
+    directive: str = ""         # what follows "#" on the result line
+    lines: list[str] = dataclasses.field(default_factory=list)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return None
+
+
+def outcome(shared: Path, name: str) -> Outcome:
+    """What the guest left of one test's step, judged as run.sh judges its exit status."""
+    text = (_read(shared / f"{name}.out") or "") + (_read(shared / f"{name}.err") or "")
+    lines = [line if line.startswith("#") else f"# {line}" for line in text.splitlines()]
+    rc_text, limit = _read(shared / f"{name}.rc"), _read(shared / f"{name}.timeout")
+    try:
+        status = int(rc_text) if rc_text is not None else None
+    except ValueError:
+        status = None
+    if status is None:
+        return Outcome(name, "error", "error: not run (the guest stopped before it)", lines)
+    if limit is not None:
+        return Outcome(name, "fail", f"TIMEOUT {limit.strip()} seconds", lines)
+    if status < 0:
+        return Outcome(name, "error", "error: could not be started in the guest", lines)
+    if os.WIFSIGNALED(status):
+        return Outcome(name, "fail", f"killed by signal {os.WTERMSIG(status)}", lines)
+    rc = os.WEXITSTATUS(status)
+    if rc == 0:
+        return Outcome(name, "pass", "", lines)
+    if rc == EXIT_SKIP:
+        reason = next((ln[len("# SKIP "):] for ln in lines if ln.startswith("# SKIP ")), "")
+        return Outcome(name, "skip", f"SKIP {reason or 'skipped'}", lines)
+    if rc == 1:
+        return Outcome(name, "fail", "", lines)
+    return Outcome(name, "error", f"error: exit {rc}", lines)
+
+
+def ktap(outcomes: list[Outcome]) -> str:
+    """run.sh's KTAP: the plan, each test's name, output and result line, the totals."""
+    out = ["TAP version 13", f"1..{len(outcomes)}"]
+    totals = dict.fromkeys(("pass", "fail", "skip", "error"), 0)
+    for n, o in enumerate(outcomes, 1):
+        totals[o.kind] += 1
+        result = "not ok" if o.kind in ("fail", "error") else "ok"
+        out += [f"# {o.name}", *o.lines,
+                f"{result} {n} {o.name}" + (f" # {o.directive}" if o.directive else "")]
+    out.append(f"# Totals: pass:{totals['pass']} fail:{totals['fail']} xfail:0 xpass:0 "
+               f"skip:{totals['skip']} error:{totals['error']}")
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------- the boot
+
+
+@dataclasses.dataclass
+class ConformanceRun:
+    """What `vm run --arch arm64 --conformance` did: the boot and each test's outcome."""
+    boot: vm.Boot
+    outcomes: list[Outcome]
+
+    @property
+    def output(self) -> str:
+        return ktap(self.outcomes)
+
+    @property
+    def passed(self) -> bool:
+        return all(o.kind in ("pass", "skip") for o in self.outcomes)
+
+
+def run(kern: variants.Variant | dict, *, thp: str | None = None, timeout: float = 900,
+        clock: vm.Clock = vm.TIMED, cpus: int | None = None, record: Path | None = None,
+        tests: list[str] | None = None) -> ConformanceRun | None:
+    """One arm64 boot running every conformance test (or these `tests`); None in a dry
+    run."""
+    names = test_names()
+    check_tests(tests or [])
+    meta = kernel.obtain(kern)
+    bindir = binaries()
+    image = initrd(bindir, names)
+    names = list(tests) if tests else names     # run.sh's order: the one it was given
+    shared = vm.new_shared(variants.slug(meta["variant"]), "conformance")
+    text, timeout_s = job(names, clock, thp or "madvise")
+    if not proc.is_dry_run():
+        shared.mkdir(parents=True, exist_ok=True)
+        (shared / arm64.JOB).write_text(text)
+    b = vm.boot(meta, "tcg", [f"/{GUEST_DIR}/*", f"({len(names)} tests, {timeout_s} s each)"],
+                thp=thp or "madvise", timeout=timeout, shared=shared, job_rc_fails=False,
+                clock=clock, cpus=cpus, launcher=arm64.launcher(shared, image))
+    if proc.is_dry_run():
+        return None
+    if record:
+        proc.write_json_atomic(record, b.record())
+    return ConformanceRun(b, [outcome(shared, name) for name in names])
