@@ -257,7 +257,7 @@ def download(base: Base, package: str, version: str, advice: str,
              arch: str | None = None) -> Path:
     """`package` at `version` from the base's suite, as a .deb in the sources directory; Error
     naming what the archive has (and `advice`) when that version is gone. `arch`: Debian's
-    name of another architecture than the system's to take the package's build for."""
+    name of the architecture whose build of the package to take (None: the system's)."""
     apt = AptConfig(sources_root() / "apt", mirrors_for(base.suite), base.suite)
     log(f"base {base.name}: fetching {package} {version} from {base.suite} "
         f"({', '.join(apt.mirrors)})")
