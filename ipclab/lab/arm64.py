@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import os
+import threading
 from pathlib import Path
 
 from ipclab import EXIT_FAILED, ROOT, Error, engine, peers, proc, results, runner, schedule
@@ -44,12 +45,21 @@ def digest(paths: list[Path]) -> str:
                                       for p in sorted(paths)).encode())[:12]
 
 
+# `ab` boots its two sides from two threads, and on a cold cache both need the guest's user
+# space: one builds it, the other waits and finds it built.
+_BUILD_LOCK = threading.Lock()
+
+
+def _tmp(out: Path) -> Path:
+    return out.with_name(f"{out.name}.tmp{os.getpid()}-{threading.get_ident()}")
+
+
 def _cross_build(out: Path, argv_tail: list[str]) -> Path:
     """A static arm64 program, built once per source into the lab's tools."""
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(f".tmp{os.getpid()}")
+    tmp = _tmp(out)
     done = proc.run([CC, "-O2", "-static", "-o", str(tmp), *argv_tail], 600, capture=True)
     if done.rc != 0:
         raise Error(f"cross-building {out.name} failed (is gcc-aarch64-linux-gnu installed? "
@@ -64,9 +74,15 @@ def initramfs() -> Path:
     tools = cache_root() / "tools"
     key = digest([GUEST_INIT, *sources])
     out = tools / f"initramfs-arm64-{key}.cpio"
-    if proc.would_run([CC, "-static", str(GUEST_INIT), "...", str(BENCH_SRC / "*.c")]) \
-            or out.exists():
+    if proc.would_run([CC, "-static", str(GUEST_INIT), "...", str(BENCH_SRC / "*.c")]):
         return out
+    with _BUILD_LOCK:
+        if not out.exists():
+            _build_initramfs(out, tools, sources)
+    return out
+
+
+def _build_initramfs(out: Path, tools: Path, sources: list[Path]) -> None:
     init = _cross_build(tools / f"guest-init-arm64-{digest([GUEST_INIT])}",
                         ["-Wall", str(GUEST_INIT)])
     bench = _cross_build(tools / f"ipcbench-arm64-{digest(sources)}",
@@ -79,11 +95,10 @@ def initramfs() -> Path:
                 # The console, so that the kernel hands init a stdout and stderr.
                 ("dev/console", 0o020600, b"", (5, 1))]
     write_atomic(out, cpio_archive(entries))
-    return out
 
 
 def write_atomic(out: Path, data: bytes) -> None:
-    tmp = out.with_suffix(f".tmp{os.getpid()}")
+    tmp = _tmp(out)
     tmp.write_bytes(data)
     os.replace(tmp, out)
 

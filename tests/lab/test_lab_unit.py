@@ -633,6 +633,40 @@ def test_arm64_initramfs_members_are_newc():
     assert int(entry[6 + 6 * 8:6 + 7 * 8], 16) == 5      # filesize
 
 
+def test_arm64_initramfs_is_built_once_when_both_sides_of_an_ab_ask(tmp_path, monkeypatch):
+    import threading
+    import time
+    from ipclab.lab import arm64
+    monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path))
+    inside, most, built = [0], [0], []
+
+    def cross_build(out, argv_tail):
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        time.sleep(0.2)             # the other side's thread asks meanwhile
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(b"\x7fELF")
+        built.append(out.name)
+        inside[0] -= 1
+        return out
+    monkeypatch.setattr(arm64, "_cross_build", cross_build)
+    got, errors = [], []
+
+    def side():
+        try:
+            got.append(arm64.initramfs())
+        except Exception as e:      # what a race raised: the test reports it
+            errors.append(e)
+    threads = [threading.Thread(target=side) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(got) == 2 and got[0] == got[1] and got[0].is_file()
+    assert most[0] == 1 and len(built) == 2             # init and engine, once each
+    assert not list(tmp_path.glob("tools/*.tmp*"))
+
+
 # ---- the lab returns data, report/lab.py prints it -------------------------------------------
 
 
