@@ -109,15 +109,17 @@ def test_an_arm64_guest_is_what_was_asked(aa):
 
 def test_aa_pair_agrees(aa):
     out, text = aa
-    rows = {(r["key"], r["label"]): r
+    # The comparison record names each row by its metric path: a count per operation is
+    # `cost.EVENT / cost.ops`, its medians `base` and `new`.
+    rows = {(r["key"], r["path"]): r
             for r in json.loads((out / "compare.json").read_text())["rows"]}
     for key, _ in LOOPS:
         primary = [r for (k, _), r in rows.items() if k == key and r.get("primary")]
         assert primary and all(abs(r["delta"]) <= 0.001 for r in primary), primary
-        for label in ("atomics", "dmb ish", "dmb ishld", "dmb ishst", "acquire accesses",
-                      "release accesses", "irq-flag changes"):
-            r = rows[(key, label)]
-            assert abs(r["diff"]) <= EVENT_SLACK and r["verdict"] not in CHANGE, r
+        for event in ("atomics", "dmb_ish", "dmb_ishld", "dmb_ishst", "acquire", "release",
+                      "irqflags"):
+            r = rows[(key, f"cost.{event} / cost.ops")]
+            assert abs(r["new"] - r["base"]) <= EVENT_SLACK and r["verdict"] not in CHANGE, r
     assert "counted, not priced" in text
 
 
@@ -138,8 +140,13 @@ def test_one_smp_mb_per_write_is_one_dmb_ish(patched):
 
 def test_the_write_cost_loop_adds_instructions_and_no_barrier(patched):
     rows, _ = patched[WRITE_COST]
-    for key, _ in LOOPS:
-        assert any(r.verdict == "worse" for (k, _), r in rows.items() if k == key and r.primary)
+    for key, writes in LOOPS:
+        primary = [r for (k, _), r in rows.items() if k == key and r.primary]
+        # The round trip's two writes (+0.4%) stay within a tiny arm64 pair's threshold
+        # without a floor (0.45%): more instructions there, a verdict on the loop.
+        assert primary and all(diff(r) > 0 for r in primary), primary
+        if writes == 1:
+            assert any(r.verdict == "worse" for r in primary), primary
         for label in ("atomics", "fences", "acquire accesses", "release accesses",
                       "irq-flag changes"):
             r = rows[(key, label)]
