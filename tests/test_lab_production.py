@@ -92,19 +92,23 @@ def test_the_config_is_fetched_once_and_checked_by_its_sha256(base_with_config):
     assert not got.exists()         # a config with another hash is not left to be used
 
 
+def keep_lines(path, keep):
+    """Rewrite a base file with only the lines `keep` takes."""
+    path.write_text("\n".join(line for line in path.read_text().splitlines() if keep(line)))
+
+
 def test_a_base_names_its_config_whole_or_not_at_all(base_with_config):
     bdir, _ = base_with_config
-    text = (bdir / "mainline").read_text()
-    (bdir / "mainline").write_text("\n".join(line for line in text.splitlines()
-                                             if not line.startswith("config-sha256")))
+    base = bdir / "mainline"
+    whole = base.read_text()
+    keep_lines(base, lambda line: not line.startswith("config-sha256"))
     with pytest.raises(Error, match="missing config-sha256"):
         bases.load("mainline")
-    (bdir / "mainline").write_text("\n".join(line for line in text.splitlines()
-                                             if not line.startswith("config-")))
+    base.write_text(whole)
+    keep_lines(base, lambda line: not line.startswith("config-"))
     with pytest.raises(Error, match="arm64-config-file needs config-package"):
         bases.load("mainline")
-    (bdir / "mainline").write_text("\n".join(line for line in text.splitlines()
-                                             if "config-" not in line))
+    keep_lines(base, lambda line: "config-" not in line)
     b = bases.load("mainline")
     assert b.config_for() is None and b.config_for("arm64") is None
     with pytest.raises(Error, match="builds only the tiny config"):
@@ -130,9 +134,7 @@ def test_each_architecture_has_its_own_config_from_its_own_package(base_with_con
 
 def test_production_needs_the_bases_config_for_that_architecture(base_with_config):
     bdir, _ = base_with_config
-    text = (bdir / "mainline").read_text()
-    (bdir / "mainline").write_text("\n".join(line for line in text.splitlines()
-                                             if not line.startswith("arm64-")))
+    keep_lines(bdir / "mainline", lambda line: not line.startswith("arm64-"))
     with pytest.raises(Error, match="pins no Debian config for arm64"):
         kernel.distro_base(variants.resolve("mainline", config="production", arch="arm64"))
     with pytest.raises(Error, match="no distribution config for arm64"):
