@@ -50,7 +50,8 @@ def digest(paths: list[Path]) -> str:
 _BUILD_LOCK = threading.Lock()
 
 
-def _tmp(out: Path) -> Path:
+def temp_name(out: Path) -> Path:
+    """Where to make `out` before it is moved into place: this process and thread's own."""
     return out.with_name(f"{out.name}.tmp{os.getpid()}-{threading.get_ident()}")
 
 
@@ -59,7 +60,7 @@ def _cross_build(out: Path, argv_tail: list[str]) -> Path:
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp(out)
+    tmp = temp_name(out)
     done = proc.run([CC, "-O2", "-static", "-o", str(tmp), *argv_tail], 600, capture=True)
     if done.rc != 0:
         raise Error(f"cross-building {out.name} failed (is gcc-aarch64-linux-gnu installed? "
@@ -98,7 +99,7 @@ def _build_initramfs(out: Path, tools: Path, sources: list[Path]) -> None:
 
 
 def write_atomic(out: Path, data: bytes) -> None:
-    tmp = _tmp(out)
+    tmp = temp_name(out)
     tmp.write_bytes(data)
     os.replace(tmp, out)
 

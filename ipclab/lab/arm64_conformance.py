@@ -68,7 +68,7 @@ def binaries() -> Path:
     out = cache_root() / "tools" / f"conformance-arm64-{arm64.digest(sources())}"
     if out.is_dir():
         return out
-    tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
+    tmp = arm64.temp_name(out)
     argv = build_argv(tmp, os.cpu_count() or 1)
     if proc.would_run(argv):
         return out
