@@ -42,6 +42,8 @@ class BesideTier:
         env.update(self.env)
         # Its own time line, read back by check(): builds and boots of the tier beside.
         env["IPCLAB_TEST_TIMES"] = os.devnull
+        # So that `tail -f` on the log follows the tier test by test.
+        env["PYTHONUNBUFFERED"] = "1"
         self.t0 = time.monotonic()
         with open(self.log, "w") as out:
             self.proc = subprocess.Popen(
