@@ -273,9 +273,9 @@ def boot_suite(meta: dict, job: vm.SuiteJob, shared: Path, *, thp: str, timeout:
         shared.mkdir(parents=True, exist_ok=True)
         (shared / JOB).write_text(job_text(env, thp, clock, steps, marked=[
             (name, argv) for name, _, argv in marked]))
-    b = vm.boot(meta, "tcg", [GUEST_ENGINE, f"({len(steps)} invocations)"], thp=thp,
-                timeout=timeout, shared=shared, job_rc_fails=False, clock=clock, cpus=cpus,
-                insn_counts=insn_counts, plugin_memory=plugin_memory,
+    b = vm.boot(meta, "tcg", [GUEST_ENGINE, f"({len(steps) + len(marked)} invocations)"],
+                thp=thp, timeout=timeout, shared=shared, job_rc_fails=False, clock=clock,
+                cpus=cpus, insn_counts=insn_counts, plugin_memory=plugin_memory,
                 launcher=launcher(shared))
     if proc.is_dry_run() or not (shared / "started").exists():
         return b
