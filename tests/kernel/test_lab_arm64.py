@@ -158,11 +158,11 @@ def test_the_write_cost_loop_adds_instructions_and_no_barrier(patched):
 
 
 # What the write-cost loop adds per write on arm64: +21.0 instructions in anon_pipe_write on
-# the tiny image (docs/lab.md), of which smp-mb's side has none and adds its one barrier;
-# other functions moved by at most 0.13 per operation in mainline -> write-cost's profile,
-# and by a few instructions at most from what else ran in the window.
+# the tiny image (docs/lab.md), of which smp-mb's side has none and adds its one barrier:
+# write-cost -> smp-mb measured -20.0 per write there. Other functions moved by at most 3.2
+# per round trip (avg_vruntime; 0.01 per loop), from what else ran in the window.
 LOOP_INSNS = (15, 25)
-OTHER_SLACK = 3.0
+OTHER_SLACK = 5.0
 
 
 def test_the_profile_puts_each_patch_in_anon_pipe_write(patched):
