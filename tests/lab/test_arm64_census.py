@@ -2,12 +2,9 @@
 """The census in an arm64 guest (ipclab/lab/arm64_census.py), with no kernel build and no
 boot: which workloads the guest runs and as what, the init's job, the driver's rows read
 back from what the guest left, the marked rows and the refusals. The boot itself is the
-opt-in kernel-tier test at the end (IPCLAB_ARM64_CENSUS=1)."""
+opt-in kernel-tier test tests/kernel/test_lab_arm64_census.py (make test-arm64-census)."""
 
-import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -206,24 +203,3 @@ def test_the_record_names_the_arch():
                          1)["arch"] == "x86_64"
     del meta["arch"]
     assert census.record([], meta, b, vm.DETERMINISTIC, 1)["arch"] == "x86_64"
-
-
-# --------------------------------------------------------------------------- the boot
-
-
-@pytest.mark.skipif(os.environ.get("IPCLAB_ARM64_CENSUS") != "1",
-                    reason="boots an arm64 guest (minutes): IPCLAB_ARM64_CENSUS=1")
-def test_the_arm64_census_reads_known_counts(tmp_path):
-    """A deterministic arm64 census of the ping-pong: every one of pipe-context's 5000
-    round trips wakes a sleeping reader at write-rd, as on x86 (9995/10002 there)."""
-    out = tmp_path / "census.json"
-    r = subprocess.run(["python3", "-m", "ipclab", "census", "mainline", "--arch", "arm64",
-                        "--deterministic", "--workload", "pipe-context", "-o", str(out)],
-                       capture_output=True, text=True, timeout=7200,
-                       cwd=str(census.ROOT))
-    assert r.returncode == 0, r.stderr[-2000:]
-    rec = json.loads(out.read_text())
-    assert rec["arch"] == "arm64"
-    [row] = rec["workloads"]
-    wr = row["pipe"]["write-rd"]
-    assert wr["calls"] >= 10000 and wr["sleepers"] >= 0.99 * wr["calls"]
