@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: MIT
 """Kernel tier, the census on arm64 (`census --arch arm64`): one deterministic boot of the
 plain variant with the wakeup counters, on the lab's own initramfs. pipe1's tasks each write
-a byte into their own pipe and read it back, so no write finds a reader asleep
-("write-rd"): a known answer, and an exact one on arm64, where the guest's harness writes
-through no pipe (0/16000, where x86's Python harness adds its own). The ping-pong's writes
-find their peer asleep in most calls (9210/10001 and 9417/10002 in two boots of the tiny
-config, 2026-11-27): a bound, not a known answer, since a peer on one vCPU is not always
-asleep yet. A shell script is refused. The timeout bounds the build and the boot, it is not a measurement.
+a byte into their own pipe and read it back, so no write finds a reader asleep ("write-rd"):
+a known answer (0/16000 on arm64, as on x86's tiny and production configs). The ping-pong's
+writes find their peer asleep in most calls (9210/10001 and 9417/10002 in two boots of the
+tiny config, 2026-11-27): a bound, not a known answer, since a peer on one vCPU is not always
+asleep yet. A shell script is refused. The timeout bounds the build and the boot, it is not
+a measurement.
 
 Opt-in (`make test-arm64-census`, IPCLAB_TEST_ARM64_CENSUS=1): neither `make test` nor
 `make test-arm64` has the budget for one more arm64 boot."""
