@@ -13,9 +13,10 @@ answers of the A64 decoder in a guest:
   killed and said to be, the tests after it still run.
 
 Only mainline's base; the two variants rebuild fs/pipe.c on top of mainline's build, so the
-tier adds one cold arm64 build. `make test-arm64` runs it (IPCLAB_TEST_ARM64=1), not yet
-`make test`, whose budget it would break. The timeouts bound a build or a boot, they are not
-measurements.
+tier adds one cold arm64 build. `make test-arm64` runs it alone (IPCLAB_TEST_ARM64=1); `make
+test` runs it beside the other tiers, in a pytest process of its own
+(IPCLAB_TEST_ARM64=beside, tests/tier_beside.py), and checks its outcome in one test here.
+The timeouts bound a build or a boot, they are not measurements.
 """
 
 import json
@@ -25,9 +26,10 @@ import shutil
 
 import pytest
 
+from conftest import ARM64_BESIDE
 from ipclab import compare, results
 from ipclab.lab import arm64_conformance
-from .conftest import ROLES, ipclab, missing_prereq
+from .conftest import KNOWN_ANSWER_REPS, ROLES, ipclab, missing_prereq
 
 ARM64 = ("--arch", "arm64")
 PLAIN, SMP_MB, WRITE_COST = "mainline", "mainline-smp-mb", "mainline-write-cost"
@@ -41,7 +43,10 @@ CONFORMANCE_BOOT_S = 900
 
 
 def missing_arm64():
-    if not os.environ.get("IPCLAB_TEST_ARM64"):
+    mode = os.environ.get("IPCLAB_TEST_ARM64")
+    if mode == "beside":
+        return "the arm64 tier runs beside this session, in a pytest process of its own"
+    if not mode:
         return "the arm64 tier runs with `make test-arm64` (IPCLAB_TEST_ARM64=1)"
     for tool in ("aarch64-linux-gnu-gcc", "qemu-system-aarch64"):
         if shutil.which(tool) is None:
@@ -49,14 +54,22 @@ def missing_arm64():
     return missing_prereq()
 
 
-pytestmark = pytest.mark.skipif(missing_arm64() is not None, reason=str(missing_arm64()))
+in_session = pytest.mark.skipif(missing_arm64() is not None, reason=str(missing_arm64()))
+
+
+@pytest.mark.skipif(ARM64_BESIDE is None, reason="the arm64 tier is not running beside")
+def test_the_tier_beside_this_session_passed():
+    ok, skipped, message = ARM64_BESIDE.check()
+    if skipped:
+        pytest.skip(message)
+    assert ok, message
 
 
 def ab(tmp_path_factory, a, b):
     """A deterministic `ab A B` on arm64: its output directory and ab's output."""
     out = tmp_path_factory.mktemp(f"arm64-{a}-{b}")
-    r = ipclab("ab", a, b, "--suite", "icount-check", "--deterministic", *ARM64, "-o", str(out),
-               timeout=3600)
+    r = ipclab("ab", a, b, "--suite", "icount-check", "--deterministic", *KNOWN_ANSWER_REPS,
+               *ARM64, "-o", str(out), timeout=3600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return out, r.stdout
 
@@ -93,6 +106,7 @@ def patched(aa, tmp_path_factory):
     return got
 
 
+@in_session
 def test_an_arm64_guest_is_what_was_asked(aa):
     out, _ = aa
     for path in sorted(out.glob(f"?-{PLAIN}-boot*.json")):
@@ -107,6 +121,7 @@ def test_an_arm64_guest_is_what_was_asked(aa):
                        for s in cell["samples"]), cell["key"]
 
 
+@in_session
 def test_aa_pair_agrees(aa):
     out, text = aa
     # The comparison record names each row by its metric path: a count per operation is
@@ -127,6 +142,7 @@ def diff(row):
     return row.j.new.median - row.j.base.median
 
 
+@in_session
 def test_one_smp_mb_per_write_is_one_dmb_ish(patched):
     rows, text = patched[SMP_MB]
     for key, writes in LOOPS:
@@ -138,6 +154,7 @@ def test_one_smp_mb_per_write_is_one_dmb_ish(patched):
     assert "counted, not priced" in text
 
 
+@in_session
 def test_the_write_cost_loop_adds_instructions_and_no_barrier(patched):
     rows, _ = patched[WRITE_COST]
     for key, writes in LOOPS:
@@ -163,6 +180,7 @@ def ktap_results(stdout):
     return {m.group(2): m.group(1) for m in re.finditer(r"^(ok|not ok) \d+ (\S+)", stdout, re.M)}
 
 
+@in_session
 def test_conformance_fails_on_arm64_what_it_fails_on_x86(plain_built):
     r = ipclab("vm", "run", PLAIN, *ARM64, "--conformance", "--cpus", "1",
                "--timeout", str(CONFORMANCE_BOOT_S), timeout=CONFORMANCE_BOOT_S + 300)
@@ -175,6 +193,7 @@ def test_conformance_fails_on_arm64_what_it_fails_on_x86(plain_built):
     assert r.returncode == (1 if failed else 0), r.stderr[-2000:]
 
 
+@in_session
 def test_a_test_past_its_timeout_is_killed_and_the_next_runs(plain_built, monkeypatch):
     """CT_TIMEOUT=1 is 25 s under TCG: a stress test asked to run 10 minutes is stopped there
     by the init's watchdog, and the test after it still runs and passes."""
