@@ -10,6 +10,7 @@
 #   make test-bisect    bisect tier: the seeds series as six commits, bisected to its culprit
 #   make test-arm64     arm64 tier alone (make test runs it beside the others): mainline and two
 #                       lab variants cross-built and booted (icount)
+#   make test-arm64-census  the census on arm64 (opt-in: one more arm64 boot)
 #   make engine-checks  the engine's acceptance figures (timing cost, CV, ladder vs peers)
 
 VENV   := .venv
@@ -17,7 +18,8 @@ PY     := $(VENV)/bin/python
 SUITE  ?= seeds
 
 .PHONY: all deps lab-deps reference-deps engine conformance run test test-engine \
-	test-conformance test-python test-kernel test-lts test-bisect test-arm64 test-census test-smp \
+	test-conformance test-python test-kernel test-lts test-bisect test-arm64 test-arm64-census \
+	test-census test-smp \
 	engine-checks clean
 
 all: engine
@@ -79,6 +81,11 @@ test-census: lab-deps engine
 # The arm64 tier alone; `make test` runs it beside the other tiers (tests/tier_beside.py).
 test-arm64: lab-deps engine
 	IPCLAB_TEST_ARM64=1 $(PY) -m pytest -q tests/kernel/test_lab_arm64.py
+
+# Opt-in, in neither `make test` nor `make test-arm64` (their budgets): the census on arm64,
+# one deterministic boot with two known answers.
+test-arm64-census: lab-deps engine
+	IPCLAB_TEST_ARM64_CENSUS=1 $(PY) -m pytest -q tests/kernel/test_lab_arm64_census.py
 
 # The Python and kernel tiers run last, in one pytest session, so the run ends on its summary,
 # after one line of time per tier (tests/conftest.py). The arm64 tier runs beside them, in a

@@ -12,6 +12,8 @@
  *
  *     write PATH VALUE     write VALUE into PATH (a sysctl or sysfs knob); failures are noted
  *     mkdir PATH           create a directory (a cgroup); failures are noted
+ *     copy PATH NAME       copy PATH (a debugfs or proc file, read to its end) to SHARED/NAME;
+ *                          failures are noted and leave no SHARED/NAME
  *     env NAME=VALUE       set it for every later run
  *     timeout SECONDS      the watchdog of every later run (0, the default: none)
  *     run NAME ARGV...     run ARGV in a process group of its own, with stdout to
@@ -81,6 +83,34 @@ static int write_file(const char *path, const char *text, size_t len)
 static void in_shared(char *buf, size_t size, const char *name, const char *suffix)
 {
 	snprintf(buf, size, "%s/%s%s", shared, name, suffix);
+}
+
+/* A copy step: read to the end, as seq_file's files give no size. 0, or -1 with errno. */
+static int copy_file(const char *path, const char *name)
+{
+	char dest[600], buf[16384];
+	int in, out = -1, err = 0;
+	ssize_t n = -1;
+
+	in_shared(dest, sizeof(dest), name, "");
+	in = open(path, O_RDONLY);
+	if (in >= 0)
+		out = open(dest, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (out >= 0) {
+		errno = 0;
+		while ((n = read(in, buf, sizeof(buf))) > 0 && write(out, buf, n) == n)
+			;
+	}
+	if (n)
+		err = errno ? errno : EIO;	/* a short write sets none */
+	if (in >= 0)
+		close(in);
+	if (out >= 0 && close(out) && !err)
+		err = errno;
+	if (out >= 0 && err)
+		unlink(dest);
+	errno = err;
+	return err ? -1 : 0;
 }
 
 /* The shared directory from the kernel command line (ipclab.shared=PATH). */
@@ -235,6 +265,9 @@ static int job(void)
 				note(fields[1], strerror(errno));
 		} else if (n == 2 && !strcmp(fields[0], "mkdir")) {
 			if (mkdir(fields[1], 0755) && errno != EEXIST)
+				note(fields[1], strerror(errno));
+		} else if (n == 3 && !strcmp(fields[0], "copy")) {
+			if (copy_file(fields[1], fields[2]))
 				note(fields[1], strerror(errno));
 		} else if (n == 2 && !strcmp(fields[0], "env")) {
 			putenv(strdup(fields[1]));

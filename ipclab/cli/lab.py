@@ -236,6 +236,6 @@ def cmd_census(args):
     _no_command(args, "census")
     with proc.dry_run(args.dry_run):
         kern = variants.resolve(census.counters_spec(args.variant), args.tree,
-                                config=args.config)
+                                config=args.config, arch=args.arch)
         return census.run(kern, workloads=args.workload, clock=_clock(args), cpus=args.cpus,
                           timeout=args.timeout, out=args.output, as_json=args.json)

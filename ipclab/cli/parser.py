@@ -367,8 +367,8 @@ def add_census_parser(sub):
     c.add_argument("-o", "--output", type=Path, help="also write the JSON record here")
     c.add_argument("--json", action="store_true", help="print the JSON record, not the table")
     _add_tree(c)
-    c.add_argument("--config", metavar="FILE",
-                   help="build with this .config instead of tinyconfig plus lab.config")
+    c.add_argument("--config", metavar="FLAVOUR|FILE", help=CONFIG_HELP)
+    _add_arch(c)
     _add_dry_run(c)
     c.set_defaults(func=cmd_census, engine_args=None)
 

@@ -157,6 +157,16 @@ def job_text(env: dict, thp: str, clock: vm.Clock, steps: list[tuple[str, list[s
     guest (THP, a memory cgroup, no address randomization under icount), then the runs, each
     under a watchdog of step_timeout seconds when given, then the `marked` runs of a profile
     (profile_steps) without NOT_MARKED_ENV."""
+    lines = setup_lines(env, thp, clock, step_timeout)
+    lines += [["run", name, *argv] for name, argv in steps]
+    if marked:
+        lines += [["unset", name] for name in NOT_MARKED_ENV if name in env]
+        lines += [["marked", name, *argv] for name, argv in marked]
+    return render(lines)
+
+
+def setup_lines(env: dict, thp: str, clock: vm.Clock, step_timeout: int = 0) -> list[list[str]]:
+    """job_text's steps before the runs, for a job that has more than runs (the census)."""
     lines = [["write", "/sys/kernel/mm/transparent_hugepage/enabled", thp],
              ["write", "/sys/fs/cgroup/cgroup.subtree_control", "+memory"],
              ["mkdir", "/sys/fs/cgroup/ipclab"],
@@ -166,10 +176,12 @@ def job_text(env: dict, thp: str, clock: vm.Clock, steps: list[tuple[str, list[s
     lines += [["env", f"{k}={v}"] for k, v in env.items()]
     if step_timeout:
         lines.append(["timeout", str(step_timeout)])
-    lines += [["run", name, *argv] for name, argv in steps]
-    if marked:
-        lines += [["unset", name] for name in NOT_MARKED_ENV if name in env]
-        lines += [["marked", name, *argv] for name, argv in marked]
+    return lines
+
+
+def render(lines: list[list[str]]) -> str:
+    """The job file: a step a line, its fields separated by tabs; Error for a field that
+    would split a step."""
     for line in lines:
         if any("\t" in f or "\n" in f for f in line):
             raise Error(f"a guest job step has a tab or newline: {line!r}", EXIT_FAILED)

@@ -11,14 +11,19 @@ workload. This module turns those lines into the table and the JSON record.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import importlib.machinery
+import importlib.util
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 from ipclab import EXIT_FAILED, ROOT, Error, envinfo, proc
 from ipclab.progress import log
 
-from . import ab, kernel, source, variants, vm
+from . import ab, arm64_census, kernel, source, variants, vm
 
 OVERLAY = "wakeup-counters"
 DRIVER = ROOT / "kernel" / "tests" / "wakeup-sites"
@@ -108,6 +113,10 @@ def table(rows: list[dict]) -> str:
     head = ["workload"] + [s for _, s in cols]
     body = []
     for r in rows:
+        if r.get("skipped"):
+            # Not run (a script on arm64): no counts, and no "?" that would say no site.
+            body.append([f"{r['workload']} ({r['skipped']})"] + [""] * len(cols))
+            continue
         name = r["workload"] + ("" if r.get("rc") == 0 else f" (rc {r.get('rc')})")
         body.append([name] + [cell(r, k, s) for k, s in cols])
     widths = [max(len(x[i]) for x in [head] + body) for i in range(len(head))]
@@ -130,36 +139,53 @@ def rarely(rows: list[dict], below: float = 0.5) -> list[tuple[str, str, int, in
     return out
 
 
+def failures(names: list[str], rows: list[dict]) -> tuple[list[str], list[str]]:
+    """(failed, missing): the workloads that ran and failed, and those with no row (the
+    guest stopped first, or left no counters). A row marked as not run (a script on arm64)
+    is neither: the table says why."""
+    missing = [n for n in names if n not in {r["workload"] for r in rows}]
+    failed = [r["workload"] for r in rows if r.get("rc") != 0 and not r.get("skipped")]
+    return failed, missing
+
+
 def record(rows: list[dict], meta: dict, b: vm.Boot, clock: vm.Clock, cpus: int) -> dict:
     return {"schema": SCHEMA, "variant": meta["variant"], "build": kernel.identity(meta),
+            "arch": meta.get("arch", variants.DEFAULT_ARCH),
             "clock": clock.record(b.accel, cpus), "machine": {"id": vm.machine_id(),
                                                               "cpu": envinfo.cpu_model()},
             "when": proc.now_iso(), "boot": b.record(), "sites": SITES, "workloads": rows}
+
+
+@functools.lru_cache(maxsize=1)
+def driver():
+    """kernel/tests/wakeup-sites as a module, for what the host does in its stead (the
+    arm64 guest has no Python): its workloads, counter files, watchdog and counter reader."""
+    loader = importlib.machinery.SourceFileLoader("ipclab_wakeup_sites", str(DRIVER))
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
 
 
 def run(kern: variants.Variant, *, workloads: list[str], clock: vm.Clock,
         cpus: int | None = None, timeout: float = DEFAULT_TIMEOUT_S,
         out: Path | None = None, as_json: bool = False) -> int:
     """Build, boot once, run the workloads, print the table (or the JSON record); 1 when the
-    boot or a workload failed."""
+    boot or a workload failed. On arm64 a workload the guest cannot run is a marked row,
+    and naming one is refused (exit 2) before anything is built."""
     names = select(workloads)
-    meta = kernel.obtain(kern)
-    tree = None if proc.is_dry_run() else source.open_source(
-        str(kern.tree) if kern.tree else None, create=False, variant=kern).tree
-    build_workloads(tree, names)
-    accel = vm.accel_for(kernel.image_path(meta), clock)
     cpus = cpus or (vm.DETERMINISTIC_CPUS if clock.deterministic else vm.DEFAULT_CPUS)
-    b = vm.boot(meta, accel, [sys.executable, str(DRIVER), *names], timeout=timeout,
-                clock=clock, cpus=cpus)
+    if kern.arch == "arm64":
+        with tempfile.TemporaryDirectory(prefix="ipclab-census-arm64-") as bindir:
+            plan = arm64_census.plan(driver(), names, Path(bindir), named=bool(workloads))
+            meta = kernel.obtain(kern)
+            b, rows = arm64_census.boot(driver(), meta, plan, clock=clock, cpus=cpus,
+                                        timeout=timeout)
+    else:
+        meta, b, rows = _boot_x86(kern, names, clock, cpus, timeout)
     if proc.is_dry_run():
         return 0
     ab.report_boot(b, None)
-    text = ""
-    try:
-        text = (b.shared / "job.out").read_text(errors="replace")
-    except OSError:
-        pass
-    rows = parse(text)
     rec = record(rows, meta, b, clock, cpus)
     if out:
         proc.write_json_atomic(out, rec)
@@ -168,16 +194,35 @@ def run(kern: variants.Variant, *, workloads: list[str], clock: vm.Clock,
         json.dump(rec, sys.stdout, indent=1)
         print()
     else:
-        print(f"{meta['variant']} ({b.release}), {clock.mode}, {cpus} vCPU(s), accel={accel}:"
-              " sleepers/calls per wakeup site")
+        print(f"{meta['variant']} ({b.release}, {rec['arch']}), {clock.mode}, {cpus} vCPU(s), "
+              f"accel={b.accel}: sleepers/calls per wakeup site")
         print(table(rows))
+        for r in rows:
+            if r.get("skipped"):
+                print(f"{r['workload']}: {r['skipped']}: {r.get('reason')}")
         few = rarely(rows)
         if few:
             print("found a sleeper in fewer than half of its calls: " + "; ".join(
                 f"{site} in {w} ({s}/{c})" for w, site, s, c in few))
-    missing = [n for n in names if n not in {r["workload"] for r in rows}]
-    failed = [r["workload"] for r in rows if r.get("rc") != 0]
+    failed, missing = failures(names, rows)
     if missing or failed:
         log(f"census: failed: {', '.join(failed) or 'none'}; no counts: "
             f"{', '.join(missing) or 'none'}")
     return 0 if b.ok and not missing and not failed else EXIT_FAILED
+
+
+def _boot_x86(kern: variants.Variant, names: list[str], clock: vm.Clock, cpus: int,
+              timeout: float) -> tuple[dict, vm.Boot, list[dict]]:
+    """The x86 census: the host's root in the guest, the driver run there."""
+    meta = kernel.obtain(kern)
+    tree = None if proc.is_dry_run() else source.open_source(
+        str(kern.tree) if kern.tree else None, create=False, variant=kern).tree
+    build_workloads(tree, names)
+    accel = vm.accel_for(kernel.image_path(meta), clock)
+    b = vm.boot(meta, accel, [sys.executable, str(DRIVER), *names], timeout=timeout,
+                clock=clock, cpus=cpus)
+    text = ""
+    if not proc.is_dry_run():
+        with contextlib.suppress(OSError):
+            text = (b.shared / "job.out").read_text(errors="replace")
+    return meta, b, parse(text)
