@@ -14,6 +14,11 @@
  *     mkdir PATH           create a directory (a cgroup); failures are noted
  *     env NAME=VALUE       set it for every later run
  *     timeout SECONDS      the watchdog of every later run (0, the default: none)
+ *     make-it-fail 1|0     mark every later run's process for fault injection (its
+ *                          /proc/self/make-it-fail, inherited by what it forks), so that
+ *                          with the facility's task-filter only the runs are hit
+ *     save PATH NAME       copy PATH (a debugfs or proc file) to SHARED/NAME; failures
+ *                          are noted
  *     run NAME ARGV...     run ARGV in a process group of its own, with stdout to
  *                          SHARED/NAME.out and stderr to SHARED/NAME.err; its wait status
  *                          goes to SHARED/NAME.rc. Past the timeout the group gets SIGTERM,
@@ -46,6 +51,7 @@
 static char shared[512];
 static char notes[4096];
 static unsigned step_timeout;	/* seconds; 0: none */
+static int make_it_fail;	/* mark the runs for fault injection */
 
 static void note(const char *what, const char *detail)
 {
@@ -145,6 +151,13 @@ static int run(char *name, char **argv)
 		setpgid(0, 0);
 		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
 			_exit(126);
+		/* Before exec, so that the program's own start-up counts against the budget
+		 * (the facility's space) as on x86, and an unmarked run is never mistaken for a
+		 * marked one: it does not start at all. */
+		if (make_it_fail && write_file("/proc/self/make-it-fail", "1", 1)) {
+			dprintf(2, "/proc/self/make-it-fail: %s\n", strerror(errno));
+			_exit(126);
+		}
 		execv(argv[0], argv);
 		dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
@@ -160,6 +173,30 @@ static int run(char *name, char **argv)
 	snprintf(text, sizeof(text), "%d\n", status);
 	write_file(rc, text, strlen(text));
 	return status;
+}
+
+/* Copy a file the kernel generates (its size is not known before it is read). */
+static int save_file(const char *from, const char *name)
+{
+	char path[600], buf[8192];
+	int in = open(from, O_RDONLY), out, ok = 1;
+	ssize_t n;
+
+	if (in < 0)
+		return -1;
+	in_shared(path, sizeof(path), name, "");
+	out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (out < 0) {
+		close(in);
+		return -1;
+	}
+	while (ok && (n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		ok = n > 0 && write(out, buf, n) == n;
+	}
+	close(in);
+	return close(out) || !ok ? -1 : 0;
 }
 
 static int job(void)
@@ -195,6 +232,11 @@ static int job(void)
 			step_timeout = strtoul(fields[1], NULL, 10);
 			if (step_timeout > 86400 * 20)	/* poll()'s int milliseconds */
 				step_timeout = 86400 * 20;
+		} else if (n == 2 && !strcmp(fields[0], "make-it-fail")) {
+			make_it_fail = !strcmp(fields[1], "1");
+		} else if (n == 3 && !strcmp(fields[0], "save")) {
+			if (save_file(fields[1], fields[2]))
+				note(fields[1], strerror(errno));
 		} else if (n >= 3 && !strcmp(fields[0], "run")) {
 			int status = run(fields[1], fields + 2);
 
@@ -207,17 +249,11 @@ static int job(void)
 	return failed;
 }
 
-static void leave_evidence(int rc)
+static void write_status(int rc)
 {
 	char path[600], status[8192];
 	struct utsname u;
-	int len = klogctl(10, NULL, 0);	/* SYSLOG_ACTION_SIZE_BUFFER */
-	char *log = len > 0 ? malloc(len) : NULL;
 
-	if (log && (len = klogctl(3, log, len)) > 0) {	/* SYSLOG_ACTION_READ_ALL */
-		in_shared(path, sizeof(path), "dmesg.txt", "");
-		write_file(path, log, len);
-	}
 	uname(&u);
 	snprintf(status, sizeof(status),
 		 "{\"rc\": %d, \"release\": \"%s\", \"nproc\": %ld, \"machine\": \"%s\","
@@ -227,6 +263,32 @@ static void leave_evidence(int rc)
 	write_file(path, status, strlen(status));
 }
 
+static void leave_evidence(int rc)
+{
+	char path[600];
+	int len = klogctl(10, NULL, 0);	/* SYSLOG_ACTION_SIZE_BUFFER */
+	char *log = len > 0 ? malloc(len) : NULL;
+
+	if (log && (len = klogctl(3, log, len)) > 0) {	/* SYSLOG_ACTION_READ_ALL */
+		in_shared(path, sizeof(path), "dmesg.txt", "");
+		write_file(path, log, len);
+	}
+	write_status(rc);
+}
+
+#ifdef GUEST_INIT_JOB_ONLY
+/*
+ * The host's unit tests build this: the job of the directory argv[1] and its status, and
+ * nothing a PID 1 does (no mount, no kernel log, no power-off), so it is safe to run as
+ * root on the host.
+ */
+int main(int argc, char **argv)
+{
+	snprintf(shared, sizeof(shared), "%s", argc > 1 ? argv[1] : ".");
+	write_status(job());
+	return 0;
+}
+#else
 int main(void)
 {
 	char path[600];
@@ -261,3 +323,4 @@ int main(void)
 	reboot(RB_POWER_OFF);
 	return 0;
 }
+#endif

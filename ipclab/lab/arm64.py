@@ -141,10 +141,12 @@ def launcher(shared: Path, initrd: Path | None = None):
 
 
 def job_text(env: dict, thp: str, clock: vm.Clock, steps: list[tuple[str, list[str]]],
-             step_timeout: int = 0) -> str:
+             step_timeout: int = 0, before: list[list[str]] = (),
+             after: list[list[str]] = ()) -> str:
     """The init's job (scripts/guest-init.c): the guest set up as guest-run.py sets up an x86
     guest (THP, a memory cgroup, no address randomization under icount), then the runs, each
-    under a watchdog of step_timeout seconds when given."""
+    under a watchdog of step_timeout seconds when given; `before` and `after` are more
+    steps around the runs (arm64_debug's: fault injection armed, kmemleak scanned)."""
     lines = [["write", "/sys/kernel/mm/transparent_hugepage/enabled", thp],
              ["write", "/sys/fs/cgroup/cgroup.subtree_control", "+memory"],
              ["mkdir", "/sys/fs/cgroup/ipclab"],
@@ -152,9 +154,11 @@ def job_text(env: dict, thp: str, clock: vm.Clock, steps: list[tuple[str, list[s
     if clock.deterministic:
         lines.append(["write", "/proc/sys/kernel/randomize_va_space", "0"])
     lines += [["env", f"{k}={v}"] for k, v in env.items()]
+    lines += before
     if step_timeout:
         lines.append(["timeout", str(step_timeout)])
     lines += [["run", name, *argv] for name, argv in steps]
+    lines += after
     for line in lines:
         if any("\t" in f or "\n" in f for f in line):
             raise Error(f"a guest job step has a tab or newline: {line!r}", EXIT_FAILED)
