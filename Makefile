@@ -9,6 +9,7 @@
 #   make test-lts       the kernel tier on the 6.12 base instead (not part of `make test`)
 #   make test-bisect    bisect tier: the seeds series as six commits, bisected to its culprit
 #   make test-arm64     arm64 tier: mainline and two lab variants cross-built and booted (icount)
+#   make test-arm64-faults  arm64 fault runs of the series' debug build (not in `make test`)
 #   make engine-checks  the engine's acceptance figures (timing cost, CV, ladder vs peers)
 
 VENV   := .venv
@@ -16,8 +17,8 @@ PY     := $(VENV)/bin/python
 SUITE  ?= seeds
 
 .PHONY: all deps lab-deps reference-deps engine conformance run test test-engine \
-	test-conformance test-python test-kernel test-lts test-bisect test-arm64 test-census test-smp \
-	engine-checks clean
+	test-conformance test-python test-kernel test-lts test-bisect test-arm64 \
+	test-arm64-faults test-census test-smp engine-checks clean
 
 all: engine
 
@@ -79,6 +80,11 @@ test-census: lab-deps engine
 # 35-minute budget (docs/lab.md, arm64).
 test-arm64: lab-deps engine
 	IPCLAB_TEST_ARM64=1 $(PY) -m pytest -q tests/kernel/test_lab_arm64.py
+
+# In neither `make test` nor `make test-arm64`: a cold arm64 debug build of its own and two
+# boots (docs/lab.md, "Fault runs on arm64").
+test-arm64-faults: lab-deps engine
+	IPCLAB_TEST_ARM64_FAULTS=1 $(PY) -m pytest -q tests/kernel/test_lab_arm64_faults.py
 
 # The Python and kernel tiers run last, in one pytest session, so the run ends on its summary,
 # after one line of time per tier (tests/conftest.py).
