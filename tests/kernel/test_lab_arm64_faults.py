@@ -13,8 +13,6 @@ measurements.
 """
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 import time
@@ -22,21 +20,14 @@ import time
 import pytest
 
 from conftest import lab_command_time
-from .conftest import REPO, missing_prereq
+from .conftest import REPO
+from .test_lab_arm64 import missing_arm64
 
 SERIES = "mainline-series"
+MISSING = missing_arm64("IPCLAB_TEST_ARM64_FAULTS", "test-arm64-faults")
 
 
-def missing():
-    if not os.environ.get("IPCLAB_TEST_ARM64_FAULTS"):
-        return "arm64 fault runs run with `make test-arm64-faults` (IPCLAB_TEST_ARM64_FAULTS=1)"
-    for tool in ("aarch64-linux-gnu-gcc", "qemu-system-aarch64"):
-        if shutil.which(tool) is None:
-            return f"{tool} missing (make lab-deps)"
-    return missing_prereq()
-
-
-pytestmark = pytest.mark.skipif(missing() is not None, reason=str(missing()))
+pytestmark = pytest.mark.skipif(MISSING is not None, reason=str(MISSING))
 
 
 def test_fault_runs_of_the_series_on_arm64_lose_nothing(tmp_path):

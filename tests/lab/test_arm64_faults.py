@@ -17,20 +17,12 @@ import pytest
 from ipclab.cli import main
 from ipclab.lab import ab, arm64, arm64_conformance as ac, arm64_debug, faults, vm
 
+# no_ct_env: the host's run.sh variables would change the job (autouse, here too).
+from test_arm64_conformance import job_lines, no_ct_env  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[2]
 KNOBS = "/sys/kernel/debug/fail_page_alloc"
 SLAB = "/sys/kernel/debug/failslab"
-
-
-@pytest.fixture(autouse=True)
-def no_ct_env(monkeypatch):
-    for var in list(os.environ):
-        if var.startswith("CT_"):
-            monkeypatch.delenv(var)
-
-
-def job_lines(text):
-    return [line.split("\t") for line in text.splitlines()]
 
 
 def test_the_job_arms_before_the_tests_and_scans_after_them():
