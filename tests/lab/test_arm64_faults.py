@@ -268,9 +268,12 @@ def test_fault_runs_on_arm64_boot_each_plan_with_its_own_variables(tmp_path, mon
         built.append(kern)
         return {"variant": kern.name, "arch": kern.arch, "release": "7.3.4"}
     monkeypatch.setattr(fr.kernel, "obtain", obtain)
-    monkeypatch.setattr(vm, "boot", fake_guest())
+    guest, cpus = fake_guest(), []
+    monkeypatch.setattr(vm, "boot", lambda *a, **kw: cpus.append(kw["cpus"]) or guest(*a, **kw))
     out = tmp_path / "out"
-    assert fr.main(["mainline", "--arch", "arm64", "--duration", "3", "--out", str(out)]) == 0
+    assert fr.main(["mainline", "--arch", "arm64", "--duration", "3", "--cpus", "1",
+                    "--out", str(out)]) == 0
+    assert cpus == [1, 1]
     assert [(k.name, k.arch) for k in built] == [("mainline+debug+counters", "arm64")]
     rows = json.loads((out / "fault-runs.json").read_text())["rows"]
     assert [(r["boot"], r["ok"]) for r in rows] == [("faults", True), ("clean", True)]
