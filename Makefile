@@ -8,7 +8,8 @@
 #   make test-kernel    kernel tier only, on mainline: build its kernels, boot them, run tests inside
 #   make test-lts       the kernel tier on the 6.12 base instead (not part of `make test`)
 #   make test-bisect    bisect tier: the seeds series as six commits, bisected to its culprit
-#   make test-arm64     arm64 tier: mainline and two lab variants cross-built and booted (icount)
+#   make test-arm64     arm64 tier alone (make test runs it beside the others): mainline and two
+#                       lab variants cross-built and booted (icount)
 #   make test-arm64-faults  arm64 fault runs of the series' debug build (not in `make test`)
 #   make engine-checks  the engine's acceptance figures (timing cost, CV, ladder vs peers)
 
@@ -76,8 +77,7 @@ test-census: lab-deps engine
 	@$(MAKE) --no-print-directory -C conformance
 	$(PY) -m pytest -q tests/kernel/test_lab_census.py
 
-# Not yet in `make test`: a cold arm64 build and its six boots would take the run past its
-# 35-minute budget (docs/lab.md, arm64).
+# The arm64 tier alone; `make test` runs it beside the other tiers (tests/tier_beside.py).
 test-arm64: lab-deps engine
 	IPCLAB_TEST_ARM64=1 $(PY) -m pytest -q tests/kernel/test_lab_arm64.py
 
@@ -87,7 +87,8 @@ test-arm64-faults: lab-deps engine
 	IPCLAB_TEST_ARM64_FAULTS=1 $(PY) -m pytest -q tests/kernel/test_lab_arm64_faults.py
 
 # The Python and kernel tiers run last, in one pytest session, so the run ends on its summary,
-# after one line of time per tier (tests/conftest.py).
+# after one line of time per tier (tests/conftest.py). The arm64 tier runs beside them, in a
+# pytest process of its own that logs to .test-arm64.log; one test of the session checks it.
 TIMES := .test-times
 test: lab-deps
 	@rm -f $(TIMES)
@@ -96,7 +97,7 @@ test: lab-deps
 	@t=$$(date +%s); $(MAKE) --no-print-directory test-conformance && \
 		echo "conformance $$(( $$(date +%s) - t ))" >> $(TIMES)
 	@$(MAKE) --no-print-directory -C conformance
-	IPCLAB_TEST_TIMES=$(TIMES) $(PY) -m pytest -q tests
+	IPCLAB_TEST_TIMES=$(TIMES) IPCLAB_TEST_ARM64=beside $(PY) -m pytest -q tests
 
 clean:
 	@$(MAKE) --no-print-directory -C bench clean

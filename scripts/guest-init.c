@@ -25,6 +25,12 @@
  *                          SIGKILL 5 s later (as run.sh's `timeout -k 5`), and
  *                          SHARED/NAME.timeout holds the seconds. What the run leaves
  *                          behind in its group is killed when it ends.
+ *     unset NAME           drop it from the environment of every later run
+ *     marked NAME ARGV...  a run between two calls of the profile's marker system call
+ *                          (swapoff(NULL), profile.py's MARKER_SYSCALL), whose entries close
+ *                          the QEMU plugin's profile windows: the run is the window. Its
+ *                          stdout and stderr go to /tmp and are copied to SHARED after the
+ *                          second marker, so that no 9p traffic of ours lands in the window.
  *
  * It writes SHARED/started first, and last SHARED/dmesg.txt and SHARED/status.json
  * ({"rc": 0 or the number of runs that failed, "release", "nproc", "notes"}).
@@ -133,27 +139,61 @@ static int wait_run(pid_t pid, int *status, unsigned limit)
 	return timed_out;
 }
 
-/* One run step: its wait status, or -1 when it could not be started. */
-static int run(char *name, char **argv)
+/* The profile's window marker: swapoff(NULL), which fails and which nothing else calls. */
+static void mark_window(void)
 {
-	char out[600], err[600], rc[600], text[32];
+	syscall(SYS_swapoff, NULL);
+}
+
+/* Copy a file from the guest's tmpfs to the shared directory, and drop the original. */
+static void move_out(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY), o = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ssize_t n = 0;
+
+	while (in >= 0 && o >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(o, buf, n) != n) {
+			n = -1;
+			break;
+		}
+	if (in < 0 || o < 0 || n < 0)
+		note(to, strerror(errno));
+	if (in >= 0)
+		close(in);
+	if (o >= 0)
+		close(o);
+	unlink(from);
+}
+
+/*
+ * One run step: its wait status, or -1 when it could not be started. A marked run is a
+ * profile window: the markers bracket it, and its output is kept out of 9p until after.
+ */
+static int run(char *name, char **argv, int marked)
+{
+	char out[600], err[600], rc[600], text[32], tmp_out[600], tmp_err[600];
 	int status = -1;
 	pid_t pid;
 
 	in_shared(out, sizeof(out), name, ".out");
 	in_shared(err, sizeof(err), name, ".err");
 	in_shared(rc, sizeof(rc), name, ".rc");
+	snprintf(tmp_out, sizeof(tmp_out), "/tmp/%s.out", name);
+	snprintf(tmp_err, sizeof(tmp_err), "/tmp/%s.err", name);
+	if (marked)
+		mark_window();
 	pid = fork();
 	if (pid == 0) {
-		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int o = open(marked ? tmp_out : out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(marked ? tmp_err : err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 		setpgid(0, 0);
 		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
 			_exit(126);
 		/* Before exec, so that the program's own start-up counts against the budget
-		 * (the facility's space) as on x86, and an unmarked run is never mistaken for a
-		 * marked one: it does not start at all. */
+		 * (the facility's space) as on x86; a run that cannot be set to fail does not
+		 * start at all, rather than pass as one that ran with faults. */
 		if (make_it_fail && write_file("/proc/self/make-it-fail", "1", 1)) {
 			dprintf(2, "/proc/self/make-it-fail: %s\n", strerror(errno));
 			_exit(126);
@@ -165,10 +205,17 @@ static int run(char *name, char **argv)
 	if (pid > 0) {
 		setpgid(pid, pid);	/* before the watchdog can need it, whoever runs first */
 		if (wait_run(pid, &status, step_timeout)) {
+			char path[600];
+
 			snprintf(text, sizeof(text), "%u\n", step_timeout);
-			in_shared(out, sizeof(out), name, ".timeout");
-			write_file(out, text, strlen(text));
+			in_shared(path, sizeof(path), name, ".timeout");
+			write_file(path, text, strlen(text));
 		}
+	}
+	if (marked) {
+		mark_window();
+		move_out(tmp_out, out);
+		move_out(tmp_err, err);
 	}
 	snprintf(text, sizeof(text), "%d\n", status);
 	write_file(rc, text, strlen(text));
@@ -232,13 +279,15 @@ static int job(void)
 			step_timeout = strtoul(fields[1], NULL, 10);
 			if (step_timeout > 86400 * 20)	/* poll()'s int milliseconds */
 				step_timeout = 86400 * 20;
+		} else if (n == 2 && !strcmp(fields[0], "unset")) {
+			unsetenv(fields[1]);
 		} else if (n == 2 && !strcmp(fields[0], "make-it-fail")) {
 			make_it_fail = !strcmp(fields[1], "1");
 		} else if (n == 3 && !strcmp(fields[0], "save")) {
 			if (save_file(fields[1], fields[2]))
 				note(fields[1], strerror(errno));
-		} else if (n >= 3 && !strcmp(fields[0], "run")) {
-			int status = run(fields[1], fields + 2);
+		} else if (n >= 3 && (!strcmp(fields[0], "run") || !strcmp(fields[0], "marked"))) {
+			int status = run(fields[1], fields + 2, fields[0][0] == 'm');
 
 			failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 		} else if (n) {

@@ -5,6 +5,8 @@ import time
 
 import pytest
 
+from tier_beside import BesideTier
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
@@ -49,9 +51,42 @@ TIER_SECONDS = {"Python": 0.0, "kernel builds": 0.0, "boots": 0.0}
 
 
 def lab_command_time(argv, seconds):
-    """Count a kernel-tier command's seconds as a build or as a boot."""
-    TIER_SECONDS["kernel builds" if tuple(argv[:2]) == ("kernel", "build") else "boots"] += \
-        seconds
+    """Count a kernel-tier command's seconds as a build or as a boot; the first kernel build
+    is the arm64 tier's cue to start beside the session (tests/tier_beside.py)."""
+    build = tuple(argv[:2]) == ("kernel", "build")
+    TIER_SECONDS["kernel builds" if build else "boots"] += seconds
+    if build and ARM64_BESIDE:
+        ARM64_BESIDE.start()
+
+
+# ---- the arm64 tier beside the session ---------------------------------------------------
+ARM64_TESTS = "tests/kernel/test_lab_arm64.py"
+ARM64_BESIDE = (BesideTier("arm64", ROOT, ARM64_TESTS, {"IPCLAB_TEST_ARM64": "1"},
+                           os.path.join(ROOT, ".test-arm64.log"))
+                if os.environ.get("IPCLAB_TEST_ARM64") == "beside" else None)
+# Where the session waits for it: before the tests that time two vCPUs, which need the
+# host's two cores to themselves.
+ARM64_CHECK_BEFORE = "tests/kernel/test_lab_smp.py"
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Move the check of the tier beside to just before the SMP tests (or to the end of the
+    kernel tier's tests, when they were not collected)."""
+    check = [i for i in items if i.name == "test_the_tier_beside_this_session_passed"]
+    if not check:
+        return
+    items.remove(check[0])
+    kernel = [n for n, i in enumerate(items)
+              if "kernel" in i.path.relative_to(ROOT).parts[1:2]]
+    smp = [n for n, i in enumerate(items)
+           if str(i.path.relative_to(ROOT)) == ARM64_CHECK_BEFORE]
+    at = smp[0] if smp else (kernel[-1] + 1 if kernel else len(items))
+    items.insert(at, check[0])
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if ARM64_BESIDE:
+        ARM64_BESIDE.stop()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -73,5 +108,6 @@ def pytest_terminal_summary(terminalreporter):
     except OSError:
         pass
     tiers += [(name, s) for name, s in TIER_SECONDS.items()]
-    terminalreporter.write_line(
-        "time per tier: " + ", ".join(f"{name} {float(s):.0f} s" for name, s in tiers))
+    line = ", ".join(f"{name} {float(s):.0f} s" for name, s in tiers)
+    beside = ARM64_BESIDE.time_line() if ARM64_BESIDE else None
+    terminalreporter.write_line("time per tier: " + line + (f"; {beside}" if beside else ""))

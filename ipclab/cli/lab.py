@@ -202,7 +202,7 @@ def cmd_vm_run(args):
                 raise Error("--cost counts the samples of a SUITE; a command after -- has none")
             return labreport.vm_command(ab.vm_command(kern, command, **opts))
         job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
-                           warmups=args.warmups, profile=args.profile)
+                           warmups=args.warmups, profile=args.profile, arch=args.arch)
         return labreport.vm_suite(ab.vm_suite(kern, job, args.output, memory=_cost(args), **opts))
 
 
@@ -224,7 +224,7 @@ def cmd_ab(args):
     clock = _clock(args)
     with proc.dry_run(args.dry_run):
         job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
-                           warmups=args.warmups, profile=args.profile)
+                           warmups=args.warmups, profile=args.profile, arch=args.arch)
         base, new = _kernels(args, [args.base, args.new], 2)
         run = ab.run_ab(base, new, job, boots=args.boots, thp=args.thp, timeout=args.timeout,
                         clock=clock, cpus=args.cpus, outdir=args.output_dir,

@@ -29,9 +29,10 @@ from . import arm64, arm64_conformance, faults as fault_runs, kernel, variants, 
 
 def suite_job(suite: str, clock: vm.Clock = vm.TIMED, *, full: bool = False,
               reps: int | None = None, warmups: int | None = None,
-              profile: bool = False, cells: tuple[str, ...] = ()) -> vm.SuiteJob:
-    """The guest's job for a suite; Error (exit 2) for an unknown suite, on the host, before
-    anything is built or booted."""
+              profile: bool = False, cells: tuple[str, ...] = (),
+              arch: str | None = None) -> vm.SuiteJob:
+    """The guest's job for a suite; Error (exit 2) for an unknown suite, or what the arch's
+    guest cannot do, on the host, before anything is built or booted."""
     suites.check(suite)
     if clock.deterministic and not reps:
         reps = vm.DETERMINISTIC_REPS
@@ -41,8 +42,11 @@ def suite_job(suite: str, clock: vm.Clock = vm.TIMED, *, full: bool = False,
     # The guest's plan, checked as `ipclab run` there would check it, before a boot.
     _, _, planned, n_reps, n_warmups = runner.plan(suite, (), full, reps, warmups)
     runner.check_size(suites.select(planned, cells) if cells else planned, n_reps, n_warmups)
-    return vm.SuiteJob(suite, suites.FULL if full else suites.QUICK, reps, warmups, profile_by,
-                       tuple(cells))
+    job = vm.SuiteJob(suite, suites.FULL if full else suites.QUICK, reps, warmups, profile_by,
+                      tuple(cells))
+    if arch == "arm64":
+        arm64.check_job(job)
+    return job
 
 
 def patch_names(meta: dict) -> str:

@@ -13,6 +13,12 @@ A suite boot runs the engine invocations of the run's plan (runner's cells, orde
 seed), one `run` step of the init's job each; afterwards runner.execute replays the plan on
 the host, each sample read back from what the guest left instead of running the engine.
 So the results file is the one `ipclab run` writes, sample for sample.
+
+With --profile (deterministic: profile.py's marker way) the job then runs each cell once
+more as a `marked` step, which the init brackets with the profile's marker system call as
+`ipclab run --profile-by marker` does on x86; the host reads those runs back into the
+profile file the x86 guest would have left, and ab.run_suite_boot names the plugin's
+addresses with the image's System.map as on x86.
 """
 
 from __future__ import annotations
@@ -22,8 +28,8 @@ import os
 import threading
 from pathlib import Path
 
-from ipclab import EXIT_FAILED, ROOT, Error, engine, peers, proc, results, runner, schedule
-from ipclab import suites
+from ipclab import EXIT_FAILED, ROOT, Error, engine, peers, proc, profile, results, runner
+from ipclab import schedule, suites
 
 from . import cache, vm
 from .cache import cache_root
@@ -140,13 +146,19 @@ def launcher(shared: Path, initrd: Path | None = None):
 # --------------------------------------------------------------------------- a suite's job
 
 
+# What the profile's runs must not inherit: the engine would write its marks' file over 9p
+# inside the profile's window (profile.marked_cell drops it on x86 too).
+NOT_MARKED_ENV = ("IPCBENCH_MARK",)
+
+
 def job_text(env: dict, thp: str, clock: vm.Clock, steps: list[tuple[str, list[str]]],
-             step_timeout: int = 0, before: list[list[str]] = (),
-             after: list[list[str]] = ()) -> str:
+             step_timeout: int = 0, marked: list[tuple[str, list[str]]] = (),
+             before: list[list[str]] = (), after: list[list[str]] = ()) -> str:
     """The init's job (scripts/guest-init.c): the guest set up as guest-run.py sets up an x86
     guest (THP, a memory cgroup, no address randomization under icount), then the runs, each
-    under a watchdog of step_timeout seconds when given; `before` and `after` are more
-    steps around the runs (arm64_debug's: fault injection armed, kmemleak scanned)."""
+    under a watchdog of step_timeout seconds when given, then the `marked` runs of a profile
+    (profile_steps) without NOT_MARKED_ENV; `before` and `after` are more steps around the
+    runs (arm64_debug's: fault injection armed, kmemleak scanned)."""
     lines = [["write", "/sys/kernel/mm/transparent_hugepage/enabled", thp],
              ["write", "/sys/fs/cgroup/cgroup.subtree_control", "+memory"],
              ["mkdir", "/sys/fs/cgroup/ipclab"],
@@ -158,6 +170,9 @@ def job_text(env: dict, thp: str, clock: vm.Clock, steps: list[tuple[str, list[s
     if step_timeout:
         lines.append(["timeout", str(step_timeout)])
     lines += [["run", name, *argv] for name, argv in steps]
+    if marked:
+        lines += [["unset", name] for name in NOT_MARKED_ENV if name in env]
+        lines += [["marked", name, *argv] for name, argv in marked]
     lines += after
     for line in lines:
         if any("\t" in f or "\n" in f for f in line):
@@ -196,20 +211,54 @@ def replay(shared: Path, cells, steps):
         names = by_cell.get(tuple(argv))
         if not names:
             return engine.CellRun("failed", error="not in the guest's job", argv=argv)
-        name = names.popleft()
-        try:
-            status = int((shared / f"{name}.rc").read_text())
-        except (OSError, ValueError):
-            return engine.CellRun("failed", error="the guest did not run it (it stopped "
-                                  "first)", argv=argv)
+        return read_step(shared, names.popleft(), argv)
+    return run
+
+
+def read_step(shared: Path, name: str, argv: list[str]) -> engine.CellRun:
+    """What one engine invocation of the job gave, from what the init left of its step
+    (NAME.rc, a wait status; NAME.out; NAME.err)."""
+    try:
+        status = int((shared / f"{name}.rc").read_text())
+    except (OSError, ValueError):
+        return engine.CellRun("failed", error="the guest did not run it (it stopped "
+                              "first)", argv=argv)
+    if status < 0 or not os.WIFEXITED(status):
+        sig = os.WTERMSIG(status) if status >= 0 else None
+        return engine.CellRun("failed", error=f"killed by signal {sig}" if sig else
+                              "could not be started in the guest", rc=-1, argv=argv)
+    try:
         out = (shared / f"{name}.out").read_text(errors="replace")
         err = (shared / f"{name}.err").read_text(errors="replace")
-        if status < 0 or not os.WIFEXITED(status):
-            sig = os.WTERMSIG(status) if status >= 0 else None
-            return engine.CellRun("failed", error=f"killed by signal {sig}" if sig else
-                                  "could not be started in the guest", rc=-1, argv=argv)
-        return engine.outcome(argv, os.WEXITSTATUS(status), out, err)
-    return run
+    except OSError as e:
+        return engine.CellRun("failed", error=f"the guest left no output of it: {e}",
+                              rc=-1, argv=argv)
+    return engine.outcome(argv, os.WEXITSTATUS(status), out, err)
+
+
+def check_job(job: vm.SuiteJob) -> None:
+    """Error for what a suite job asks that the arm64 guest cannot do."""
+    if job.profile_by and job.profile_by != "marker":
+        raise Error("--profile on arm64 needs --deterministic: a timed guest profiles with "
+                    "perf, which the arm64 guest does not have")
+
+
+def profile_steps(cells) -> list[tuple[str, suites.Cell, list[str]]]:
+    """The profile's marked runs: each cell once, in the cells' order, as `ipclab run
+    --profile-by marker` makes them (profile.profile_cells), its window the plugin's
+    2i + 1. Not the peers' cells, which the guest cannot run: a cell without a marked run
+    would leave no window, and the cells after it would take the wrong ones."""
+    return [(f"p{i:05d}", cell, engine.argv_for(GUEST_ENGINE, cell, "tcg"))
+            for i, cell in enumerate(c for c in cells if not peers.is_peer(c))]
+
+
+def read_profile(shared: Path, out: Path, marked) -> dict:
+    """The profile file `ipclab run --profile-by marker` would have left at `out`, from the
+    guest's marked runs (profile_steps): each cell's operations, or why it has none."""
+    by_key = {cell.key: (name, argv) for name, cell, argv in marked}
+    return profile.profile_cells(GUEST_ENGINE, [cell for _, cell, _ in marked], out,
+                                 by="marker", marked=lambda cell: profile.marked_record(
+                                     read_step(shared, *by_key[cell.key]), cell))
 
 
 def boot_suite(meta: dict, job: vm.SuiteJob, shared: Path, *, thp: str, timeout: float,
@@ -217,20 +266,20 @@ def boot_suite(meta: dict, job: vm.SuiteJob, shared: Path, *, thp: str, timeout:
                plugin_memory: str) -> vm.Boot:
     """One arm64 boot running a suite job; its results written to shared/job.RESULTS as
     the guest's `ipclab run` would have, unless the guest ran nothing."""
-    if job.profile_by:
-        raise Error("--profile is not in the arm64 guest yet (its profile pass is "
-                    "`ipclab run --profile`'s, which needs Python in the guest)")
+    check_job(job)
     order_seed = int.from_bytes(os.urandom(4), "little") >> 1
     res, cells, steps = plan(job, order_seed)
+    marked = profile_steps(cells) if job.profile_by else []
     env = {"IPCBENCH_ACCEL": "tcg", "IPCBENCH_CLOCK": clock.engine_clock()}
     if insn_counts is not None:
         env["IPCBENCH_MARK"] = str(shared / vm.MARKS)
     if not proc.is_dry_run():
         shared.mkdir(parents=True, exist_ok=True)
-        (shared / JOB).write_text(job_text(env, thp, clock, steps))
-    b = vm.boot(meta, "tcg", [GUEST_ENGINE, f"({len(steps)} invocations)"], thp=thp,
-                timeout=timeout, shared=shared, job_rc_fails=False, clock=clock, cpus=cpus,
-                insn_counts=insn_counts, plugin_memory=plugin_memory,
+        (shared / JOB).write_text(job_text(env, thp, clock, steps, marked=[
+            (name, argv) for name, _, argv in marked]))
+    b = vm.boot(meta, "tcg", [GUEST_ENGINE, f"({len(steps) + len(marked)} invocations)"],
+                thp=thp, timeout=timeout, shared=shared, job_rc_fails=False, clock=clock,
+                cpus=cpus, insn_counts=insn_counts, plugin_memory=plugin_memory,
                 launcher=launcher(shared))
     if proc.is_dry_run() or not (shared / "started").exists():
         return b
@@ -239,5 +288,7 @@ def boot_suite(meta: dict, job: vm.SuiteJob, shared: Path, *, thp: str, timeout:
     path = shared / job.RESULTS
     side = runner.Side(res, cells, GUEST_ENGINE, str(path))
     runner.execute([side], quiet=True, run=replay(shared, cells, steps))
+    if marked:
+        read_profile(shared, shared / job.PROFILE, marked)
     return b
 

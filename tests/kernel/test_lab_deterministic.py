@@ -16,7 +16,7 @@ import pytest
 
 from ipclab import compare, results
 from ipclab.deterministic import cost
-from .conftest import PLAIN, REPO, ROLE, ipclab, missing_prereq
+from .conftest import KNOWN_ANSWER_REPS, PLAIN, REPO, ROLE, ipclab, missing_prereq
 
 pytestmark = pytest.mark.skipif(missing_prereq() is not None, reason=str(missing_prereq()))
 
@@ -31,8 +31,8 @@ def aa(tmp_path_factory):
         r = ipclab("kernel", "build", variant, timeout=3600)
         assert r.returncode == 0, r.stderr[-3000:]
     out = tmp_path_factory.mktemp("aa")
-    r = ipclab("ab", PLAIN, PLAIN, "--suite", "icount-check", "--deterministic", "-o", str(out),
-               timeout=2400)
+    r = ipclab("ab", PLAIN, PLAIN, "--suite", "icount-check", "--deterministic",
+               *KNOWN_ANSWER_REPS, "-o", str(out), timeout=2400)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return out, r.stdout
 
@@ -79,13 +79,13 @@ def patched(aa, tmp_path_factory):
     out = tmp_path_factory.mktemp("patched")
     if ROLE.get("smp_mb"):
         r = ipclab("ab", ROLE["write_cost"], ROLE["smp_mb"], "--suite", "icount-check",
-                   "--deterministic", "-o", str(out), timeout=2400)
+                   "--deterministic", *KNOWN_ANSWER_REPS, "-o", str(out), timeout=2400)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         return {"write_cost": next(out.glob("A-*-boot1.json")),
                 "smp_mb": next(out.glob("B-*-boot1.json"))}
     wc = out / "write-cost.json"
-    r = ipclab("vm", "run", ROLE["write_cost"], "icount-check", "--deterministic", "-o", str(wc),
-               timeout=2400)
+    r = ipclab("vm", "run", ROLE["write_cost"], "icount-check", "--deterministic",
+               *KNOWN_ANSWER_REPS, "-o", str(wc), timeout=2400)
     assert r.returncode == 0, r.stderr[-3000:]
     return {"write_cost": wc}
 
@@ -170,7 +170,7 @@ def with_cost(aa, tmp_path_factory):
     output)."""
     out = tmp_path_factory.mktemp("cost")
     r = ipclab("ab", PLAIN, ROLE["write_cost"], "--suite", "seed-skip-wakeups",
-               "--deterministic", "--cost", "-o", str(out), timeout=3600)
+               "--deterministic", "--cost", *KNOWN_ANSWER_REPS, "-o", str(out), timeout=3600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return json.loads((out / "compare.json").read_text())["rows"], r.stdout
 

@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: MIT
+"""The tier `make test` runs beside its session (tests/tier_beside.py): its outcome reaches the
+session's check, and an interrupted session leaves no tier behind."""
+
+import os
+import time
+
+from tier_beside import BesideTier
+
+TESTS = {
+    "pass": "def test_a():\n    pass\n",
+    "fail": "def test_a():\n    assert 1 == 2, 'the tier beside failed here'\n",
+    "skip": "import pytest\npytestmark = pytest.mark.skip(reason='no arm64 tools')\n"
+            "def test_a():\n    pass\n",
+    "slow": "import time\ndef test_a():\n    time.sleep(600)\n",
+}
+
+
+def tier(tmp_path, kind, env=None):
+    (tmp_path / f"test_{kind}.py").write_text(TESTS[kind])
+    return BesideTier("arm64", str(tmp_path), f"test_{kind}.py", env or {},
+                      str(tmp_path / "beside.log"))
+
+
+def test_a_tier_that_passed_passes_the_check_and_gives_its_time(tmp_path):
+    t = tier(tmp_path, "pass")
+    t.start()
+    assert t.check() == (True, False, t.check()[2])
+    assert t.outcome()[0].startswith("1 passed")
+    assert t.time_line().startswith("arm64 beside ")
+
+
+def test_a_tier_that_failed_fails_the_check_with_its_log(tmp_path):
+    ok, skipped, message = tier(tmp_path, "fail").check()
+    assert not ok and not skipped
+    assert "1 failed" in message and "the tier beside failed here" in message
+
+
+def test_a_tier_whose_tests_all_skipped_is_a_skip(tmp_path):
+    ok, skipped, message = tier(tmp_path, "skip").check()
+    assert ok and skipped and "1 skipped" in message
+
+
+def test_the_tier_gets_its_own_environment_not_the_session_time_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("IPCLAB_TEST_TIMES", str(tmp_path / "session-times"))
+    (tmp_path / "test_env.py").write_text(
+        "import os\ndef test_env():\n"
+        "    assert os.environ['IPCLAB_TEST_ARM64'] == '1'\n"
+        f"    assert os.environ['IPCLAB_TEST_TIMES'] == {os.devnull!r}\n")
+    t = BesideTier("arm64", str(tmp_path), "test_env.py", {"IPCLAB_TEST_ARM64": "1"},
+                   str(tmp_path / "beside.log"))
+    ok, _, message = t.check()
+    assert ok, message
+
+
+def test_an_interrupted_session_stops_the_tier(tmp_path):
+    t = tier(tmp_path, "slow")
+    t.start()
+    time.sleep(1)
+    t0 = time.monotonic()
+    t.stop()
+    assert t.proc.poll() is not None and time.monotonic() - t0 < 20
+    assert "KeyboardInterrupt" in t.output() or t.proc.returncode != 0
+
+
+def test_start_is_once(tmp_path):
+    t = tier(tmp_path, "pass")
+    t.start()
+    first = t.proc
+    t.start()
+    assert t.proc is first
+    t.wait()
