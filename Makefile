@@ -11,6 +11,7 @@
 #   make test-arm64     arm64 tier alone (make test runs it beside the others): mainline and two
 #                       lab variants cross-built and booted (icount)
 #   make test-arm64-census  the census on arm64 (opt-in: one more arm64 boot)
+#   make test-arm64-faults  arm64 fault runs of the series' debug build (not in `make test`)
 #   make engine-checks  the engine's acceptance figures (timing cost, CV, ladder vs peers)
 
 VENV   := .venv
@@ -19,8 +20,7 @@ SUITE  ?= seeds
 
 .PHONY: all deps lab-deps reference-deps engine conformance run test test-engine \
 	test-conformance test-python test-kernel test-lts test-bisect test-arm64 test-arm64-census \
-	test-census test-smp \
-	engine-checks clean
+	test-arm64-faults test-census test-smp engine-checks clean
 
 all: engine
 
@@ -83,9 +83,14 @@ test-arm64: lab-deps engine
 	IPCLAB_TEST_ARM64=1 $(PY) -m pytest -q tests/kernel/test_lab_arm64.py
 
 # Opt-in, in neither `make test` nor `make test-arm64` (their budgets): the census on arm64,
-# one deterministic boot with two known answers.
+# one deterministic boot with a known answer and a bound.
 test-arm64-census: lab-deps engine
 	IPCLAB_TEST_ARM64_CENSUS=1 $(PY) -m pytest -q tests/kernel/test_lab_arm64_census.py
+
+# In neither `make test` nor `make test-arm64`: a cold arm64 debug build of its own and two
+# boots (docs/lab.md, "Fault runs on arm64").
+test-arm64-faults: lab-deps engine
+	IPCLAB_TEST_ARM64_FAULTS=1 $(PY) -m pytest -q tests/kernel/test_lab_arm64_faults.py
 
 # The Python and kernel tiers run last, in one pytest session, so the run ends on its summary,
 # after one line of time per tier (tests/conftest.py). The arm64 tier runs beside them, in a

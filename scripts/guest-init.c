@@ -16,6 +16,9 @@
  *                          failures are noted and leave no SHARED/NAME
  *     env NAME=VALUE       set it for every later run
  *     timeout SECONDS      the watchdog of every later run (0, the default: none)
+ *     make-it-fail 1|0     mark every later run's process for fault injection (its
+ *                          /proc/self/make-it-fail, inherited by what it forks), so that
+ *                          with the facility's task-filter only the runs are hit
  *     run NAME ARGV...     run ARGV in a process group of its own, with stdout to
  *                          SHARED/NAME.out and stderr to SHARED/NAME.err; its wait status
  *                          goes to SHARED/NAME.rc. Past the timeout the group gets SIGTERM,
@@ -54,6 +57,7 @@
 static char shared[512];
 static char notes[4096];
 static unsigned step_timeout;	/* seconds; 0: none */
+static int make_it_fail;	/* mark the runs for fault injection */
 
 static void note(const char *what, const char *detail)
 {
@@ -86,20 +90,24 @@ static void in_shared(char *buf, size_t size, const char *name, const char *suff
 }
 
 /* A copy step: read to the end, as seq_file's files give no size. 0, or -1 with errno. */
-static int copy_file(const char *path, const char *name)
+/* Copy a file to `to`; on failure no part of it is left there. */
+static int copy_to(const char *from, const char *to)
 {
-	char dest[600], buf[16384];
+	char buf[65536];
 	int in, out = -1, err = 0;
 	ssize_t n = -1;
 
-	in_shared(dest, sizeof(dest), name, "");
-	in = open(path, O_RDONLY);
+	in = open(from, O_RDONLY);
 	if (in >= 0)
-		out = open(dest, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (out >= 0) {
 		errno = 0;
-		while ((n = read(in, buf, sizeof(buf))) > 0 && write(out, buf, n) == n)
-			;
+		while ((n = read(in, buf, sizeof(buf))) != 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 || write(out, buf, n) != n)
+				break;
+		}
 	}
 	if (n)
 		err = errno ? errno : EIO;	/* a short write sets none */
@@ -108,9 +116,18 @@ static int copy_file(const char *path, const char *name)
 	if (out >= 0 && close(out) && !err)
 		err = errno;
 	if (out >= 0 && err)
-		unlink(dest);
+		unlink(to);
 	errno = err;
 	return err ? -1 : 0;
+}
+
+/* Copy a file into the shared directory as `name`. */
+static int copy_file(const char *path, const char *name)
+{
+	char dest[600];
+
+	in_shared(dest, sizeof(dest), name, "");
+	return copy_to(path, dest);
 }
 
 /* The shared directory from the kernel command line (ipclab.shared=PATH). */
@@ -172,21 +189,8 @@ static void mark_window(void)
 /* Copy a file from the guest's tmpfs to the shared directory, and drop the original. */
 static void move_out(const char *from, const char *to)
 {
-	char buf[65536];
-	int in = open(from, O_RDONLY), o = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	ssize_t n = 0;
-
-	while (in >= 0 && o >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
-		if (write(o, buf, n) != n) {
-			n = -1;
-			break;
-		}
-	if (in < 0 || o < 0 || n < 0)
+	if (copy_to(from, to))
 		note(to, strerror(errno));
-	if (in >= 0)
-		close(in);
-	if (o >= 0)
-		close(o);
 	unlink(from);
 }
 
@@ -215,6 +219,13 @@ static int run(char *name, char **argv, int marked)
 		setpgid(0, 0);
 		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
 			_exit(126);
+		/* Before exec, so that the program's own start-up counts against the budget
+		 * (the facility's space) as on x86; a run that cannot be set to fail does not
+		 * start at all, rather than pass as one that ran with faults. */
+		if (make_it_fail && write_file("/proc/self/make-it-fail", "1", 1)) {
+			dprintf(2, "/proc/self/make-it-fail: %s\n", strerror(errno));
+			_exit(126);
+		}
 		execv(argv[0], argv);
 		dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
@@ -239,6 +250,7 @@ static int run(char *name, char **argv, int marked)
 	return status;
 }
 
+/* Copy a file the kernel generates (its size is not known before it is read). */
 static int job(void)
 {
 	char path[600], line[16384];
@@ -277,6 +289,8 @@ static int job(void)
 				step_timeout = 86400 * 20;
 		} else if (n == 2 && !strcmp(fields[0], "unset")) {
 			unsetenv(fields[1]);
+		} else if (n == 2 && !strcmp(fields[0], "make-it-fail")) {
+			make_it_fail = !strcmp(fields[1], "1");
 		} else if (n >= 3 && (!strcmp(fields[0], "run") || !strcmp(fields[0], "marked"))) {
 			int status = run(fields[1], fields + 2, fields[0][0] == 'm');
 
@@ -289,17 +303,11 @@ static int job(void)
 	return failed;
 }
 
-static void leave_evidence(int rc)
+static void write_status(int rc)
 {
 	char path[600], status[8192];
 	struct utsname u;
-	int len = klogctl(10, NULL, 0);	/* SYSLOG_ACTION_SIZE_BUFFER */
-	char *log = len > 0 ? malloc(len) : NULL;
 
-	if (log && (len = klogctl(3, log, len)) > 0) {	/* SYSLOG_ACTION_READ_ALL */
-		in_shared(path, sizeof(path), "dmesg.txt", "");
-		write_file(path, log, len);
-	}
 	uname(&u);
 	snprintf(status, sizeof(status),
 		 "{\"rc\": %d, \"release\": \"%s\", \"nproc\": %ld, \"machine\": \"%s\","
@@ -309,6 +317,32 @@ static void leave_evidence(int rc)
 	write_file(path, status, strlen(status));
 }
 
+static void leave_evidence(int rc)
+{
+	char path[600];
+	int len = klogctl(10, NULL, 0);	/* SYSLOG_ACTION_SIZE_BUFFER */
+	char *log = len > 0 ? malloc(len) : NULL;
+
+	if (log && (len = klogctl(3, log, len)) > 0) {	/* SYSLOG_ACTION_READ_ALL */
+		in_shared(path, sizeof(path), "dmesg.txt", "");
+		write_file(path, log, len);
+	}
+	write_status(rc);
+}
+
+#ifdef GUEST_INIT_JOB_ONLY
+/*
+ * The host's unit tests build this: the job of the directory argv[1] and its status, and
+ * nothing a PID 1 does (no mount, no kernel log, no power-off), so it is safe to run as
+ * root on the host.
+ */
+int main(int argc, char **argv)
+{
+	snprintf(shared, sizeof(shared), "%s", argc > 1 ? argv[1] : ".");
+	write_status(job());
+	return 0;
+}
+#else
 int main(void)
 {
 	char path[600];
@@ -343,3 +377,4 @@ int main(void)
 	reboot(RB_POWER_OFF);
 	return 0;
 }
+#endif

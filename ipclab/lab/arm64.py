@@ -152,20 +152,23 @@ NOT_MARKED_ENV = ("IPCBENCH_MARK",)
 
 
 def job_text(env: dict, thp: str, clock: vm.Clock, steps: list[tuple[str, list[str]]],
-             step_timeout: int = 0, marked: list[tuple[str, list[str]]] = ()) -> str:
+             step_timeout: int = 0, marked: list[tuple[str, list[str]]] = (),
+             before: list[list[str]] = (), after: list[list[str]] = ()) -> str:
     """The init's job (scripts/guest-init.c): the guest set up as guest-run.py sets up an x86
     guest (THP, a memory cgroup, no address randomization under icount), then the runs, each
     under a watchdog of step_timeout seconds when given, then the `marked` runs of a profile
-    (profile_steps) without NOT_MARKED_ENV."""
-    lines = setup_lines(env, thp, clock, step_timeout)
+    (profile_steps) without NOT_MARKED_ENV; `before` and `after` are more steps around the
+    runs (arm64_debug's: fault injection armed, kmemleak scanned)."""
+    lines = setup_lines(env, thp, clock, step_timeout, before)
     lines += [["run", name, *argv] for name, argv in steps]
     if marked:
         lines += [["unset", name] for name in NOT_MARKED_ENV if name in env]
         lines += [["marked", name, *argv] for name, argv in marked]
-    return render(lines)
+    return render(lines + list(after))
 
 
-def setup_lines(env: dict, thp: str, clock: vm.Clock, step_timeout: int = 0) -> list[list[str]]:
+def setup_lines(env: dict, thp: str, clock: vm.Clock, step_timeout: int = 0,
+                before: list[list[str]] = ()) -> list[list[str]]:
     """job_text's steps before the runs, for a job that has more than runs (the census)."""
     lines = [["write", "/sys/kernel/mm/transparent_hugepage/enabled", thp],
              ["write", "/sys/fs/cgroup/cgroup.subtree_control", "+memory"],
@@ -174,6 +177,7 @@ def setup_lines(env: dict, thp: str, clock: vm.Clock, step_timeout: int = 0) -> 
     if clock.deterministic:
         lines.append(["write", "/proc/sys/kernel/randomize_va_space", "0"])
     lines += [["env", f"{k}={v}"] for k, v in env.items()]
+    lines += before
     if step_timeout:
         lines.append(["timeout", str(step_timeout)])
     return lines

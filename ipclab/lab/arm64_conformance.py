@@ -17,12 +17,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 from ipclab import EXIT_FAILED, ROOT, Error, proc
 from ipclab.progress import log
 
-from . import arm64, kernel, variants, vm
+from . import arm64, arm64_debug, kernel, variants, vm
 from .cache import cache_root
 
 CONFORMANCE = ROOT / "conformance"
@@ -97,42 +98,47 @@ def initrd(bindir: Path, names: list[str]) -> Path:
     return out
 
 
-def watchdog_scale() -> float:
-    """run.sh's CT_WATCHDOG_SCALE: the host's when set, else TCG's."""
-    raw = os.environ.get("CT_WATCHDOG_SCALE", "")
+def watchdog_scale(environ: Mapping[str, str]) -> float:
+    """run.sh's CT_WATCHDOG_SCALE: environ's when set, else TCG's."""
+    raw = environ.get("CT_WATCHDOG_SCALE", "")
     try:
         return max(1.0, float(raw)) if raw else TCG_WATCHDOG_SCALE
     except ValueError:
         raise Error(f"CT_WATCHDOG_SCALE={raw!r}: want a number") from None
 
 
-def per_test_timeout(scale: float) -> int:
+def per_test_timeout(scale: float, environ: Mapping[str, str]) -> int:
     """run.sh's -t: CT_TIMEOUT or 120 s, stretched by the watchdog scale."""
-    raw = os.environ.get("CT_TIMEOUT", "")
+    raw = environ.get("CT_TIMEOUT", "")
     if raw and not raw.isdigit():
         raise Error(f"CT_TIMEOUT={raw!r}: want whole seconds")
     return int((int(raw) if raw else TIMEOUT_S) * scale + 0.5)
 
 
-def job(names: list[str], clock: vm.Clock, thp: str) -> tuple[str, int]:
+def job(names: list[str], clock: vm.Clock, thp: str, environ: Mapping[str, str] | None = None,
+        faults: dict | None = None, kmemleak: bool = False) -> tuple[str, int]:
     """The init's job and its per-test timeout: each test a step of its own name, with the
-    environment run.sh gives it (and run.sh's variables from the host's: CT_TIMEOUT,
-    CT_WATCHDOG_SCALE, CT_SEED, CT_STRESS_ARGS, CT_ARGS_<test>)."""
-    scale = watchdog_scale()
+    environment run.sh gives it and run.sh's variables from `environ` (the host's unless
+    given): CT_TIMEOUT, CT_WATCHDOG_SCALE, CT_SEED, CT_STRESS_ARGS, CT_ARGS_<test>. With
+    `faults` or `kmemleak`, the debug variant's checks around the tests (arm64_debug)."""
+    environ = os.environ if environ is None else environ
+    scale = watchdog_scale(environ)
     env = {"IPCBENCH_ACCEL": "tcg", "IPCBENCH_CLOCK": clock.engine_clock(),
            "CT_WATCHDOG_SCALE": f"{scale:g}", "CT_TMPDIR": GUEST_TMPDIR}
     for var in ("CT_SEED", "CT_STRESS_ARGS"):
-        if os.environ.get(var):
-            env[var] = os.environ[var]
-    timeout_s = per_test_timeout(scale)
-    steps = [(name, [f"/{GUEST_DIR}/{name}", *_own_args(name)]) for name in names]
-    return arm64.job_text(env, thp, clock, steps, step_timeout=timeout_s), timeout_s
+        if environ.get(var):
+            env[var] = environ[var]
+    timeout_s = per_test_timeout(scale, environ)
+    steps = [(name, [f"/{GUEST_DIR}/{name}", *_own_args(name, environ)]) for name in names]
+    return arm64.job_text(env, thp, clock, steps, step_timeout=timeout_s,
+                          before=arm64_debug.before_runs(faults),
+                          after=arm64_debug.after_runs(faults, kmemleak)), timeout_s
 
 
-def _own_args(name: str) -> list[str]:
+def _own_args(name: str, environ: Mapping[str, str]) -> list[str]:
     """run.sh's CT_STRESS_ARGS (stress tests) and CT_ARGS_<test>, as it splits them."""
-    args = os.environ.get("CT_STRESS_ARGS", "").split() if name.startswith("stress_") else []
-    return args + os.environ.get(f"CT_ARGS_{name}", "").split()
+    args = environ.get("CT_STRESS_ARGS", "").split() if name.startswith("stress_") else []
+    return args + environ.get(f"CT_ARGS_{name}", "").split()
 
 
 # --------------------------------------------------------------------------- KTAP
@@ -216,9 +222,11 @@ class ConformanceRun:
 
 def run(kern: variants.Variant | dict, *, thp: str | None = None, timeout: float = 900,
         clock: vm.Clock = vm.TIMED, cpus: int | None = None, record: Path | None = None,
-        tests: list[str] | None = None) -> ConformanceRun | None:
-    """One arm64 boot running every conformance test (or these `tests`); None in a dry
-    run."""
+        tests: list[str] | None = None, environ: Mapping[str, str] | None = None,
+        faults: dict | None = None, kmemleak: bool = False) -> ConformanceRun | None:
+    """One arm64 boot running every conformance test (or these `tests`), with run.sh's
+    variables from `environ` (the host's unless given), and fault injection and kmemleak
+    when asked (vm.fault_injection's `faults`); None in a dry run."""
     names = test_names()
     check_tests(tests or [])
     meta = kernel.obtain(kern)
@@ -226,15 +234,19 @@ def run(kern: variants.Variant | dict, *, thp: str | None = None, timeout: float
     image = initrd(bindir, names)
     names = list(tests) if tests else names     # run.sh's order: the one it was given
     shared = vm.new_shared(variants.slug(meta["variant"]), "conformance")
-    text, timeout_s = job(names, clock, thp or "madvise")
+    text, timeout_s = job(names, clock, thp or "madvise", environ, faults, kmemleak)
     if not proc.is_dry_run():
         shared.mkdir(parents=True, exist_ok=True)
         (shared / arm64.JOB).write_text(text)
     b = vm.boot(meta, "tcg", [f"/{GUEST_DIR}/*", f"({len(names)} tests, {timeout_s} s each)"],
                 thp=thp or "madvise", timeout=timeout, shared=shared, job_rc_fails=False,
-                clock=clock, cpus=cpus, launcher=arm64.launcher(shared, image))
+                clock=clock, cpus=cpus, faults=faults, kmemleak=kmemleak,
+                launcher=arm64.launcher(shared, image))
     if proc.is_dry_run():
         return None
+    # Before anything reads the record: the debug checks' results, where guest-run.py puts
+    # them on x86.
+    b.status.update(arm64_debug.read_back(shared, faults, b.status))
     if record:
         proc.write_json_atomic(record, b.record())
     return ConformanceRun(b, [outcome(shared, name) for name in names])

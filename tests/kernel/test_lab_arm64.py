@@ -44,12 +44,13 @@ EVENT_SLACK = 0.02
 CONFORMANCE_BOOT_S = 900
 
 
-def missing_arm64():
-    mode = os.environ.get("IPCLAB_TEST_ARM64")
+def missing_arm64(var="IPCLAB_TEST_ARM64", target="test-arm64"):
+    """Why an arm64 tier (the one `make TARGET` runs, with VAR=1) cannot run, or None."""
+    mode = os.environ.get(var)
     if mode == "beside":
         return "the arm64 tier runs beside this session, in a pytest process of its own"
     if not mode:
-        return "the arm64 tier runs with `make test-arm64` (IPCLAB_TEST_ARM64=1)"
+        return f"the arm64 tier runs with `make {target}` ({var}=1)"
     for tool in ("aarch64-linux-gnu-gcc", "qemu-system-aarch64"):
         if shutil.which(tool) is None:
             return f"{tool} missing (make lab-deps)"
