@@ -37,8 +37,12 @@ ARM64 = ("--arch", "arm64")
 PLAIN, SMP_MB, WRITE_COST = "mainline", "mainline-smp-mb", "mainline-write-cost"
 LOOPS = (("pipe-throughput/copies=1", 1), ("pipe-context/copies=1", 2))  # (cell, writes)
 CHANGE = ("better", "worse", "changed")
-# Background work lands in a window too: a count per operation may move by a few hundredths.
-EVENT_SLACK = 0.02
+# Background work lands in a window too: a count per operation may move by a few hundredths
+# in the loop. The round trip moves more from boot to boot: 0.12% in instructions and 0.024
+# atomics, acquires and releases per round trip between two boots of one image (2026-11-27;
+# the production config's floor there is 0.23%), within the judge's threshold and far from
+# the known answers' whole events. Per cell: (instructions, events) two boots may differ by.
+SLACK = {"pipe-throughput/copies=1": (0.001, 0.02), "pipe-context/copies=1": (0.005, 0.1)}
 # The boot's watchdog for every conformance test under timed TCG on one vCPU: a bound, not
 # a measurement (the run took 36-40 s here; docs/lab.md).
 CONFORMANCE_BOOT_S = 900
@@ -134,12 +138,14 @@ def test_aa_pair_agrees(aa):
     rows = {(r["key"], r["path"]): r
             for r in json.loads((out / "compare.json").read_text())["rows"]}
     for key, _ in LOOPS:
+        insns, events = SLACK[key]
         primary = [r for (k, _), r in rows.items() if k == key and r.get("primary")]
-        assert primary and all(abs(r["delta"]) <= 0.001 for r in primary), primary
+        assert primary and all(abs(r["delta"]) <= insns and r["verdict"] not in CHANGE
+                               for r in primary), primary
         for event in ("atomics", "dmb_ish", "dmb_ishld", "dmb_ishst", "acquire", "release",
                       "irqflags"):
             r = rows[(key, f"cost.{event} / cost.ops")]
-            assert abs(r["new"] - r["base"]) <= EVENT_SLACK and r["verdict"] not in CHANGE, r
+            assert abs(r["new"] - r["base"]) <= events and r["verdict"] not in CHANGE, r
     assert "counted, not priced" in text
 
 
@@ -152,10 +158,10 @@ def test_one_smp_mb_per_write_is_one_dmb_ish(patched):
     rows, text = patched[SMP_MB]
     for key, writes in LOOPS:
         r = rows[(key, "dmb ish")]
-        assert abs(diff(r) - writes) <= EVENT_SLACK and r.verdict == "worse", r
+        assert abs(diff(r) - writes) <= SLACK[key][1] and r.verdict == "worse", r
         # On arm64 smp_mb() is a barrier, not an atomic as on x86.
         for label in ("atomics", "dmb ishld", "dmb ishst", "irq-flag changes"):
-            assert abs(diff(rows[(key, label)])) <= EVENT_SLACK, rows[(key, label)]
+            assert abs(diff(rows[(key, label)])) <= SLACK[key][1], rows[(key, label)]
     assert "counted, not priced" in text
 
 
@@ -172,7 +178,7 @@ def test_the_write_cost_loop_adds_instructions_and_no_barrier(patched):
         for label in ("atomics", "fences", "acquire accesses", "release accesses",
                       "irq-flag changes"):
             r = rows[(key, label)]
-            assert abs(diff(r)) <= EVENT_SLACK and r.verdict not in CHANGE, r
+            assert abs(diff(r)) <= SLACK[key][1] and r.verdict not in CHANGE, r
 
 
 # What the write-cost loop adds per write on arm64: +21.0 instructions in anon_pipe_write on
@@ -198,8 +204,8 @@ def test_the_profile_puts_each_patch_in_anon_pipe_write(patched):
         assert all(abs(d) <= OTHER_SLACK * writes for sym, d in rows.items()
                    if sym != "anon_pipe_write"), rows
         barrier = events[key]["anon_pipe_write"]
-        assert abs(barrier["dmb_ish"] - writes) <= EVENT_SLACK, barrier
-        assert abs(barrier["atomics"]) <= EVENT_SLACK, barrier
+        assert abs(barrier["dmb_ish"] - writes) <= SLACK[key][1], barrier
+        assert abs(barrier["atomics"]) <= SLACK[key][1], barrier
 
 
 @pytest.fixture(scope="module")
