@@ -110,10 +110,13 @@ class BesideTier:
         return rc == 0, False, f"{where}: exit {rc}, {summary}\n" + self.output()[-6000:]
 
     def time_line(self):
-        """The tier's share of the session's time line, once it has ended."""
+        """The tier's share of the session's time line, once it has ended: its own pytest's
+        seconds (the session may have reached its check long after it ended)."""
         if self.seconds is None:
             return None
-        _, times = self.outcome()
+        summary, times = self.outcome()
+        took = re.search(r" in ([\d.]+)s", summary)
+        seconds = float(took.group(1)) if took else self.seconds
         kept = [t for t in times.split(", ") if t and not t.startswith("Python")]
         inner = f" ({', '.join(kept)})" if kept else ""
-        return f"{self.name} beside {self.seconds:.0f} s{inner}"
+        return f"{self.name} beside {seconds:.0f} s{inner}"
