@@ -92,12 +92,12 @@ class FakeMeasure:
         return out
 
 
-def run(tmp_path, levels, threshold=None, deterministic=True, boots=1, **kw):
+def run(tmp_path, levels, threshold=None, deterministic=True, boots=1, arch="x86_64", **kw):
     """A bisect of GOOD = COMMITS[0] .. BAD = COMMITS[len(levels) - 1]."""
     good, commits = COMMITS[0], COMMITS[1:len(levels)]
     measure = FakeMeasure([good, *commits], levels, boots=boots, **kw)
     p = b.Params("/tree", good, commits[-1], "seed-skip-wakeups", "pipe-throughput",
-                 threshold, deterministic, boots)
+                 threshold, deterministic, boots, arch=arch)
     log = b.BisectLog(tmp_path / b.LOG_NAME)
     log.start(p)
     out = io.StringIO()
@@ -136,6 +136,12 @@ def test_each_measured_commit_shows_its_cost_model_rows(tmp_path, monkeypatch):
     # The log keeps them: a resumed bisect prints them again without measuring.
     _, done = b.BisectLog(tmp_path / b.LOG_NAME).read()
     assert done[COMMITS[0]].costs == {"atomics": 12.0, "est_cycles": 3000.0}
+
+
+def test_an_arm64_bisect_says_its_counts_are_not_priced(tmp_path, monkeypatch):
+    monkeypatch.setattr(FakeMeasure, "costs", lambda self, c: {"dmb_ish": 1.0})
+    _, _, text = run(tmp_path, SEEDS, arch="arm64")
+    assert "counted, not priced" in text and "a model, not a measurement" not in text
 
 
 def test_the_measure_hears_which_commits_the_next_step_may_want(tmp_path):

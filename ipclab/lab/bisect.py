@@ -392,7 +392,7 @@ class Bisect:
                       f" parent, {pct(out.deltas[c])} against GOOD")
         if any(m.costs for m in self.done.values()):
             counted = next(m.cost_model for m in self.done.values() if m.costs)
-            self._say(f"note: cost model: {cost.caveat(counted)}")
+            self._say(f"note: cost model: {cost.caveat(counted, self.p.arch == 'arm64')}")
         spent = {k: sum(m.seconds.get(k, 0.0) for m in self.done.values())
                  for k in ("build", "lock_wait", "boots")}
         self._say(f"{out.steps} steps between GOOD and BAD, {len(self.done)} kernels measured,"
