@@ -227,6 +227,14 @@ def replay(shared: Path, cells, steps):
     return run
 
 
+def read_left(path: Path) -> str | None:
+    """A file the guest's init left in the shared directory; None when it left none."""
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return None
+
+
 def read_step(shared: Path, name: str, argv: list[str]) -> engine.CellRun:
     """What one engine invocation of the job gave, from what the init left of its step
     (NAME.rc, a wait status; NAME.out; NAME.err)."""

@@ -149,17 +149,10 @@ def initrd(p: Plan, where: Path) -> Path:
     return out
 
 
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return None
-
-
 def row(driver, shared: Path, step_name: str, name: str, nproc) -> dict | None:
     """The driver's row for one workload from what its steps left; None when the guest did
     not run it or left no counters (a kernel without them)."""
-    rc_text = _read(shared / f"{step_name}.rc")
+    rc_text = arm64.read_left(shared / f"{step_name}.rc")
     if rc_text is None or any(not (shared / f"{step_name}.{k}").is_file()
                               for k in driver.SITES):
         return None
@@ -179,8 +172,8 @@ def row(driver, shared: Path, step_name: str, name: str, nproc) -> dict | None:
     for kind in driver.SITES:
         out[kind] = driver.read_sites(str(shared / f"{step_name}.{kind}"))
     if rc != 0:
-        text = (_read(shared / f"{step_name}.out") or "") + \
-               (_read(shared / f"{step_name}.err") or "")
+        text = (arm64.read_left(shared / f"{step_name}.out") or "") + \
+               (arm64.read_left(shared / f"{step_name}.err") or "")
         out["output_tail"] = text.splitlines()[-5:]
     return out
 

@@ -153,18 +153,11 @@ class Outcome:
     lines: list[str] = dataclasses.field(default_factory=list)
 
 
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return None
-
-
 def outcome(shared: Path, name: str) -> Outcome:
     """What the guest left of one test's step, judged as run.sh judges its exit status."""
-    text = (_read(shared / f"{name}.out") or "") + (_read(shared / f"{name}.err") or "")
+    text = (arm64.read_left(shared / f"{name}.out") or "") + (arm64.read_left(shared / f"{name}.err") or "")
     lines = [line if line.startswith("#") else f"# {line}" for line in text.splitlines()]
-    rc_text, limit = _read(shared / f"{name}.rc"), _read(shared / f"{name}.timeout")
+    rc_text, limit = arm64.read_left(shared / f"{name}.rc"), arm64.read_left(shared / f"{name}.timeout")
     try:
         status = int(rc_text) if rc_text is not None else None
     except ValueError:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
+from . import arm64
+
 DEBUGFS = "/sys/kernel/debug"
 KMEMLEAK = "kmemleak.txt"           # where vm.boot looks for a scan, on both architectures
 LOCKDEP_STATS = "lockdep_stats.txt"
@@ -82,12 +84,6 @@ def after_runs(faults: dict | None, kmemleak: bool) -> list[list[str]]:
     return lines
 
 
-def _read(path: Path) -> str | None:
-    with contextlib.suppress(OSError):
-        return path.read_text(errors="replace")
-    return None
-
-
 def read_back(shared: Path, faults: dict | None, status: dict) -> dict:
     """guest-run.py's fields of the guest's status, from what the job's steps left:
     faults_armed (every knob written), faults_injected and faults_injected_by (a bounded
@@ -100,15 +96,15 @@ def read_back(shared: Path, faults: dict | None, status: dict) -> dict:
                                       for n in notes for kind in faults)
         injected = {}
         for kind, knobs in faults.items():
-            left, times = _read(shared / left_name(kind)), int(knobs.get("times", -1))
+            left, times = arm64.read_left(shared / left_name(kind)), int(knobs.get("times", -1))
             with contextlib.suppress(ValueError):
                 if times > 0 and left is not None:
                     injected[kind] = times - int(left)
         if injected:
             out["faults_injected"] = sum(injected.values())
             out["faults_injected_by"] = injected
-        out["fault_messages"] = (_read(shared / "dmesg.txt") or "").count(FAULT_LINE)
-    for line in (_read(shared / LOCKDEP_STATS) or "").splitlines():
+        out["fault_messages"] = (arm64.read_left(shared / "dmesg.txt") or "").count(FAULT_LINE)
+    for line in (arm64.read_left(shared / LOCKDEP_STATS) or "").splitlines():
         if line.strip().startswith("debug_locks:"):
             with contextlib.suppress(ValueError):
                 out["debug_locks"] = int(line.split(":")[1])
