@@ -50,6 +50,13 @@ def fake_engine(monkeypatch):
 TIER_SECONDS = {"Python": 0.0, "kernel builds": 0.0, "boots": 0.0}
 
 
+def before_lab_command():
+    """A kernel-tier command waits for the first build beside the Python tests, if one runs:
+    it then finds the image cached, and its time is the build's, not the wait's."""
+    if FIRST_BUILD:
+        FIRST_BUILD.wait()
+
+
 def lab_command_time(argv, seconds):
     """Count a kernel-tier command's seconds as a build or as a boot; the first kernel build
     is the arm64 tier's cue to start beside the session (tests/tier_beside.py)."""
@@ -68,32 +75,66 @@ ARM64_BESIDE = (BesideTier("arm64", ROOT, ARM64_TESTS, {"IPCLAB_TEST_ARM64": "1"
 # host's two cores to themselves.
 ARM64_CHECK_BEFORE = "tests/kernel/test_lab_smp.py"
 
+# ---- the kernel tier's first build, beside the Python tests --------------------------------
+# The Python tests run first and take one core; the kernel tier's first build (its plain
+# kernel) starts with them, when a session collects both (make test), and logs here.
+FIRST_BUILD_LOG = os.path.join(ROOT, ".test-first-build.log")
+FIRST_BUILD_BY = "tests/kernel/test_lab_boot.py"
+FIRST_BUILD = None
+
+
+def in_kernel_tier(item):
+    return "kernel" in item.path.relative_to(ROOT).parts[1:2]
+
+
+def wants_first_build(items, collect_only):
+    """Whether a session of these tests builds the kernel tier's first kernel beside its
+    Python tests: it runs both, and the kernel tier's first build is among them."""
+    return (not collect_only and any(not in_kernel_tier(i) for i in items)
+            and any(str(i.path.relative_to(ROOT)) == FIRST_BUILD_BY for i in items))
+
 
 def pytest_collection_modifyitems(session, config, items):
-    """Move the check of the tier beside to just before the SMP tests (or to the end of the
-    kernel tier's tests, when they were not collected)."""
+    """The Python tests first, then the kernel tier's; the check of the tier beside just
+    before the SMP tests (or at the end of the kernel tier's tests, when they were not
+    collected)."""
+    items.sort(key=in_kernel_tier)      # stable: each tier keeps its order
     check = [i for i in items if i.name == "test_the_tier_beside_this_session_passed"]
     if not check:
         return
     items.remove(check[0])
-    kernel = [n for n, i in enumerate(items)
-              if "kernel" in i.path.relative_to(ROOT).parts[1:2]]
+    kernel = [n for n, i in enumerate(items) if in_kernel_tier(i)]
     smp = [n for n, i in enumerate(items)
            if str(i.path.relative_to(ROOT)) == ARM64_CHECK_BEFORE]
     at = smp[0] if smp else (kernel[-1] + 1 if kernel else len(items))
     items.insert(at, check[0])
 
 
+def pytest_collection_finish(session):
+    """Start the kernel tier's first build beside the Python tests, when this session runs
+    both and the build can run."""
+    global FIRST_BUILD
+    if not wants_first_build(session.items, session.config.option.collectonly):
+        return
+    from kernel.conftest import PLAIN, missing_prereq
+    if missing_prereq() is not None:
+        return
+    FIRST_BUILD = BesideTier("first kernel build", ROOT, None, {}, FIRST_BUILD_LOG,
+                             argv=[sys.executable, "-m", "ipclab", "kernel", "build", PLAIN])
+    FIRST_BUILD.start()
+
+
 def pytest_sessionfinish(session, exitstatus):
-    if ARM64_BESIDE:
-        ARM64_BESIDE.stop()
+    for tier in (FIRST_BUILD, ARM64_BESIDE):
+        if tier:
+            tier.stop()
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     t0 = time.monotonic()
     yield
-    if "kernel" not in item.path.relative_to(ROOT).parts[1:2]:
+    if not in_kernel_tier(item):
         TIER_SECONDS["Python"] += time.monotonic() - t0
 
 
@@ -109,5 +150,6 @@ def pytest_terminal_summary(terminalreporter):
         pass
     tiers += [(name, s) for name, s in TIER_SECONDS.items()]
     line = ", ".join(f"{name} {float(s):.0f} s" for name, s in tiers)
-    beside = ARM64_BESIDE.time_line() if ARM64_BESIDE else None
+    beside = [t.time_line() for t in (FIRST_BUILD, ARM64_BESIDE) if t]
+    beside = "; ".join(t for t in beside if t)
     terminalreporter.write_line("time per tier: " + line + (f"; {beside}" if beside else ""))

@@ -1,10 +1,16 @@
 # SPDX-License-Identifier: MIT
-"""The tier `make test` runs beside its session (tests/tier_beside.py): its outcome reaches the
-session's check, and an interrupted session leaves no tier behind."""
+"""What `make test` runs beside its session (tests/tier_beside.py): the arm64 tier's outcome
+reaches the session's check, an interrupted session leaves nothing behind, and the kernel
+tier's first build starts with the Python tests, which run first."""
 
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
+from types import SimpleNamespace
 
+import conftest
 from tier_beside import BesideTier
 
 TESTS = {
@@ -74,3 +80,36 @@ def test_start_is_once(tmp_path):
     t.start()
     assert t.proc is first
     t.wait()
+
+
+def test_a_command_beside_gives_its_exit_status_and_its_wall_time(tmp_path):
+    t = BesideTier("first kernel build", str(tmp_path), None, {}, str(tmp_path / "build.log"),
+                   argv=[sys.executable, "-c", "import time; time.sleep(2); print('built')"])
+    t.start()
+    assert t.wait() == 0 and "built" in t.output()
+    assert t.time_line() in ("first kernel build beside 2 s", "first kernel build beside 3 s")
+
+
+def items(*paths):
+    return [SimpleNamespace(path=Path(conftest.ROOT) / p) for p in paths]
+
+
+def test_the_first_build_starts_only_beside_python_tests_that_precede_it():
+    boot, python = "tests/kernel/test_lab_boot.py", "tests/test_cli.py"
+    assert conftest.wants_first_build(items(python, boot), collect_only=False)
+    assert not conftest.wants_first_build(items(python, boot), collect_only=True)
+    assert not conftest.wants_first_build(items(boot), collect_only=False)
+    assert not conftest.wants_first_build(items(python), collect_only=False)
+    assert not conftest.wants_first_build(items(python, "tests/kernel/test_lab_smp.py"),
+                                          collect_only=False)
+
+
+def test_the_session_runs_the_python_tests_before_the_kernel_tier():
+    r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                        "-p", "no:cacheprovider", "tests/kernel/test_lab_census.py",
+                        "tests/test_tier_beside.py"],
+                       cwd=conftest.ROOT, capture_output=True, text=True, timeout=120)
+    ids = [line for line in r.stdout.splitlines() if "::" in line]
+    assert ids, r.stdout + r.stderr
+    tiers = [line.startswith("tests/kernel/") for line in ids]
+    assert tiers == sorted(tiers) and tiers[0] is False and tiers[-1] is True, ids

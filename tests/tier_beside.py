@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""A test tier run beside the session, in a pytest process of its own.
+"""A test tier run beside the session, in a pytest process of its own; or a command.
 
-`make test` runs the arm64 tier this way (IPCLAB_TEST_ARM64=beside). Most of the kernel
+`make test` runs two things beside its session. The kernel tier's first build starts with the
+session and runs beside the Python tests, which take one core (tests/conftest.py). The
+arm64 tier runs beside the kernel tier (IPCLAB_TEST_ARM64=beside). Most of the kernel
 tier's boots are one QEMU thread, and the host has two cores: the second is free for the
 other tier's boots and build. The two tiers' kernel builds still take turns on the lab's
 build lock, so the tier beside starts after the session's first kernel build, when the
@@ -28,8 +30,12 @@ SUMMARY = re.compile(r"^=*\s*(\d+ (passed|failed|skipped|error|errors)\b.*?)\s*=
 
 
 class BesideTier:
-    def __init__(self, name, root, test_path, env, log):
-        self.name, self.root, self.test_path = name, root, test_path
+    """A pytest process running `test_path`, or any other command `argv` names."""
+
+    def __init__(self, name, root, test_path, env, log, argv=None):
+        self.name, self.root = name, root
+        self.argv = argv or [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                             test_path]
         self.env, self.log = env, log
         self.proc = None
         self.t0 = self.seconds = None
@@ -46,10 +52,8 @@ class BesideTier:
         env["PYTHONUNBUFFERED"] = "1"
         self.t0 = time.monotonic()
         with open(self.log, "w") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                 self.test_path], cwd=self.root, env=env, stdout=out,
-                stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(self.argv, cwd=self.root, env=env, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait(self, timeout=WAIT_S):
         """The tier's exit status; None if it was still running after `timeout` seconds

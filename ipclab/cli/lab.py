@@ -184,8 +184,9 @@ def cmd_vm_run(args):
             # Everything after -- is the guest's; a dry run that boots would be a surprise.
             raise Error("--dry-run after -- would go to the command and the guest would boot;"
                         " put it before --")
-        if args.profile:
-            raise Error("--profile profiles the cells of a SUITE; a command after -- has none")
+        if args.profile or args.cell:
+            raise Error("--profile and --cell take the cells of a SUITE; a command after --"
+                        " has none")
     elif not args.suite:
         raise Error("nothing to run: give a SUITE, -- CMD or --conformance")
     clock = _clock(args)
@@ -202,7 +203,8 @@ def cmd_vm_run(args):
                 raise Error("--cost counts the samples of a SUITE; a command after -- has none")
             return labreport.vm_command(ab.vm_command(kern, command, **opts))
         job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
-                           warmups=args.warmups, profile=args.profile, arch=args.arch)
+                           warmups=args.warmups, profile=args.profile, cells=tuple(args.cell),
+                           arch=args.arch)
         return labreport.vm_suite(ab.vm_suite(kern, job, args.output, memory=_cost(args), **opts))
 
 
@@ -211,9 +213,9 @@ def _conformance_tests(args, command: list[str] | None) -> list[str]:
     checked before anything is built."""
     if args.suite:
         raise Error("--conformance runs the conformance tests: give no SUITE besides it")
-    if args.profile or args.cost:
-        raise Error("--profile and --cost follow the cells of a SUITE; the conformance tests "
-                    "have none")
+    if args.profile or args.cost or args.cell:
+        raise Error("--profile, --cost and --cell follow the cells of a SUITE; the conformance"
+                    " tests have none")
     tests = list(command or [])
     arm64_conformance.check_tests(tests)
     return tests
@@ -224,7 +226,8 @@ def cmd_ab(args):
     clock = _clock(args)
     with proc.dry_run(args.dry_run):
         job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
-                           warmups=args.warmups, profile=args.profile, arch=args.arch)
+                           warmups=args.warmups, profile=args.profile, cells=tuple(args.cell),
+                           arch=args.arch)
         base, new = _kernels(args, [args.base, args.new], 2)
         run = ab.run_ab(base, new, job, boots=args.boots, thp=args.thp, timeout=args.timeout,
                         clock=clock, cpus=args.cpus, outdir=args.output_dir,

@@ -243,6 +243,9 @@ def _add_clock_options(p):
                    help="guest THP mode (default: what the suite asks, else madvise)")
     _add_cost(p)
     _add_reps(p)
+    p.add_argument("--cell", action="append", default=[], metavar="KEY",
+                   help="run only this cell of the suite in each boot (a key, or the start of"
+                        " keys; repeatable)")
 
 
 def _add_cost(p):

@@ -11,9 +11,10 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from conftest import lab_command_time
+from conftest import before_lab_command, lab_command_time
 from ipclab import deterministic
 from ipclab.lab import bases
 
@@ -56,12 +57,29 @@ def missing_prereq():
     return None
 
 
+def _run(argv, timeout):
+    return subprocess.run([sys.executable, "-m", "ipclab", *argv], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
 def ipclab(*argv, timeout=1800):
     """The real command line, as a user runs it; its time counts toward the tier's builds or
     boots (tests/conftest.py)."""
+    before_lab_command()
     t0 = time.monotonic()
     try:
-        return subprocess.run([sys.executable, "-m", "ipclab", *argv], cwd=REPO,
-                              capture_output=True, text=True, timeout=timeout)
+        return _run(argv, timeout)
     finally:
         lab_command_time(argv, time.monotonic() - t0)
+
+
+def ipclab_side_by_side(*argvs, timeout=1800):
+    """Boots of one vCPU each at once, one per host core, as `ab` boots its pairs: their
+    CompletedProcesses in order. Their wall time counts once."""
+    before_lab_command()
+    t0 = time.monotonic()
+    try:
+        with ThreadPoolExecutor(max_workers=len(argvs)) as pool:
+            return list(pool.map(lambda argv: _run(argv, timeout), argvs))
+    finally:
+        lab_command_time(argvs[0], time.monotonic() - t0)

@@ -185,7 +185,9 @@ def test_vm_run_conformance_takes_test_names_and_nothing_else(capsys, monkeypatc
     assert main(["vm", "run", "mainline", "--conformance", "--", "pipe_order"]) == 0
     assert seen["tests"] == ["pipe_order"]
     seen.clear()
-    for argv, said in ((["seeds"], "give no SUITE"), (["--profile"], "--profile and --cost"),
+    for argv, said in ((["seeds"], "give no SUITE"),
+                       (["--profile"], "follow the cells of a SUITE"),
+                       (["--cell", "pipe"], "follow the cells of a SUITE"),
                        (["--", "pipe_order", "true"], "no such conformance test: true")):
         assert main(["vm", "run", "mainline", "--conformance", *argv]) == 2
         assert said in capsys.readouterr().err

@@ -435,6 +435,23 @@ def test_full_suite_and_deterministic_clock_reach_the_guest(capsys, tmp_path, mo
     assert "-plugin file=insncount.so" in vng
 
 
+def test_cell_reaches_every_boot_and_a_cell_no_suite_has_is_exit_2(capsys, tmp_path,
+                                                                     monkeypatch):
+    monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
+    lines = dry_run_lines(capsys, "ab", "base", "base", "--suite", "seed-skip-wakeups",
+                          "--deterministic", "--cell", "pipe-throughput/copies=1")
+    jobs = [json.loads(l.split("guest job: ", 1)[1]) for l in lines if "guest job:" in l]
+    assert len(jobs) == 2
+    assert all(j["argv"][j["argv"].index("--cell") + 1] == "pipe-throughput/copies=1"
+               for j in jobs)
+    assert main(["ab", "base", "base", "--suite", "icount-check", "--cell", "nope"]) == 2
+    assert main(["vm", "run", "base", "--cell", "pipe", "--", "true"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("ipclab: error: --cell nope: no cell is or starts with it")
+    assert "--cell" in err[1] and len(err) == 2
+    assert not (tmp_path / "cache").exists()
+
+
 def test_unknown_suite_fails_on_the_host_before_any_build(capsys, tmp_path, monkeypatch):
     import time
     monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
