@@ -92,9 +92,11 @@ test-arm64-census: lab-deps engine
 test-arm64-faults: lab-deps engine
 	IPCLAB_TEST_ARM64_FAULTS=1 $(PY) -m pytest -q tests/kernel/test_lab_arm64_faults.py
 
-# The Python and kernel tiers run last, in one pytest session, so the run ends on its summary,
-# after one line of time per tier (tests/conftest.py). The arm64 tier runs beside them, in a
-# pytest process of its own that logs to .test-arm64.log; one test of the session checks it.
+# The Python and kernel tiers run last, in one pytest session, so the run ends on its summary
+# (with the reason of every skip), after one line of time per tier (tests/conftest.py). The
+# Python tests run first, with the kernel tier's first build beside them (.test-first-build.log).
+# The arm64 tier runs beside the kernel tier, in a pytest process of its own that logs to
+# .test-arm64.log; one test of the session checks it.
 TIMES := .test-times
 test: lab-deps
 	@rm -f $(TIMES)
@@ -103,7 +105,7 @@ test: lab-deps
 	@t=$$(date +%s); $(MAKE) --no-print-directory test-conformance && \
 		echo "conformance $$(( $$(date +%s) - t ))" >> $(TIMES)
 	@$(MAKE) --no-print-directory -C conformance
-	IPCLAB_TEST_TIMES=$(TIMES) IPCLAB_TEST_ARM64=beside $(PY) -m pytest -q tests
+	IPCLAB_TEST_TIMES=$(TIMES) IPCLAB_TEST_ARM64=beside $(PY) -m pytest -q -rs tests
 
 clean:
 	@$(MAKE) --no-print-directory -C bench clean

@@ -57,6 +57,17 @@ def before_lab_command():
         FIRST_BUILD.wait()
 
 
+def from_lab_source(find, poll_s=1.0):
+    """What `find()` takes from the lab's extracted kernel source, or None. While the first
+    build beside the Python tests runs, it may not have extracted the source yet (a cold
+    cache): wait until `find()` has it or the build has ended."""
+    got = find()
+    while got is None and FIRST_BUILD and FIRST_BUILD.running():
+        time.sleep(poll_s)
+        got = find()
+    return got
+
+
 def lab_command_time(argv, seconds):
     """Count a kernel-tier command's seconds as a build or as a boot; the first kernel build
     is the arm64 tier's cue to start beside the session (tests/tier_beside.py)."""

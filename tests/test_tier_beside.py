@@ -113,3 +113,18 @@ def test_the_session_runs_the_python_tests_before_the_kernel_tier():
     assert ids, r.stdout + r.stderr
     tiers = [line.startswith("tests/kernel/") for line in ids]
     assert tiers == sorted(tiers) and tiers[0] is False and tiers[-1] is True, ids
+
+
+def test_a_python_test_waits_for_the_source_the_first_build_extracts(tmp_path, monkeypatch):
+    made = tmp_path / "extract-ikconfig"
+    build = BesideTier("first kernel build", str(tmp_path), None, {}, str(tmp_path / "log"),
+                       argv=["sh", "-c", f"sleep 1; touch {made}; sleep 1"])
+    monkeypatch.setattr(conftest, "FIRST_BUILD", build)
+    find = lambda: made if made.exists() else None      # noqa: E731
+    build.start()
+    assert conftest.from_lab_source(find, poll_s=0.1) == made
+    # A build that ended without it: None, at once.
+    made.unlink()
+    build.wait()
+    t0 = time.monotonic()
+    assert conftest.from_lab_source(find) is None and time.monotonic() - t0 < 1

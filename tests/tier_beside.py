@@ -55,6 +55,9 @@ class BesideTier:
             self.proc = subprocess.Popen(self.argv, cwd=self.root, env=env, stdout=out,
                                          stderr=subprocess.STDOUT, start_new_session=True)
 
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
     def wait(self, timeout=WAIT_S):
         """The tier's exit status; None if it was still running after `timeout` seconds
         (it is then stopped)."""

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import from_lab_source
 
 from ipclab import EXIT_USAGE, Error, report
 from ipclab.cli import main
@@ -283,7 +284,7 @@ def test_prebuilt_config_is_read_from_ikconfig(tmp_path, monkeypatch, capsys):
     """The IKCONFIG blob (what /proc/config.gz serves) inside the image, read with the
     kernel's own scripts/extract-ikconfig from the lab's source tree."""
     import gzip
-    script = kernel.extract_ikconfig_script()
+    script = from_lab_source(kernel.extract_ikconfig_script)
     if script is None:
         pytest.skip("no extracted kernel source in the lab's cache")
     monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
