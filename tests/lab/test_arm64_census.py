@@ -7,6 +7,7 @@ opt-in kernel-tier test tests/kernel/test_lab_arm64_census.py (make test-arm64-c
 import shutil
 from pathlib import Path
 
+import init_leaves
 import pytest
 
 from ipclab import EXIT_FAILED, Error
@@ -82,13 +83,8 @@ def test_the_job_resets_runs_and_copies_out_per_workload(built):
 
 
 def leave(shared: Path, step, status=None, out="", err="", timeout=None, counters=True):
-    """What guest-init.c leaves of a workload's steps."""
-    if status is not None:
-        (shared / f"{step}.rc").write_text(f"{status}\n")
-    (shared / f"{step}.out").write_text(out)
-    (shared / f"{step}.err").write_text(err)
-    if timeout is not None:
-        (shared / f"{step}.timeout").write_text(f"{timeout}\n")
+    """What guest-init.c leaves of a workload's steps: a step's, and the counters it read."""
+    init_leaves.leave(shared, step, status, out, err, timeout)
     if counters:
         (shared / f"{step}.pipe").write_text("read-wr 10 4\nwrite-rd 7 7\n")
         (shared / f"{step}.mqueue").write_text("send-poll 3 0\nrecv-poll 0 0\n")

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from init_leaves import leave
 
 from ipclab import EXIT_FAILED
 from ipclab.cli import main
@@ -74,16 +75,6 @@ def test_bad_run_sh_variables_are_errors(monkeypatch, var, value):
 
 
 # --------------------------------------------------------------------------- KTAP
-
-
-def leave(shared: Path, name: str, status=None, out="", err="", timeout=None):
-    """What guest-init.c leaves of a step: its wait status, output and watchdog."""
-    if status is not None:
-        (shared / f"{name}.rc").write_text(f"{status}\n")
-    (shared / f"{name}.out").write_text(out)
-    (shared / f"{name}.err").write_text(err)
-    if timeout is not None:
-        (shared / f"{name}.timeout").write_text(f"{timeout}\n")
 
 
 def test_ktap_of_every_way_a_step_can_end(tmp_path):
