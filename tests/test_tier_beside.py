@@ -36,7 +36,7 @@ def test_a_tier_that_passed_passes_the_check_and_gives_its_time(tmp_path):
     ok, skipped, message = t.check()
     assert ok and not skipped, message
     assert t.outcome()[0].startswith("1 passed")
-    assert t.seconds >= 4
+    assert t.seconds < 4        # when it exited, not when the session asked
     assert t.time_line() in ("arm64 beside 0 s", "arm64 beside 1 s"), t.time_line()
 
 
@@ -84,10 +84,12 @@ def test_start_is_once(tmp_path):
 
 def test_a_command_beside_gives_its_exit_status_and_its_wall_time(tmp_path):
     t = BesideTier("first kernel build", str(tmp_path), None, {}, str(tmp_path / "build.log"),
-                   argv=[sys.executable, "-c", "import time; time.sleep(2); print('built')"])
+                   argv=[sys.executable, "-c", "import time; time.sleep(1); print('built')"])
     t.start()
+    # Asked long after it ended (a warm cache): its time is still its own.
+    time.sleep(4)
     assert t.wait() == 0 and "built" in t.output()
-    assert t.time_line() in ("first kernel build beside 2 s", "first kernel build beside 3 s")
+    assert t.time_line() in ("first kernel build beside 1 s", "first kernel build beside 2 s")
 
 
 def items(*paths):

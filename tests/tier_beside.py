@@ -20,6 +20,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 # A bound on the tier beside, not a measurement: a cold arm64 build and six boots took
@@ -54,6 +55,13 @@ class BesideTier:
         with open(self.log, "w") as out:
             self.proc = subprocess.Popen(self.argv, cwd=self.root, env=env, stdout=out,
                                          stderr=subprocess.STDOUT, start_new_session=True)
+        # Its time ends when it exits, which may be long before the session asks.
+        self.reaper = threading.Thread(target=self._reap, daemon=True)
+        self.reaper.start()
+
+    def _reap(self):
+        self.proc.wait()
+        self.seconds = time.monotonic() - self.t0
 
     def running(self):
         return self.proc is not None and self.proc.poll() is None
@@ -67,8 +75,7 @@ class BesideTier:
         except subprocess.TimeoutExpired:
             self.stop()
             return None
-        if self.seconds is None:
-            self.seconds = time.monotonic() - self.t0
+        self.reaper.join()
         return rc
 
     def stop(self):
