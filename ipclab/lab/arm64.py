@@ -235,6 +235,12 @@ def read_left(path: Path) -> str | None:
         return None
 
 
+def step_output(shared: Path, name: str) -> str:
+    """A step's standard output then its standard error, as the init left them ('' for
+    what it left none of)."""
+    return (read_left(shared / f"{name}.out") or "") + (read_left(shared / f"{name}.err") or "")
+
+
 def read_step(shared: Path, name: str, argv: list[str]) -> engine.CellRun:
     """What one engine invocation of the job gave, from what the init left of its step
     (NAME.rc, a wait status; NAME.out; NAME.err)."""

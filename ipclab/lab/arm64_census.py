@@ -172,9 +172,7 @@ def row(driver, shared: Path, step_name: str, name: str, nproc) -> dict | None:
     for kind in driver.SITES:
         out[kind] = driver.read_sites(str(shared / f"{step_name}.{kind}"))
     if rc != 0:
-        text = (arm64.read_left(shared / f"{step_name}.out") or "") + \
-               (arm64.read_left(shared / f"{step_name}.err") or "")
-        out["output_tail"] = text.splitlines()[-5:]
+        out["output_tail"] = arm64.step_output(shared, step_name).splitlines()[-5:]
     return out
 
 

@@ -155,9 +155,10 @@ class Outcome:
 
 def outcome(shared: Path, name: str) -> Outcome:
     """What the guest left of one test's step, judged as run.sh judges its exit status."""
-    text = (arm64.read_left(shared / f"{name}.out") or "") + (arm64.read_left(shared / f"{name}.err") or "")
-    lines = [line if line.startswith("#") else f"# {line}" for line in text.splitlines()]
-    rc_text, limit = arm64.read_left(shared / f"{name}.rc"), arm64.read_left(shared / f"{name}.timeout")
+    lines = [line if line.startswith("#") else f"# {line}"
+             for line in arm64.step_output(shared, name).splitlines()]
+    rc_text = arm64.read_left(shared / f"{name}.rc")
+    limit = arm64.read_left(shared / f"{name}.timeout")
     try:
         status = int(rc_text) if rc_text is not None else None
     except ValueError:
