@@ -20,7 +20,7 @@ import json
 import os
 from dataclasses import dataclass, field, replace
 
-from ipclab import ROOT, Error, engine, peers
+from ipclab import ROOT, Error, engine, peers, upstream
 
 REFERENCE_DIR = ROOT / "ipclab" / "reference"
 
@@ -455,6 +455,66 @@ PEERS = Suite(
     make_cells=lambda mode: [Cell(k, w, a, est_s=e) for k, w, a, e in peers.cell_specs()],
 )
 
+# ---- upstream's own benchmarks (ipclab/upstream.py) ---------------------------------------
+
+# pipe_bench's own sweep (its run_sweep), one cell per config so that rounds interleave.
+PIPE_BENCH_WRITERS, PIPE_BENCH_READERS = (1, 2, 5), (1, 5, 10)
+
+
+def _pipe_bench_cells(duration, pressure=False):
+    cells = []
+    for w in PIPE_BENCH_WRITERS:
+        for r in PIPE_BENCH_READERS:
+            key = f"pipe_bench/{'pressure/' if pressure else ''}w={w},r={r}"
+            # -d is whole seconds; stress-ng gets a second to map its memory first.
+            args = ["-w", str(w), "-r", str(r), "-d", str(duration)]
+            args += ["--memory-pressure"] if pressure else []
+            cells.append(Cell(key, upstream.PROGRAMS["pipe_bench"].workload, args,
+                              est_s=duration + 0.2 + (1.5 if pressure else 0)))
+    return cells
+
+
+UPSTREAM_PIPE = Suite(
+    "upstream-pipe",
+    "the kernel's tools/testing/selftests/pipe/pipe_bench.c, built from the kernel source:"
+    " writers {1,2,5} x readers {1,5,10}, 64 KiB writes, 1 MiB pipe (full: 3 s per config,"
+    " and again with --memory-pressure, whose stress-ng takes 80% of memory)",
+    make_cells=lambda mode: _pipe_bench_cells(1) if mode == QUICK else
+    _pipe_bench_cells(3) + _pipe_bench_cells(3, pressure=True),
+    reps={QUICK: 5, FULL: 10},
+)
+
+
+def _mq_perf_cells(mode):
+    # Its real size (10^7 and 4 x 10^5 timed pairs) in full; a tenth of TEST1's and TEST2's
+    # loops in quick, named in the key so that no figure of one is read as the other's.
+    if mode == FULL:
+        return [Cell("mq_perf_tests/real", upstream.PROGRAMS["mq_perf_tests"].workload, [],
+                     est_s=60.0)]
+    return [Cell("mq_perf_tests/loops=1000000,10000", upstream.PROGRAMS["mq_perf_tests"].workload,
+                 ["TEST1_LOOPS=1000000", "TEST2_LOOPS=10000"], est_s=10.0)]
+
+
+UPSTREAM_MQUEUE = Suite(
+    "upstream-mqueue",
+    "the kernel's tools/testing/selftests/mqueue/mq_perf_tests.c, built from the kernel"
+    " source: ns of thread CPU per send and receive, queue empty and full by priority pattern"
+    " (quick: a tenth of its loops; full: its real size)",
+    make_cells=_mq_perf_cells,
+    reps={QUICK: 3, FULL: 5},
+    warmups=0,
+)
+
+UPSTREAM_PERF = Suite(
+    "upstream-perf",
+    "perf bench sched pipe, as the live peers run it (ipclab/peers.py)",
+    make_cells=lambda mode: [Cell(p.key, p.workload, p.argv, est_s=p.est_s)
+                             for p in (peers.BY_NAME["perf-sched-pipe"],)],
+)
+
+UPSTREAM = Suite("upstream", "upstream's own benchmarks: pipe_bench, mq_perf_tests, perf bench",
+                 members=[UPSTREAM_PIPE, UPSTREAM_MQUEUE, UPSTREAM_PERF])
+
 SUITES = {}
 
 
@@ -467,7 +527,7 @@ def register(suite):
 
 
 for _s in SEED_SUITES + [SEEDS, PEERS, ENGINE_CHECKS, TIMING_COST, ICOUNT_CHECK, ACCEPTANCE,
-           ACCEPTANCE_SMP]:
+           ACCEPTANCE_SMP, UPSTREAM_PIPE, UPSTREAM_MQUEUE, UPSTREAM_PERF, UPSTREAM]:
     register(_s)
 
 
