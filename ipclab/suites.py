@@ -512,6 +512,36 @@ UPSTREAM_PERF = Suite(
                              for p in (peers.BY_NAME["perf-sched-pipe"],)],
 )
 
+# pipe_bench prints MB/s of 2^20 bytes, ipcbench of 10^6 bytes; pipe_bench divides by its
+# -d (the time it slept), ipcbench by its measured elapsed time.
+
+
+def _beside_view(catalog):
+    rows = []
+    for w in PIPE_BENCH_WRITERS:
+        for r in PIPE_BENCH_READERS:
+            ours, theirs = f"pipe-sweep/w={w},r={r}", f"pipe_bench/w={w},r={r}"
+            rows.append((f"{w}x{r}", [(theirs, f"metrics.throughput / {peers.MIB_PER_MB:.12g}"),
+                                      (ours, "metrics.throughput"),
+                                      (theirs, "latency.write.mean"),
+                                      (ours, "latency.write.mean")]))
+    return [View("beside", "pipe_bench beside ipcbench's pipe-sweep, same cells (MB = 10^6 B)",
+                 "writers x readers", ["pipe_bench MB/s", "ipcbench MB/s",
+                                       "pipe_bench write ns", "ipcbench write ns"], rows)]
+
+
+PIPE_BESIDE = Suite(
+    "pipe-beside",
+    "pipe_bench (built from the kernel's source) beside ipcbench's pipe-sweep, the same"
+    " writers x readers, 64 KiB writes, 1 MiB pipe, 1 s each, interleaved round by round",
+    make_cells=lambda mode: [c for c in _sweep_cells(1.0)
+                             if c.key.split("/")[1] in {f"w={w},r={r}" for w in PIPE_BENCH_WRITERS
+                                                        for r in PIPE_BENCH_READERS}]
+    + _pipe_bench_cells(1),
+    make_views=_beside_view,
+    reps={QUICK: 5, FULL: 10},
+)
+
 UPSTREAM = Suite("upstream", "upstream's own benchmarks: pipe_bench, mq_perf_tests, perf bench",
                  members=[UPSTREAM_PIPE, UPSTREAM_MQUEUE, UPSTREAM_PERF])
 
@@ -527,7 +557,7 @@ def register(suite):
 
 
 for _s in SEED_SUITES + [SEEDS, PEERS, ENGINE_CHECKS, TIMING_COST, ICOUNT_CHECK, ACCEPTANCE,
-           ACCEPTANCE_SMP, UPSTREAM_PIPE, UPSTREAM_MQUEUE, UPSTREAM_PERF, UPSTREAM]:
+           ACCEPTANCE_SMP, UPSTREAM_PIPE, UPSTREAM_MQUEUE, UPSTREAM_PERF, UPSTREAM, PIPE_BESIDE]:
     register(_s)
 
 

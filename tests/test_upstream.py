@@ -127,3 +127,16 @@ def test_mq_perf_tests_builds_and_runs_or_says_why_not(tmp_path, monkeypatch):
         assert out.status == "ok", out.error
         assert "(1000 iterations)" in out.samples[0]["raw"]["stdout"]
     assert len(list(tmp_path.glob("mq_perf_tests-*/mq_perf_tests"))) == 1
+
+
+def test_the_beside_view_puts_both_engines_in_one_unit():
+    from ipclab import metrics
+    keys = {c.key for c in suites.PIPE_BESIDE.cells(suites.QUICK)}
+    (view,) = suites.PIPE_BESIDE.views_for({})
+    assert len(view.rows) == 9
+    for _, cols in view.rows:
+        assert {k for k, _ in cols} <= keys
+    smp = {"metrics": upstream.read_pipe_bench(PIPE_OUT.read_text())}
+    theirs = view.rows[0][1][0][1]
+    # 3557.12 MiB/s as pipe_bench prints it is 3729.91 MB/s as ipcbench counts.
+    assert metrics.metric_value(smp, theirs) == pytest.approx(3557.12 * 1.048576)
