@@ -521,7 +521,7 @@ def _beside_view(catalog):
     for w in PIPE_BENCH_WRITERS:
         for r in PIPE_BENCH_READERS:
             ours, theirs = f"pipe-sweep/w={w},r={r}", f"pipe_bench/w={w},r={r}"
-            rows.append((f"{w}x{r}", [(theirs, f"metrics.throughput / {peers.MIB_PER_MB:.12g}"),
+            rows.append((f"{w}x{r}", [(theirs, f"metrics.throughput * {1 / peers.MIB_PER_MB:.12g}"),
                                       (ours, "metrics.throughput"),
                                       (theirs, "latency.write.mean"),
                                       (ours, "latency.write.mean")]))
