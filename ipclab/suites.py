@@ -457,21 +457,9 @@ PEERS = Suite(
 
 # ---- upstream's own benchmarks (ipclab/upstream.py) ---------------------------------------
 
-# pipe_bench's own sweep (its run_sweep), one cell per config so that rounds interleave.
-PIPE_BENCH_WRITERS, PIPE_BENCH_READERS = (1, 2, 5), (1, 5, 10)
 
-
-def _pipe_bench_cells(duration, pressure=False):
-    cells = []
-    for w in PIPE_BENCH_WRITERS:
-        for r in PIPE_BENCH_READERS:
-            key = f"pipe_bench/{'pressure/' if pressure else ''}w={w},r={r}"
-            # -d is whole seconds; stress-ng gets a second to map its memory first.
-            args = ["-w", str(w), "-r", str(r), "-d", str(duration)]
-            args += ["--memory-pressure"] if pressure else []
-            cells.append(Cell(key, upstream.PROGRAMS["pipe_bench"].workload, args,
-                              est_s=duration + 0.2 + (1.5 if pressure else 0)))
-    return cells
+def _cells(specs):
+    return [Cell(k, w, a, est_s=e) for k, w, a, e in specs]
 
 
 UPSTREAM_PIPE = Suite(
@@ -479,28 +467,18 @@ UPSTREAM_PIPE = Suite(
     "the kernel's tools/testing/selftests/pipe/pipe_bench.c, built from the kernel source:"
     " writers {1,2,5} x readers {1,5,10}, 64 KiB writes, 1 MiB pipe (full: 3 s per config,"
     " and again with --memory-pressure, whose stress-ng takes 80% of memory)",
-    make_cells=lambda mode: _pipe_bench_cells(1) if mode == QUICK else
-    _pipe_bench_cells(3) + _pipe_bench_cells(3, pressure=True),
+    make_cells=lambda mode: _cells(upstream.pipe_bench_specs(1) if mode == QUICK else
+                                   upstream.pipe_bench_specs(3)
+                                   + upstream.pipe_bench_specs(3, pressure=True)),
     reps={QUICK: 5, FULL: 10},
 )
-
-
-def _mq_perf_cells(mode):
-    # Its real size (10^7 and 4 x 10^5 timed pairs) in full; a tenth of TEST1's and TEST2's
-    # loops in quick, named in the key so that no figure of one is read as the other's.
-    if mode == FULL:
-        return [Cell("mq_perf_tests/real", upstream.PROGRAMS["mq_perf_tests"].workload, [],
-                     est_s=60.0)]
-    return [Cell("mq_perf_tests/loops=1000000,10000", upstream.PROGRAMS["mq_perf_tests"].workload,
-                 ["TEST1_LOOPS=1000000", "TEST2_LOOPS=10000"], est_s=10.0)]
-
 
 UPSTREAM_MQUEUE = Suite(
     "upstream-mqueue",
     "the kernel's tools/testing/selftests/mqueue/mq_perf_tests.c, built from the kernel"
     " source: ns of thread CPU per send and receive, queue empty and full by priority pattern"
     " (quick: a tenth of its loops; full: its real size)",
-    make_cells=_mq_perf_cells,
+    make_cells=lambda mode: _cells(upstream.mq_perf_specs(real=mode == FULL)),
     reps={QUICK: 3, FULL: 5},
     warmups=0,
 )
@@ -512,33 +490,15 @@ UPSTREAM_PERF = Suite(
                              for p in (peers.BY_NAME["perf-sched-pipe"],)],
 )
 
-# pipe_bench prints MB/s of 2^20 bytes, ipcbench of 10^6 bytes; pipe_bench divides by its
-# -d (the time it slept), ipcbench by its measured elapsed time.
-
-
-def _beside_view(catalog):
-    rows = []
-    for w in PIPE_BENCH_WRITERS:
-        for r in PIPE_BENCH_READERS:
-            ours, theirs = f"pipe-sweep/w={w},r={r}", f"pipe_bench/w={w},r={r}"
-            rows.append((f"{w}x{r}", [(theirs, f"metrics.throughput * {1 / peers.MIB_PER_MB:.12g}"),
-                                      (ours, "metrics.throughput"),
-                                      (theirs, "latency.write.mean"),
-                                      (ours, "latency.write.mean")]))
-    return [View("beside", "pipe_bench beside ipcbench's pipe-sweep, same cells (MB = 10^6 B)",
-                 "writers x readers", ["pipe_bench MB/s", "ipcbench MB/s",
-                                       "pipe_bench write ns", "ipcbench write ns"], rows)]
-
-
 PIPE_BESIDE = Suite(
     "pipe-beside",
     "pipe_bench (built from the kernel's source) beside ipcbench's pipe-sweep, the same"
     " writers x readers, 64 KiB writes, 1 MiB pipe, 1 s each, interleaved round by round",
-    make_cells=lambda mode: [c for c in _sweep_cells(1.0)
-                             if c.key.split("/")[1] in {f"w={w},r={r}" for w in PIPE_BENCH_WRITERS
-                                                        for r in PIPE_BENCH_READERS}]
-    + _pipe_bench_cells(1),
-    make_views=_beside_view,
+    make_cells=lambda mode: _sweep_cells(1.0) + _cells(upstream.pipe_bench_specs(1)),
+    make_views=lambda cat: [View(
+        "beside", "pipe_bench beside ipcbench's pipe-sweep, same cells (MB = 10^6 B)",
+        "writers x readers", ["pipe_bench MB/s", "ipcbench MB/s", "pipe_bench write ns",
+                              "ipcbench write ns"], upstream.beside_rows())],
     reps={QUICK: 5, FULL: 10},
 )
 

@@ -202,6 +202,49 @@ PROGRAMS = {p.name: p for p in (
 
 # ---- cells ------------------------------------------------------------------------------
 
+# pipe_bench's own sweep (its run_sweep), one cell per config so that rounds interleave.
+PIPE_BENCH_WRITERS, PIPE_BENCH_READERS = (1, 2, 5), (1, 5, 10)
+
+
+def pipe_bench_specs(duration, pressure=False):
+    """[(key, workload, args, est_s)]: pipe_bench's sweep, one config per cell."""
+    out = []
+    for w in PIPE_BENCH_WRITERS:
+        for r in PIPE_BENCH_READERS:
+            key = f"pipe_bench/{'pressure/' if pressure else ''}w={w},r={r}"
+            # -d is whole seconds; stress-ng gets a second to map its memory first.
+            args = ["-w", str(w), "-r", str(r), "-d", str(duration)]
+            args += ["--memory-pressure"] if pressure else []
+            out.append((key, PROGRAMS["pipe_bench"].workload, args,
+                        duration + 0.2 + (1.5 if pressure else 0)))
+    return out
+
+
+def mq_perf_specs(real):
+    """[(key, workload, args, est_s)]: mq_perf_tests at its real size (10^7 and 4 x 10^5
+    timed pairs), or with a tenth of TEST1's and TEST2's loops, named in the key so that no
+    figure of one is read as the other's."""
+    wl = PROGRAMS["mq_perf_tests"].workload
+    if real:
+        return [("mq_perf_tests/real", wl, [], 60.0)]
+    return [("mq_perf_tests/loops=1000000,10000", wl,
+             ["TEST1_LOOPS=1000000", "TEST2_LOOPS=10000"], 10.0)]
+
+
+def beside_rows():
+    """The rows of pipe_bench's figures beside ipcbench's pipe-sweep cell of the same config:
+    pipe_bench prints MB/s of 2^20 bytes over its -d, ipcbench of 10^6 bytes over its
+    measured time; the write latency is each one's average."""
+    rows = []
+    for w in PIPE_BENCH_WRITERS:
+        for r in PIPE_BENCH_READERS:
+            ours, theirs = f"pipe-sweep/w={w},r={r}", f"pipe_bench/w={w},r={r}"
+            rows.append((f"{w}x{r}", [(theirs, f"metrics.throughput * {1 / peers.MIB_PER_MB:.12g}"),
+                                      (ours, "metrics.throughput"),
+                                      (theirs, "latency.write.mean"),
+                                      (ours, "latency.write.mean")]))
+    return rows
+
 
 def is_upstream(cell):
     return peers._workload(cell).startswith(PREFIX)
@@ -280,8 +323,8 @@ def run_cell(cell, tree=None, env=None):
             " needs CAP_SYS_RESOURCE): run it in a lab guest"))
     if done.rc != 0:
         last = [l.strip() for l in text.splitlines() if l.strip()]
-        return engine.CellRun("failed", error=f"exit {done.rc}: {last[-1] if last else 'no message'}",
-                              rc=done.rc, argv=argv)
+        why = last[-1] if last else "no message"
+        return engine.CellRun("failed", error=f"exit {done.rc}: {why}", rc=done.rc, argv=argv)
     try:
         metrics = program.read(done.out)
     except ParseError as e:
