@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from ipclab import results
 from ipclab.deterministic import floor
-from ipclab.lab.variants import DEFAULT_ARCH
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES_DIR = ROOT / "docs" / "measured"
@@ -64,9 +64,7 @@ def render_floor(record):
             continue
         runs = sorted({(p.get("date", ""), p.get("run", "")) for v in e["cells"].values()
                        for p in v.get("pairs", [])})
-        # A base measured on another architecture than the lab's default is kept as
-        # BASE@ARCH (results.kernel_base).
-        arch = str(e.get("base", "")).partition("@")[2] or DEFAULT_ARCH
+        arch = results.base_arch(e.get("base", ""))
         out += [f"## Base {e.get('base')} ({e.get('release')}), {e.get('cpus')} vCPU,"
                 f" {arch}, {e.get('clock')}, QEMU {e.get('qemu')}", "",
                 f"Runs ({len(runs)}): " + ", ".join(f"{r} ({d})" for d, r in runs) + ".", "",
