@@ -114,3 +114,21 @@ def test_a_key_selects_one_cell_and_a_glob_several(fake_engine, tmp_path, monkey
         assert main(["run", "upstream-pipe", "--cell", bad, "--dry-run"]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "--cell" in err
+
+
+def test_a_guest_runs_what_the_host_staged_without_the_tree_or_the_cache(tmp_path, monkeypatch):
+    if _tree_with_pipe_bench() is None:
+        pytest.skip("no kernel source with pipe_bench.c (make lab-deps)")
+    cell = suites.select(suites.SUITES["upstream-pipe"].cells(suites.QUICK),
+                         ["pipe_bench/w=1,r=1"])[0]
+    upstream.stage([cell], tmp_path)
+    assert (tmp_path / "upstream" / "pipe_bench").is_file()
+    # The guest: neither the kernel tree nor the cache is there, only its shared directory.
+    monkeypatch.setenv("IPCLAB_KERNEL_SRC", str(tmp_path / "no-tree"))
+    monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "no-cache"))
+    monkeypatch.setenv("IPCLAB_SHARED", str(tmp_path))
+    run = upstream.run_cell(cell)
+    assert run.status == "ok", run.error
+    assert run.samples[0]["notes"]["source"].endswith("selftests/pipe/pipe_bench.c")
+    monkeypatch.delenv("IPCLAB_SHARED")
+    assert upstream.run_cell(cell).status == "skipped"
