@@ -73,8 +73,8 @@ def check_sides(specs):
 def side_cells(cells, spec):
     """A side's cells: its engine arguments after each engine cell's own.  A peer program's
     cell is the same on both sides (its arguments are not the engine's)."""
-    return [c if peers.is_peer(c) or upstream.is_upstream(c)
-            else dataclasses.replace(c, args=list(c.args) + list(spec.args)) for c in cells]
+    return [c if external(c) else dataclasses.replace(c, args=list(c.args) + list(spec.args))
+            for c in cells]
 
 
 def side_paths(out, run_id, specs):
@@ -289,6 +289,12 @@ def execute(sides, quiet=False, stream=None, run=None):
         results.finish(side.res)
         results.save(side.res, side.path)
     return 0
+
+
+def external(cell):
+    """A cell another program runs: a peer's, or an upstream benchmark's. The engine's
+    arguments of a side are not its."""
+    return peers.is_peer(cell) or upstream.is_upstream(cell)
 
 
 def run_cell(engine_path, cell):

@@ -1,142 +1,134 @@
 # SPDX-License-Identifier: MIT
-"""Upstream's own benchmarks (ipclab/upstream.py): built from the kernel's source and run
-as cells, their output read in their own units.
+"""Upstream's own benchmarks (ipclab/upstream.py): pipe_bench built from a kernel tree,
+never from a copy of ours, run as cells, its output read into samples and kept whole.
 
-tests/fixtures/upstream/pipe_bench-w2-r5-d1.out is real output: pipe_bench built by
-upstream.build from the lab's 7.3.4 tree and run on this host as `pipe_bench -w 2 -r 5 -d 1`
-(stdout only; its stderr was "pid=N")."""
-from pathlib import Path
+The fixtures are pipe_bench's own output, from `ipclab run upstream-pipe --cell
+pipe_bench/w=2,r=5` on the project VM (host kernel; the raw output each sample keeps)."""
+
+import shutil
 
 import pytest
-from conftest import FIXTURES
+from conftest import fixture, from_lab_source
 
-from ipclab import Error, runner, suites, upstream
-from ipclab.lab import source
-
-PIPE_OUT = Path(FIXTURES, "upstream", "pipe_bench-w2-r5-d1.out")
-PIPE_BENCH = upstream.PROGRAMS["pipe_bench"]
-MQ_PERF = upstream.PROGRAMS["mq_perf_tests"]
+from ipclab import peers, results, runner, suites, upstream
+from ipclab.cli import main
 
 
-def values(m):
-    return {k: v["value"] for k, v in m.items()}
+def text(name):
+    with open(fixture(f"upstream/{name}")) as f:
+        return f.read()
 
 
 def test_pipe_bench_output_is_read_in_its_own_units():
-    m = upstream.read_pipe_bench(PIPE_OUT.read_text())
-    assert values(m) == {"throughput": 3557.12, "writes": 56914.0, "writes_per_s": 56914.0,
-                         "lat_avg_ns": 35336.0, "lat_p50_ns_upper": 8191.0,
-                         "lat_p99_ns_upper": 524287.0, "lat_max_ns": 20087089.0}
-    assert m["throughput"]["unit"] == "MB/s" and m["lat_avg_ns"]["unit"] == "ns"
+    m = upstream.read_pipe_bench(text("pipe_bench-w2-r5.txt"))
+    assert m["throughput"] == {"value": 2485.88, "unit": "MB/s", "better": "higher"}
+    assert m["writes"]["value"] == 39774 and m["writes_per_s"]["value"] == 39774
+    assert m["write_lat_avg_ns"]["value"] == 50440
+    assert m["write_lat_p50_upper_ns"]["value"] == 8191
+    assert m["write_lat_p99_upper_ns"]["value"] == 1048575
+    assert m["write_lat_max_ns"] == {"value": 36125811, "unit": "ns", "better": "lower"}
 
 
-def test_pipe_bench_output_it_cannot_read_is_a_parse_error():
-    text = PIPE_OUT.read_text()
-    with pytest.raises(upstream.ParseError, match="2 config blocks"):
-        upstream.read_pipe_bench("---\n" + text + "---\n" + text)     # a whole sweep
-    with pytest.raises(upstream.ParseError, match="no write"):
-        upstream.read_pipe_bench(text.replace("total=56914", "total=0"))
-    with pytest.raises(upstream.ParseError, match="lat_max_ns"):
-        upstream.read_pipe_bench(text.replace("lat_max_ns", "lat_mx"))
+@pytest.mark.parametrize("mangle,why", [
+    (lambda t: t + "---\n" + t, "not one configuration"),
+    (lambda t: t.replace("writes: total", "writes total"), "no `writes:` line"),
+    (lambda t: t.replace("lat_p99_ns_upper", "p99"), "lat_p99_ns_upper"),
+])
+def test_output_it_does_not_know_is_a_parse_error(mangle, why):
+    with pytest.raises(peers.ParseError, match=why):
+        upstream.read_pipe_bench(mangle(text("pipe_bench-w2-r5.txt")))
 
 
-# Not a capture: mq_perf_tests cannot run on this host (setrlimit needs CAP_SYS_RESOURCE).
-# The lines are its printf formats (mq_perf_tests.c, perf_test_thread) with made-up numbers.
-MQ_FORMATS = "".join(
-    f"\n\tTest #{t}: Time send/recv message, ...\n\t\t(100 iterations)\n"
-    f"\t\tSend msg:\t\t\t0.{i}s total time\n\t\t\t\t\t\t{100 + i} nsec/msg\n"
-    f"\t\tRecv msg:\t\t\t0.{i}s total time\n\t\t\t\t\t\t{200 + i} nsec/msg\n"
-    for i, t in enumerate(("1", "2a", "2b", "2c", "2d")))
+def test_the_suite_is_pipe_bench_s_own_sweep_with_and_without_pressure():
+    cells = suites.SUITES["upstream-pipe"].cells(suites.QUICK)
+    assert len(cells) == 18 and all(upstream.is_upstream(c) for c in cells)
+    plain = [c for c in cells if "--memory-pressure" not in c.args]
+    assert [c.args[:4] for c in plain] == [["-w", str(w), "-r", str(r)]
+                                           for w in (1, 2, 5) for r in (1, 5, 10)]
+    assert {c.key for c in cells} - {c.key for c in plain} == \
+        {c.key + ",pressure" for c in plain}
 
 
-def test_mq_perf_tests_figures_are_ns_per_call_per_test():
-    m = values(upstream.read_mq_perf(MQ_FORMATS))
-    assert m["empty_send_ns"] == 100 and m["empty_recv_ns"] == 200
-    assert m["full_random_send_ns"] == 104 and m["full_random_recv_ns"] == 204
-    assert len(m) == 10
-    with pytest.raises(upstream.ParseError, match="full_random"):
-        upstream.read_mq_perf(MQ_FORMATS.split("Test #2d")[0])
+def test_a_side_s_engine_arguments_are_not_pipe_bench_s():
+    spec = runner.SideSpec("a", "/bin/true", ("--duration", "3"))
+    cell = suites.SUITES["upstream-pipe"].cells(suites.QUICK)[0]
+    assert runner.side_cells([cell], spec) == [cell]
 
 
-def test_defines_replace_one_define_each_and_leave_the_argv():
-    defs, argv = upstream._defines(["TEST1_LOOPS=10", "TEST2_LOOPS=5", "-p", "/q"])
-    assert defs == [("TEST1_LOOPS", "10"), ("TEST2_LOOPS", "5")] and argv == ["-p", "/q"]
-    text = "#define TEST1_LOOPS 10000000\n#define TEST2_LOOPS 100000\n"
-    assert upstream._with_defines(text, defs, "x") == \
-        "#define TEST1_LOOPS 10\n#define TEST2_LOOPS 5\n"
-    with pytest.raises(Error, match="TEST3_LOOPS"):
-        upstream._with_defines(text, [("TEST3_LOOPS", "1")], "x")
+def test_without_a_kernel_tree_its_cells_are_skipped_with_the_reason(fake_engine, tmp_path,
+                                                                     monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("IPCLAB_KERNEL_SRC", str(tmp_path / "no-tree"))
+    assert main(["run", "upstream-pipe", "--cell", "pipe_bench/w=1,r=1", "--reps", "1",
+                 "--warmups", "0", "--quiet", "--no-report", "-o", "r.json"]) == 0
+    cell, = results.load("r.json")["cells"]
+    assert cell["status"] == "skipped" and "pipe_bench.c is not in" in cell["error"]
 
 
-def test_the_default_tree_is_the_labs(monkeypatch):
-    monkeypatch.delenv("IPCLAB_KERNEL_TREE", raising=False)
-    assert upstream.default_tree() == source.open_source(None, create=False).tree
+def _tree_with_pipe_bench():
+    def find():
+        tree = upstream.source_tree(upstream.PIPE_BENCH)
+        return tree if tree and upstream.PIPE_BENCH.source(tree).is_file() else None
+    return from_lab_source(find)
 
 
-def test_a_missing_source_skips_the_cell(tmp_path):
-    cell = suites.UPSTREAM_PIPE.cells(suites.QUICK)[0]
-    out = upstream.run_cell(cell, tree=tmp_path)
-    assert out.status == "skipped" and "pipe_bench.c" in out.error and "kernel fetch" in out.error
+def test_a_binary_is_built_once_per_source_text(tmp_path, monkeypatch):
+    real = _tree_with_pipe_bench()
+    if real is None:
+        pytest.skip("no kernel source with pipe_bench.c (make lab-deps)")
+    tree = tmp_path / "linux"
+    src = upstream.PIPE_BENCH.source(tree)
+    src.parent.mkdir(parents=True)
+    shutil.copy(upstream.PIPE_BENCH.source(real), src)
+    monkeypatch.setenv("IPCLAB_KERNEL_SRC", str(tree))
+    monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
+    first = upstream.build(upstream.PIPE_BENCH)
+    assert upstream.build(upstream.PIPE_BENCH) == first
+    src.write_text(src.read_text() + "\n/* another text */\n")
+    assert upstream.build(upstream.PIPE_BENCH) != first
 
 
-def test_the_suites_cells():
-    quick = suites.UPSTREAM_PIPE.cells(suites.QUICK)
-    full = suites.UPSTREAM_PIPE.cells(suites.FULL)
-    assert [c.key for c in quick][:2] == ["pipe_bench/w=1,r=1", "pipe_bench/w=1,r=5"]
-    assert len(quick) == 9 and len(full) == 18
-    assert sum("--memory-pressure" in c.args for c in full) == 9
-    assert all(upstream.is_upstream(c) for c in quick + full)
-    assert suites.UPSTREAM_MQUEUE.cells(suites.FULL)[0].args == []      # its real size
-    assert [c.workload for c in suites.SUITES["upstream"].cells(suites.QUICK)][-1] == \
-        "peer:perf-sched-pipe"
+def test_pipe_bench_runs_from_the_kernel_source_and_its_output_is_kept(tmp_path, monkeypatch):
+    if _tree_with_pipe_bench() is None:
+        pytest.skip("no kernel source with pipe_bench.c (make lab-deps)")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "upstream-pipe", "--cell", "pipe_bench/w=1,r=1", "--reps", "1",
+                 "--warmups", "0", "--quiet", "--no-report", "-o", "r.json"]) == 0
+    cell, = results.load("r.json")["cells"]
+    assert cell["status"] == "ok", cell.get("error")
+    sample, = cell["samples"]
+    assert sample["metrics"]["throughput"]["value"] > 0
+    assert sample["notes"]["output"].startswith("config: writers=1 readers=1 msgsize=65536")
+    assert sample["notes"]["source"].endswith("tools/testing/selftests/pipe/pipe_bench.c")
 
 
-def _tree():
-    tree = upstream.default_tree()
-    if not (tree / PIPE_BENCH.path).is_file():
-        pytest.skip(f"no kernel source at {tree} (make lab-deps fetches it)")
-    return tree
+# Issue 42, case 6: an exact key is one cell, a pattern says it is one, '' is refused.
+def test_a_key_selects_one_cell_and_a_glob_several(fake_engine, tmp_path, monkeypatch,
+                                                   capsys):
+    cells = suites.SUITES["upstream-pipe"].cells(suites.QUICK)
+    assert [c.key for c in suites.select(cells, ["pipe_bench/w=1,r=1"])] == \
+        ["pipe_bench/w=1,r=1"]
+    assert len(suites.select(cells, ["pipe_bench/w=1,*"])) == 6
+    monkeypatch.chdir(tmp_path)
+    for bad in ("", "pipe_bench/w=1"):
+        assert main(["run", "upstream-pipe", "--cell", bad, "--dry-run"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--cell" in err
 
 
-def test_pipe_bench_builds_from_the_source_and_runs_one_cell(tmp_path, monkeypatch):
-    tree = _tree()
-    monkeypatch.setattr(upstream, "cache_dir", lambda: tmp_path)
-    cell = suites.Cell("pipe_bench/w=1,r=1", PIPE_BENCH.workload, ["-w", "1", "-r", "1",
-                                                                   "-d", "1"], est_s=1.2)
-    out = runner.run_cell("unused-engine", cell)
-    assert out.status == "ok", out.error
-    smp = out.samples[0]
-    assert smp["metrics"]["throughput"]["value"] > 0
-    assert "writers=1 readers=1" in smp["raw"]["stdout"]
-    assert smp["latency"]["write"]["mean"] == smp["metrics"]["lat_avg_ns"]["value"]
-    assert len(list(tmp_path.glob("pipe_bench-*/pipe_bench"))) == 1
-    # The second run takes the cached binary.
-    before = list(tmp_path.glob("pipe_bench-*/pipe_bench"))[0].stat().st_mtime_ns
-    assert runner.run_cell("unused-engine", cell).status == "ok"
-    assert list(tmp_path.glob("pipe_bench-*/pipe_bench"))[0].stat().st_mtime_ns == before
-
-
-def test_mq_perf_tests_builds_and_runs_or_says_why_not(tmp_path, monkeypatch):
-    tree = _tree()
-    monkeypatch.setattr(upstream, "cache_dir", lambda: tmp_path)
-    cell = suites.Cell("mq", MQ_PERF.workload, ["TEST1_LOOPS=1000", "TEST2_LOOPS=100"])
-    out = upstream.run_cell(cell, tree=tree)
-    if out.status == "skipped":        # a host that refuses its setrlimit (this one does)
-        assert "CAP_SYS_RESOURCE" in out.error
-    else:
-        assert out.status == "ok", out.error
-        assert "(1000 iterations)" in out.samples[0]["raw"]["stdout"]
-    assert len(list(tmp_path.glob("mq_perf_tests-*/mq_perf_tests"))) == 1
-
-
-def test_the_beside_view_puts_both_engines_in_one_unit():
-    from ipclab import metrics
-    keys = {c.key for c in suites.PIPE_BESIDE.cells(suites.QUICK)}
-    (view,) = suites.PIPE_BESIDE.views_for({})
-    assert len(view.rows) == 9
-    for _, cols in view.rows:
-        assert {k for k, _ in cols} <= keys
-    smp = {"metrics": upstream.read_pipe_bench(PIPE_OUT.read_text())}
-    theirs = view.rows[0][1][0][1]
-    # 3557.12 MiB/s as pipe_bench prints it is 3729.91 MB/s as ipcbench counts.
-    assert metrics.metric_value(smp, theirs) == pytest.approx(3557.12 * 1.048576)
+def test_a_guest_runs_what_the_host_staged_without_the_tree_or_the_cache(tmp_path, monkeypatch):
+    if _tree_with_pipe_bench() is None:
+        pytest.skip("no kernel source with pipe_bench.c (make lab-deps)")
+    cell = suites.select(suites.SUITES["upstream-pipe"].cells(suites.QUICK),
+                         ["pipe_bench/w=1,r=1"])[0]
+    upstream.stage([cell], tmp_path)
+    assert (tmp_path / "upstream" / "pipe_bench").is_file()
+    # The guest: neither the kernel tree nor the cache is there, only its shared directory.
+    monkeypatch.setenv("IPCLAB_KERNEL_SRC", str(tmp_path / "no-tree"))
+    monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "no-cache"))
+    monkeypatch.setenv("IPCLAB_SHARED", str(tmp_path))
+    run = upstream.run_cell(cell)
+    assert run.status == "ok", run.error
+    assert run.samples[0]["notes"]["source"].endswith("selftests/pipe/pipe_bench.c")
+    monkeypatch.delenv("IPCLAB_SHARED")
+    assert upstream.run_cell(cell).status == "skipped"
