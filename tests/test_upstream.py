@@ -21,7 +21,11 @@ def text(name):
 
 def test_pipe_bench_output_is_read_in_its_own_units():
     m = upstream.read_pipe_bench(text("pipe_bench-w2-r5.txt"))
-    assert m["throughput"] == {"value": 2485.88, "unit": "MB/s", "better": "higher"}
+    assert m["throughput_MBps"] == {"value": 2485.88, "unit": "MiB/s", "better": "none"}
+    # Its MB is 2^20 bytes: 39774 writes of 64 KiB in its 1 s are 2485.875 of them, and
+    # 2606.6 MB/s in the 10^6 bytes that ipcbench's and the peers' MB/s are.
+    assert m["throughput"]["value"] == pytest.approx(39774 * 65536 / 1e6, rel=1e-5)
+    assert m["throughput"]["unit"] == "MB/s" and m["throughput"]["better"] == "higher"
     assert m["writes"]["value"] == 39774 and m["writes_per_s"]["value"] == 39774
     assert m["write_lat_avg_ns"]["value"] == 50440
     assert m["write_lat_p50_upper_ns"]["value"] == 8191
