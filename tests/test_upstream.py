@@ -10,7 +10,7 @@ import shutil
 import pytest
 from conftest import fixture, from_lab_source
 
-from ipclab import peers, results, runner, suites, upstream
+from ipclab import Error, peers, results, runner, suites, upstream
 from ipclab.cli import main
 
 
@@ -136,3 +136,50 @@ def test_a_guest_runs_what_the_host_staged_without_the_tree_or_the_cache(tmp_pat
     assert run.samples[0]["notes"]["source"].endswith("selftests/pipe/pipe_bench.c")
     monkeypatch.delenv("IPCLAB_SHARED")
     assert upstream.run_cell(cell).status == "skipped"
+
+
+# Not a capture: mq_perf_tests cannot run on the project VM (its setrlimit needs
+# CAP_SYS_RESOURCE). These are its printf formats (perf_test_thread) with made-up numbers.
+MQ_FORMATS = "".join(
+    f"\n\tTest #{t}: Time send/recv message, ...\n\t\t(100 iterations)\n"
+    f"\t\tSend msg:\t\t\t0.{i}s total time\n\t\t\t\t\t\t{100 + i} nsec/msg\n"
+    f"\t\tRecv msg:\t\t\t0.{i}s total time\n\t\t\t\t\t\t{200 + i} nsec/msg\n"
+    for i, t in enumerate(("1", "2a", "2b", "2c", "2d")))
+
+
+def test_mq_perf_tests_figures_are_its_ns_per_call_per_test():
+    m = {k: v["value"] for k, v in upstream.read_mq_perf(MQ_FORMATS).items()}
+    assert m["empty_send_ns"] == 100 and m["empty_recv_ns"] == 200
+    assert m["full_random_send_ns"] == 104 and m["full_random_recv_ns"] == 204
+    assert len(m) == 10
+    with pytest.raises(peers.ParseError, match="full_random"):
+        upstream.read_mq_perf(MQ_FORMATS.split("Test #2d")[0])
+
+
+def test_a_define_is_set_once_or_the_build_says_why():
+    text = "#define TEST1_LOOPS 10000000\n#define TEST2_LOOPS 100000\n"
+    assert upstream.with_defines(text, upstream.MQ_PERF_TESTS_TENTH.defines, "x") == \
+        "#define TEST1_LOOPS 1000000\n#define TEST2_LOOPS 10000\n"
+    with pytest.raises(Error, match="TEST3_LOOPS"):
+        upstream.with_defines(text, [("TEST3_LOOPS", "1")], "x")
+
+
+def test_mq_perf_tests_builds_with_its_loops_cut_and_runs_or_says_why_not(tmp_path,
+                                                                         monkeypatch):
+    tree = _tree_with_pipe_bench()
+    if tree is None:
+        pytest.skip("no kernel source (make lab-deps)")
+    monkeypatch.setenv("IPCLAB_KERNEL_SRC", str(tree))
+    monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
+    tiny = upstream.Program("mq_perf_tests-tenth", upstream.MQ_PERF, ("-lrt", "-lpopt"),
+                            (("TEST1_LOOPS", "1000"), ("TEST2_LOOPS", "100")))
+    monkeypatch.setitem(upstream.PROGRAMS, tiny.name, tiny)
+    cell = suites.UPSTREAM_MQUEUE.cells(suites.QUICK)[0]
+    out = upstream.run_cell(cell)
+    if out.status == "skipped":         # a host that refuses its setrlimit (the project VM)
+        assert "CAP_SYS_RESOURCE" in out.error
+    else:
+        assert out.status == "ok", out.error
+        assert "(1000 iterations)" in out.samples[0]["notes"]["output"]
+    built, = (tmp_path / "cache" / "upstream").glob("mq_perf_tests-tenth-*")
+    assert built.is_file()
