@@ -183,3 +183,15 @@ def test_mq_perf_tests_builds_with_its_loops_cut_and_runs_or_says_why_not(tmp_pa
         assert "(1000 iterations)" in out.samples[0]["notes"]["output"]
     built, = (tmp_path / "cache" / "upstream").glob("mq_perf_tests-tenth-*")
     assert built.is_file()
+
+
+def test_a_binary_is_built_once_per_set_of_defines(tmp_path, monkeypatch):
+    tree = _tree_with_pipe_bench()
+    if tree is None:
+        pytest.skip("no kernel source (make lab-deps)")
+    monkeypatch.setenv("IPCLAB_KERNEL_SRC", str(tree))
+    monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
+    one, other = (upstream.Program("mq", upstream.MQ_PERF, ("-lrt", "-lpopt"),
+                                   (("TEST1_LOOPS", n),)) for n in ("10", "20"))
+    assert upstream.build(one) != upstream.build(other)
+    assert upstream.build(one) == upstream.build(one)
