@@ -192,7 +192,7 @@ def resume_sides(res, path):
         if proc.sha256_file(eng) != info.get("engine_sha256"):
             raise Error(f"{eng} is not the engine side {info.get('name')} started with (it was"
                         " rebuilt or replaced): resuming would mix two builds; start a new run")
-        sides.append(Side(r, resumable(r, str(p)), eng, str(p), info.get("name", "")))
+        sides.append(Side(r, resumable(r, str(p), info.get("args") or ()), eng, str(p), info.get("name", "")))
     return sides
 
 
@@ -205,7 +205,7 @@ def check_unfinished(sides, path):
                     " prints it)")
 
 
-def resumable(res, path):
+def resumable(res, path, side_args=()):
     """The cells a results file still needs, rebuilt from it; Error if it cannot resume."""
     plan = res.get("plan", {})
     if not all(isinstance(plan.get(k), int) and not isinstance(plan.get(k), bool)
@@ -217,7 +217,39 @@ def resumable(res, path):
     bad = [c.get("workload") for c in res["cells"] if c.get("workload") not in known]
     if bad:
         raise Error(f"{path}: cannot resume: unknown workload {bad[0]!r}")
+    check_planned(res, path, side_args)
     return cells_from_results(res)
+
+
+def check_planned(res, path, side_args=()):
+    """Error unless every cell of the file is one this checkout's suite defines, with the
+    side's engine arguments after an engine cell's own: a results file is data, and what
+    it asks to run (a peer's argv above all) is rebuilt here, never taken from it."""
+    name, mode = res.get("suite"), res.get("mode")
+    if mode not in (suites.QUICK, suites.FULL):
+        raise Error(f"{path}: cannot resume: mode {mode!r} is neither quick nor full")
+    if name in suites.SUITES:
+        defined = suites.SUITES[name].cells(mode)
+    elif name in suites.workloads():
+        defined = None      # `run WORKLOAD -- ARGS`: the engine's workload, any arguments
+    else:
+        raise Error(f"{path}: cannot resume: suite {name!r} is not one of this checkout's")
+    allowed = set()
+    for c in defined or []:
+        args = list(c.args) if external(c) else list(c.args) + list(side_args)
+        allowed.add((c.key, c.workload, tuple(args)))
+    for c in res["cells"]:
+        args = tuple(c.get("args", []))
+        if defined is None:
+            own = args[:len(args) - len(side_args)] if side_args else args
+            ok = c["workload"] == name and tuple(args[len(own):]) == tuple(side_args) and \
+                c["key"] == name + ("/" + " ".join(own) if own else "")
+        else:
+            ok = (c["key"], c["workload"], args) in allowed
+        if not ok:
+            raise Error(f"{path}: cannot resume: cell {c['key']!r} ({c['workload']}"
+                        f" {shlex.join(args)}) is not a cell of suite {name!r} ({mode})"
+                        " in this checkout")
 
 
 def cells_from_results(res):

@@ -1,0 +1,66 @@
+# SPDX-License-Identifier: MIT
+"""Issue 42, the run side: a results file is data, never code. What `run --resume` runs is
+rebuilt from this checkout's suites and the command line, and a file that asks for anything
+else is refused (one line, exit 2, no file touched)."""
+
+import pytest
+from conftest import FAKE_ENGINE
+
+from ipclab import peers, results
+from ipclab.cli import main
+
+ONE = ["run", "seeds", "--cell", "token-ring/procs=64", "--reps", "2", "--warmups", "0",
+       "--quiet", "--no-report"]
+
+
+def one_line(err):
+    return err.count("\n") == 1 and "Traceback" not in err
+
+
+def _interrupted(path, edit):
+    """The run at path, made interrupted, with `edit(cell)` applied to its one cell."""
+    res = results.load(path)
+    res["complete"] = False
+    cell = res["cells"][0]
+    cell["samples"], cell["status"] = [], "pending"
+    edit(cell)
+    results.save(res, path)
+
+
+def _peer_argv(cell):
+    cell.update(key="peer/perf-sched-pipe", workload="peer:perf-sched-pipe",
+                args=["sh", "-c", "touch PWNED"])
+
+
+def _engine_args(cell):
+    cell["args"] = cell["args"] + ["--procs", "4096"]
+
+
+def _key(cell):
+    cell["key"] = "token-ring/procs=65"
+
+
+@pytest.mark.parametrize("edit", [_peer_argv, _engine_args, _key])
+def test_resume_runs_only_what_the_suites_define(edit, fake_engine, tmp_path, monkeypatch,
+                                                 capsys):
+    """Case 1: a peer's argv edited to a shell command, an engine cell's arguments or key
+    edited: refused, nothing run, the file as it was."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(peers, "missing", lambda tool: None)
+    assert main(ONE + ["-o", "r.json"]) == 0
+    _interrupted("r.json", edit)
+    before = (tmp_path / "r.json").read_text()
+    capsys.readouterr()
+    assert main(["run", "--resume", "r.json", "--quiet", "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "not a cell of" in err, err
+    assert not (tmp_path / "PWNED").exists()
+    assert (tmp_path / "r.json").read_text() == before
+
+
+def test_resume_of_a_true_plan_still_runs(fake_engine, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(ONE + ["-o", "r.json"]) == 0
+    _interrupted("r.json", lambda cell: None)
+    assert main(["run", "--resume", "r.json", "--quiet", "--no-report"]) == 0
+    assert results.load("r.json")["complete"]
