@@ -64,3 +64,29 @@ def test_resume_of_a_true_plan_still_runs(fake_engine, tmp_path, monkeypatch):
     _interrupted("r.json", lambda cell: None)
     assert main(["run", "--resume", "r.json", "--quiet", "--no-report"]) == 0
     assert results.load("r.json")["complete"]
+
+
+@pytest.mark.parametrize("order", [0, 1])
+def test_an_empty_side_is_the_default_engine_in_either_order(order, fake_engine, tmp_path,
+                                                             monkeypatch, capsys):
+    """Case 4: `--side old=ENGINE --side new=` ran ENGINE on both sides (an A/A labelled
+    A/B); the empty side is the default engine whatever the order, and the dry run says so."""
+    monkeypatch.chdir(tmp_path)
+    other = tmp_path / "other-ipcbench"
+    other.write_bytes(open(FAKE_ENGINE, "rb").read())
+    other.chmod(0o755)
+    sides = [f"old={other}", "new="]
+    if order:
+        sides.reverse()
+    capsys.readouterr()
+    assert main(["run", "seeds", "--cell", "token-ring/procs=64", "--dry-run",
+                 "--side", sides[0], "--side", sides[1]]) == 0
+    lines = [l for l in capsys.readouterr().out.splitlines() if not l.startswith("#")]
+    engines = {l.split(": ", 1)[0]: l.split(": ", 1)[1].split()[0] for l in lines}
+    assert engines == {"old": str(other), "new": FAKE_ENGINE}
+    monkeypatch.setenv("IPCBENCH", FAKE_ENGINE)     # the run above set it to the first side's
+    assert main(["run", "seeds", "--cell", "token-ring/procs=64", "--reps", "3",
+                 "--warmups", "0", "--quiet", "--no-report", "-o", "ab",
+                 "--side", sides[0], "--side", sides[1]]) == 0
+    ran = {s["name"]: s["engine"] for s in results.load("ab.old.json")["pair"]["sides"]}
+    assert ran == {"old": str(other), "new": FAKE_ENGINE}
