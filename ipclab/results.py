@@ -133,6 +133,10 @@ def load(path):
             isinstance(c, dict) and isinstance(c.get("key"), str)
             and isinstance(c.get("samples"), list) for c in cells):
         raise Error(f"{path}: corrupt results file (bad \"cells\" list)")
+    keys = [c["key"] for c in cells]
+    if len(set(keys)) != len(keys):
+        twice = next(k for k in keys if keys.count(k) > 1)
+        raise Error(f"{path}: corrupt results file (cell {twice!r} is there twice)")
     for k in ("meta", "env", "plan", "host", "pair", "catalog"):
         if k in data and not isinstance(data[k], dict):
             raise Error(f"{path}: corrupt results file ({k!r} is not an object)")

@@ -90,3 +90,16 @@ def test_an_empty_side_is_the_default_engine_in_either_order(order, fake_engine,
                  "--side", sides[0], "--side", sides[1]]) == 0
     ran = {s["name"]: s["engine"] for s in results.load("ab.old.json")["pair"]["sides"]}
     assert ran == {"old": str(other), "new": FAKE_ENGINE}
+
+
+def test_duplicate_cell_keys_are_refused(fake_engine, tmp_path, monkeypatch, capsys):
+    """Case 10: two cells of one key in one results file."""
+    monkeypatch.chdir(tmp_path)
+    assert main(ONE + ["-o", "r.json"]) == 0
+    res = results.load("r.json")
+    res["cells"].append(dict(res["cells"][0]))
+    results.save(res, "r.json")
+    capsys.readouterr()
+    assert main(["show", "r.json"]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "token-ring/procs=64" in err and "twice" in err, err
