@@ -103,3 +103,11 @@ def test_duplicate_cell_keys_are_refused(fake_engine, tmp_path, monkeypatch, cap
     assert main(["show", "r.json"]) == 2
     err = capsys.readouterr().err
     assert one_line(err) and "token-ring/procs=64" in err and "twice" in err, err
+
+
+def test_census_dry_run_exits_0_and_shows_the_selftests_build(capsys):
+    """Case 12: `census mainline --dry-run` always exited 1 (the source tree it reads the
+    mqueue selftests from is not opened in a dry run)."""
+    assert main(["census", "mainline", "--dry-run"]) == 0
+    out = capsys.readouterr()
+    assert "SELFTESTS=" in out.out + out.err
