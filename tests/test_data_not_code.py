@@ -111,3 +111,16 @@ def test_census_dry_run_exits_0_and_shows_the_selftests_build(capsys):
     assert main(["census", "mainline", "--dry-run"]) == 0
     out = capsys.readouterr()
     assert "SELFTESTS=" in out.out + out.err
+
+
+def test_profile_never_replaces_a_file_that_is_not_a_profile(fake_engine, tmp_path,
+                                                              monkeypatch, capsys):
+    """Case 11: `run --profile FILE` overwrote whatever FILE held; refused before the run."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("my notes\n")
+    capsys.readouterr()
+    assert main(ONE + ["-o", "r.json", "--profile", "notes.txt"]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "notes.txt" in err and "not a profile" in err, err
+    assert (tmp_path / "notes.txt").read_text() == "my notes\n"
+    assert not (tmp_path / "r.json").exists()

@@ -135,6 +135,8 @@ def cmd_run(args):
     # An empty side is the default engine whatever the order: taken before IPCBENCH is set
     # to the first side's engine below.
     default = engine.default_engine_path()
+    if args.profile:
+        profile.check_output(args.profile)
     first_engine = specs[0].engine if specs else args.engine
     if first_engine:
         # The cells come from what this engine says it offers (engine.catalog).
