@@ -124,3 +124,16 @@ def test_profile_never_replaces_a_file_that_is_not_a_profile(fake_engine, tmp_pa
     assert one_line(err) and "notes.txt" in err and "not a profile" in err, err
     assert (tmp_path / "notes.txt").read_text() == "my notes\n"
     assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("kind", ["file", "relative", "under a file"])
+def test_a_bad_ipclab_cache_is_named_at_the_start(kind, tmp_path, monkeypatch, capsys):
+    """Case 13: IPCLAB_CACHE naming a file, a relative path (the guest and the builds run
+    elsewhere) or a path under a file failed deep down, or not at all in a dry run."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "f").write_text("")
+    monkeypatch.setenv("IPCLAB_CACHE", {"file": str(tmp_path / "f"), "relative": "cache",
+                                        "under a file": str(tmp_path / "f" / "c")}[kind])
+    assert main(["kernel", "build", "base", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "IPCLAB_CACHE" in err, err
