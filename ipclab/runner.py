@@ -120,12 +120,12 @@ def check_size(cells, reps, warmups, sides=1):
                 f" at most {MAX_INVOCATIONS} per run: fewer --reps or cells")
 
 
-def start(suite, mode, cells, reps, warmups, order_seed=None, meta=None):
+def start(suite, mode, cells, reps, warmups, order_seed=None, meta=None, engine_sha256=None):
     """A new results object for the plan, with the host it runs on."""
     order_seed = random.randrange(2 ** 31) if order_seed is None else order_seed
     return results.new(default_id(suite.name, mode), suite.name, mode, cells, reps, warmups,
                        order_seed, meta, host=envinfo.collect(),
-                       catalog=engine.analysis_catalog())
+                       catalog=engine.analysis_catalog(), engine_sha256=engine_sha256)
 
 
 def start_sides(suite, mode, cells, reps, warmups, specs, engines, out=None, order_seed=None,
@@ -218,7 +218,19 @@ def resumable(res, path, side_args=()):
     if bad:
         raise Error(f"{path}: cannot resume: unknown workload {bad[0]!r}")
     check_planned(res, path, side_args)
-    return cells_from_results(res)
+    cells = cells_from_results(res)
+    # The cap of a new run: a hand-edited plan must not grow memory without bound.
+    check_size(cells, plan["reps"], plan["warmups"], 2 if res.get("pair") else 1)
+    return cells
+
+
+def check_engine(res, path, eng):
+    """Error when the engine is not the build a one-engine run started with (a file older
+    than the check has no checksum and is taken as it is)."""
+    want = res.get("plan", {}).get("engine_sha256")
+    if want is not None and proc.sha256_file(eng) != want:
+        raise Error(f"{eng} is not the engine {path} started with (it was rebuilt or replaced):"
+                    " resuming would mix two builds; start a new run")
 
 
 def check_planned(res, path, side_args=()):

@@ -137,3 +137,41 @@ def test_a_bad_ipclab_cache_is_named_at_the_start(kind, tmp_path, monkeypatch, c
     assert main(["kernel", "build", "base", "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert one_line(err) and "IPCLAB_CACHE" in err, err
+
+
+def test_resume_keeps_the_cap_on_planned_runs(fake_engine, tmp_path, monkeypatch, capsys):
+    """Case 8: a hand-edited plan.reps skipped the cap a new run has (memory without bound)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(ONE + ["-o", "r.json"]) == 0
+
+    def grow(cell):
+        pass
+    _interrupted("r.json", grow)
+    res = results.load("r.json")
+    res["plan"]["reps"] = 10 ** 9
+    results.save(res, "r.json")
+    before = (tmp_path / "r.json").read_text()
+    capsys.readouterr()
+    assert main(["run", "--resume", "r.json", "--quiet", "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "at most" in err, err
+    assert (tmp_path / "r.json").read_text() == before
+
+
+def test_resume_refuses_an_engine_changed_since(fake_engine, tmp_path, monkeypatch, capsys):
+    """Case 8: a one-engine resume did not check the engine's checksum (two builds mixed)."""
+    monkeypatch.chdir(tmp_path)
+    eng = tmp_path / "ipcbench"
+    eng.write_bytes(open(FAKE_ENGINE, "rb").read())
+    eng.chmod(0o755)
+    assert main(ONE + ["-o", "r.json", "--engine", str(eng)]) == 0
+    _interrupted("r.json", lambda cell: None)
+    with open(eng, "a") as f:
+        f.write("# rebuilt\n")
+    before = (tmp_path / "r.json").read_text()
+    capsys.readouterr()
+    assert main(["run", "--resume", "r.json", "--quiet", "--no-report",
+                 "--engine", str(eng)]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "rebuilt or replaced" in err, err
+    assert (tmp_path / "r.json").read_text() == before

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from ipclab import Error, compare, engine, envinfo, fmt, peers, profile, progress, report
+from ipclab import Error, compare, engine, envinfo, fmt, peers, proc, profile, progress, report
 from ipclab import results, runner, suites, views
 
 
@@ -108,6 +108,8 @@ def _resume(args):
         out = args.output
         if out and not (os.path.exists(out) and os.path.samefile(out, args.resume)):
             runner.check_new_outputs([out], args.force)
+        if not args.dry_run:
+            runner.check_engine(res, args.resume, eng)
         sides = [runner.Side(res, runner.resumable(res, args.resume), eng,
                              args.output or args.resume)]
     runner.check_unfinished(sides, args.resume)
@@ -163,8 +165,10 @@ def cmd_run(args):
         sides = runner.start_sides(suite, mode, cells, reps, warmups, specs, engines,
                                    args.output, args.order_seed, meta)
     else:
-        res = runner.start(suite, mode, cells, reps, warmups, args.order_seed, meta)
-        sides = [runner.Side(res, cells, engine.find_engine(args.engine),
+        eng = engine.find_engine(args.engine)
+        res = runner.start(suite, mode, cells, reps, warmups, args.order_seed, meta,
+                           engine_sha256=proc.sha256_file(eng))
+        sides = [runner.Side(res, cells, eng,
                              args.output or runner.default_path(res["id"]))]
     runner.check_new_outputs([s.path for s in sides], args.force)
     for s in sides:
