@@ -8,6 +8,7 @@ back, and each side keeps its own results file; the two files name each other, a
 samples carry the round that pairs them (compare.py)."""
 
 import dataclasses
+import fcntl
 import os
 import random
 import re
@@ -151,6 +152,31 @@ def start_sides(suite, mode, cells, reps, warmups, specs, engines, out=None, ord
                           catalog=engine.analysis_catalog(eng))
         sides.append(Side(res, sc, eng, path, spec.name))
     return sides
+
+
+_LOCKS = []     # held until the command ends (unlock); the kernel lets them go on a kill
+
+
+def lock(paths):
+    """Take each results file's lock (.NAME.lock beside it) for this process; Error when
+    another run or resume writes it: each rewrites the whole file from its own copy, so two
+    writers lose one's samples."""
+    for p in paths:
+        p = Path(p)
+        f = open(p.parent / f".{p.name}.lock", "a")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.close()
+            raise Error(f"{p}: in use by another ipclab run or resume (it holds"
+                        f" {p.parent / ('.' + p.name + '.lock')}); wait for it to end") from None
+        _LOCKS.append(f)
+
+
+def unlock():
+    """Let go of the locks this process took (at the end of a command)."""
+    while _LOCKS:
+        _LOCKS.pop().close()
 
 
 def check_new_outputs(paths, force=False):

@@ -175,3 +175,50 @@ def test_resume_refuses_an_engine_changed_since(fake_engine, tmp_path, monkeypat
     err = capsys.readouterr().err
     assert one_line(err) and "rebuilt or replaced" in err, err
     assert (tmp_path / "r.json").read_text() == before
+
+
+def _held(path):
+    """True when another process holds the flock on path."""
+    import fcntl
+    if not path.exists():
+        return False
+    with open(path) as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+    return False
+
+
+def test_a_second_writer_of_one_results_file_is_refused(fake_engine, tmp_path, monkeypatch,
+                                                        capsys):
+    """Case 7: two resumes of one file, or a run and a resume, each rewrote it from their own
+    copy and lost the other's samples. The second writer is refused while the first runs."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from conftest import ROOT
+    monkeypatch.chdir(tmp_path)
+    assert main(ONE + ["-o", "r.json"]) == 0
+    _interrupted("r.json", lambda cell: None)
+    first = subprocess.Popen(
+        [sys.executable, "-m", "ipclab", "run", "--resume", "r.json", "--quiet", "--no-report"],
+        cwd=str(tmp_path), env=dict(os.environ, PYTHONPATH=ROOT, IPCBENCH=FAKE_ENGINE,
+                                    FAKE_HANG="token-ring"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not _held(tmp_path / ".r.json.lock"):
+            time.sleep(0.1)
+        assert first.poll() is None, first.communicate()
+        capsys.readouterr()
+        assert main(["run", "--resume", "r.json", "--quiet", "--no-report"]) == 2
+        err = capsys.readouterr().err
+        assert one_line(err) and "in use" in err, (err, first.poll())
+        assert main(ONE + ["-o", "r.json", "--force"]) == 2
+        assert "in use" in capsys.readouterr().err
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=60)

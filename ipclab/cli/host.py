@@ -116,6 +116,7 @@ def _resume(args):
     if args.dry_run:
         _print_commands(sides)
         return 0
+    runner.lock(sorted({s.path for s in sides} | {args.resume}))
     if args.meta:
         for s in sides:
             results.tag(s.res, **_meta(args.meta))
@@ -127,8 +128,13 @@ def _resume(args):
 
 
 def cmd_run(args):
-    if args.resume:
-        return _resume(args)
+    try:
+        return _resume(args) if args.resume else _run(args)
+    finally:
+        runner.unlock()
+
+
+def _run(args):
     specs = runner.check_sides(args.side) if args.side else []
     if specs and args.engine:
         raise Error("--engine and --side: give each side's engine in its --side")
@@ -170,6 +176,7 @@ def cmd_run(args):
                            engine_sha256=proc.sha256_file(eng))
         sides = [runner.Side(res, cells, eng,
                              args.output or runner.default_path(res["id"]))]
+    runner.lock([s.path for s in sides])
     runner.check_new_outputs([s.path for s in sides], args.force)
     for s in sides:
         results.save(s.res, s.path)
