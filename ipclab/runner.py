@@ -9,6 +9,7 @@ samples carry the round that pairs them (compare.py)."""
 
 import dataclasses
 import fcntl
+import hashlib
 import os
 import random
 import re
@@ -163,13 +164,16 @@ def lock(paths):
     writers lose one's samples."""
     for p in paths:
         p = Path(p)
-        f = open(p.parent / f".{p.name}.lock", "a")
+        name = f".{p.name}.lock"
+        if len(name.encode()) > 255:        # a name as long as a folder takes
+            name = f".{hashlib.sha256(p.name.encode()).hexdigest()[:16]}.lock"
+        f = open(p.parent / name, "a")
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             f.close()
             raise Error(f"{p}: in use by another ipclab run or resume (it holds"
-                        f" {p.parent / ('.' + p.name + '.lock')}); wait for it to end") from None
+                        f" {p.parent / name}); wait for it to end") from None
         _LOCKS.append(f)
 
 
