@@ -222,3 +222,19 @@ def test_a_second_writer_of_one_results_file_is_refused(fake_engine, tmp_path, m
     finally:
         first.send_signal(signal.SIGTERM)
         first.communicate(timeout=60)
+
+
+@pytest.mark.parametrize("out", ["", "-"])
+def test_an_empty_or_dash_output_is_refused(out, fake_engine, tmp_path, monkeypatch, capsys):
+    """Low: `-o ''` ran to the default path, `-o -` wrote a file named '-'."""
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(ONE + ["-o", out]) == 2
+    assert one_line(capsys.readouterr().err)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_into_a_new_results_folder_works(fake_engine, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(ONE) == 0
+    assert len(list((tmp_path / "results").glob("*.json"))) == 1

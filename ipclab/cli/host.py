@@ -128,6 +128,10 @@ def _resume(args):
 
 
 def cmd_run(args):
+    if args.output in ("", "-"):
+        # '' would fall back to the default silently, '-' reads as stdout but is a file
+        raise Error(f"-o {args.output!r}: give a results file's path (results are a file,"
+                    " not stdout; `ipclab show FILE --json` prints one)")
     try:
         return _resume(args) if args.resume else _run(args)
     finally:
