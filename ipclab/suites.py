@@ -508,6 +508,17 @@ PIPE_BENCH_BESIDE = Suite(
                     "latency.write.mean", "ns", "")],
 )
 
+UPSTREAM_MQUEUE = Suite(
+    "upstream-mqueue", "upstream's tools/testing/selftests/mqueue/mq_perf_tests.c built from the"
+    " kernel source (quick: a tenth of its loops; full: its real size)",
+    make_cells=lambda mode: [upstream.mq_perf_cell(mode == FULL, _cell)],
+    reps={QUICK: 3, FULL: 5}, warmups=0)
+
+UPSTREAM = Suite(
+    "upstream", "pipe_bench's sweep, mq_perf_tests, and perf bench sched pipe (a peers cell)",
+    make_cells=lambda mode: UPSTREAM_PIPE.cells(mode) + UPSTREAM_MQUEUE.cells(mode) + [
+        Cell(p.key, p.workload, p.argv, est_s=p.est_s) for p in [peers.BY_NAME["perf-sched-pipe"]]])
+
 SUITES = {}
 
 
@@ -520,7 +531,7 @@ def register(suite):
 
 
 for _s in SEED_SUITES + [SEEDS, PEERS, ENGINE_CHECKS, TIMING_COST, ICOUNT_CHECK, ACCEPTANCE,
-           ACCEPTANCE_SMP, UPSTREAM_PIPE, PIPE_BENCH_BESIDE]:
+           ACCEPTANCE_SMP, UPSTREAM_PIPE, PIPE_BENCH_BESIDE, UPSTREAM_MQUEUE, UPSTREAM]:
     register(_s)
 
 
