@@ -3,7 +3,7 @@
 
 {"schema": "ipclab-results/1", "id", "suite", "mode", "created", "updated",
  "meta": {..., "accel"}, "host": {the machine that ran it}, "env": {from the first sample},
- "plan": {"reps", "warmups", "order_seed"},
+ "plan": {"reps", "warmups", "order_seed", "engine_sha256" (a one-engine run's engine)},
  "pair": {"id", "side", "sides": [{"name", "engine", "engine_sha256", "args"}], "files"},
          only in the two files of one run with two sides (`run --side`); each of their
          samples then carries its "round",
@@ -45,7 +45,7 @@ SCHEMA = "ipclab-results/1"
 
 
 def new(run_id, suite, mode, cells, reps, warmups, order_seed, meta=None, host=None,
-        pair=None, catalog=None):
+        pair=None, catalog=None, engine_sha256=None):
     res = {
         "schema": SCHEMA,
         "id": run_id,
@@ -61,6 +61,8 @@ def new(run_id, suite, mode, cells, reps, warmups, order_seed, meta=None, host=N
                   for c in cells],
         "complete": False,
     }
+    if engine_sha256 is not None:
+        res["plan"]["engine_sha256"] = engine_sha256
     if host is not None:
         res["host"] = host
     if pair is not None:
@@ -133,6 +135,10 @@ def load(path):
             isinstance(c, dict) and isinstance(c.get("key"), str)
             and isinstance(c.get("samples"), list) for c in cells):
         raise Error(f"{path}: corrupt results file (bad \"cells\" list)")
+    keys = [c["key"] for c in cells]
+    if len(set(keys)) != len(keys):
+        twice = next(k for k in keys if keys.count(k) > 1)
+        raise Error(f"{path}: corrupt results file (cell {twice!r} is there twice)")
     for k in ("meta", "env", "plan", "host", "pair", "catalog"):
         if k in data and not isinstance(data[k], dict):
             raise Error(f"{path}: corrupt results file ({k!r} is not an object)")

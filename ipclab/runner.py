@@ -8,6 +8,8 @@ back, and each side keeps its own results file; the two files name each other, a
 samples carry the round that pairs them (compare.py)."""
 
 import dataclasses
+import fcntl
+import hashlib
 import os
 import random
 import re
@@ -120,12 +122,12 @@ def check_size(cells, reps, warmups, sides=1):
                 f" at most {MAX_INVOCATIONS} per run: fewer --reps or cells")
 
 
-def start(suite, mode, cells, reps, warmups, order_seed=None, meta=None):
+def start(suite, mode, cells, reps, warmups, order_seed=None, meta=None, engine_sha256=None):
     """A new results object for the plan, with the host it runs on."""
     order_seed = random.randrange(2 ** 31) if order_seed is None else order_seed
     return results.new(default_id(suite.name, mode), suite.name, mode, cells, reps, warmups,
                        order_seed, meta, host=envinfo.collect(),
-                       catalog=engine.analysis_catalog())
+                       catalog=engine.analysis_catalog(), engine_sha256=engine_sha256)
 
 
 def start_sides(suite, mode, cells, reps, warmups, specs, engines, out=None, order_seed=None,
@@ -151,6 +153,35 @@ def start_sides(suite, mode, cells, reps, warmups, specs, engines, out=None, ord
                           catalog=engine.analysis_catalog(eng))
         sides.append(Side(res, sc, eng, path, spec.name))
     return sides
+
+
+_LOCKS = []     # held until the command ends (unlock); the kernel lets them go on a kill
+
+
+def lock(paths):
+    """Take each results file's lock (.NAME.lock beside it) for this process; Error when
+    another run or resume writes it: each rewrites the whole file from its own copy, so two
+    writers lose one's samples."""
+    for p in paths:
+        p = Path(p)
+        name = f".{p.name}.lock"
+        if len(name.encode()) > 255:        # a name as long as a folder takes
+            name = f".{hashlib.sha256(p.name.encode()).hexdigest()[:16]}.lock"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        f = open(p.parent / name, "a")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.close()
+            raise Error(f"{p}: in use by another ipclab run or resume (it holds"
+                        f" {p.parent / name}); wait for it to end") from None
+        _LOCKS.append(f)
+
+
+def unlock():
+    """Let go of the locks this process took (at the end of a command)."""
+    while _LOCKS:
+        _LOCKS.pop().close()
 
 
 def check_new_outputs(paths, force=False):
@@ -192,7 +223,7 @@ def resume_sides(res, path):
         if proc.sha256_file(eng) != info.get("engine_sha256"):
             raise Error(f"{eng} is not the engine side {info.get('name')} started with (it was"
                         " rebuilt or replaced): resuming would mix two builds; start a new run")
-        sides.append(Side(r, resumable(r, str(p)), eng, str(p), info.get("name", "")))
+        sides.append(Side(r, resumable(r, str(p), info.get("args") or ()), eng, str(p), info.get("name", "")))
     return sides
 
 
@@ -205,7 +236,7 @@ def check_unfinished(sides, path):
                     " prints it)")
 
 
-def resumable(res, path):
+def resumable(res, path, side_args=()):
     """The cells a results file still needs, rebuilt from it; Error if it cannot resume."""
     plan = res.get("plan", {})
     if not all(isinstance(plan.get(k), int) and not isinstance(plan.get(k), bool)
@@ -217,7 +248,51 @@ def resumable(res, path):
     bad = [c.get("workload") for c in res["cells"] if c.get("workload") not in known]
     if bad:
         raise Error(f"{path}: cannot resume: unknown workload {bad[0]!r}")
-    return cells_from_results(res)
+    check_planned(res, path, side_args)
+    cells = cells_from_results(res)
+    # The cap of a new run: a hand-edited plan must not grow memory without bound.
+    check_size(cells, plan["reps"], plan["warmups"], 2 if res.get("pair") else 1)
+    return cells
+
+
+def check_engine(res, path, eng):
+    """Error when the engine is not the build a one-engine run started with (a file older
+    than the check has no checksum and is taken as it is)."""
+    want = res.get("plan", {}).get("engine_sha256")
+    if want is not None and proc.sha256_file(eng) != want:
+        raise Error(f"{eng} is not the engine {path} started with (it was rebuilt or replaced):"
+                    " resuming would mix two builds; start a new run")
+
+
+def check_planned(res, path, side_args=()):
+    """Error unless every cell of the file is one this checkout's suite defines, with the
+    side's engine arguments after an engine cell's own: a results file is data, and what
+    it asks to run (a peer's argv above all) is rebuilt here, never taken from it."""
+    name, mode = res.get("suite"), res.get("mode")
+    if mode not in (suites.QUICK, suites.FULL):
+        raise Error(f"{path}: cannot resume: mode {mode!r} is neither quick nor full")
+    if name in suites.SUITES:
+        defined = suites.SUITES[name].cells(mode)
+    elif name in suites.workloads():
+        defined = None      # `run WORKLOAD -- ARGS`: the engine's workload, any arguments
+    else:
+        raise Error(f"{path}: cannot resume: suite {name!r} is not one of this checkout's")
+    allowed = set()
+    for c in defined or []:
+        args = list(c.args) if external(c) else list(c.args) + list(side_args)
+        allowed.add((c.key, c.workload, tuple(args)))
+    for c in res["cells"]:
+        args = tuple(c.get("args", []))
+        if defined is None:
+            own = args[:len(args) - len(side_args)] if side_args else args
+            ok = c["workload"] == name and tuple(args[len(own):]) == tuple(side_args) and \
+                c["key"] == name + ("/" + " ".join(own) if own else "")
+        else:
+            ok = (c["key"], c["workload"], args) in allowed
+        if not ok:
+            raise Error(f"{path}: cannot resume: cell {c['key']!r} ({c['workload']}"
+                        f" {shlex.join(args)}) is not a cell of suite {name!r} ({mode})"
+                        " in this checkout")
 
 
 def cells_from_results(res):

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from ipclab import Error, compare, engine, envinfo, fmt, peers, profile, progress, report
+from ipclab import Error, compare, engine, envinfo, fmt, peers, proc, profile, progress, report
 from ipclab import results, runner, suites, views
 
 
@@ -108,12 +108,15 @@ def _resume(args):
         out = args.output
         if out and not (os.path.exists(out) and os.path.samefile(out, args.resume)):
             runner.check_new_outputs([out], args.force)
+        if not args.dry_run:
+            runner.check_engine(res, args.resume, eng)
         sides = [runner.Side(res, runner.resumable(res, args.resume), eng,
                              args.output or args.resume)]
     runner.check_unfinished(sides, args.resume)
     if args.dry_run:
         _print_commands(sides)
         return 0
+    runner.lock(sorted({s.path for s in sides} | {args.resume}))
     if args.meta:
         for s in sides:
             results.tag(s.res, **_meta(args.meta))
@@ -125,13 +128,27 @@ def _resume(args):
 
 
 def cmd_run(args):
-    if args.resume:
-        return _resume(args)
+    if args.output in ("", "-"):
+        # '' would fall back to the default silently, '-' reads as stdout but is a file
+        raise Error(f"-o {args.output!r}: give a results file's path (results are a file,"
+                    " not stdout; `ipclab show FILE --json` prints one)")
+    try:
+        return _resume(args) if args.resume else _run(args)
+    finally:
+        runner.unlock()
+
+
+def _run(args):
     specs = runner.check_sides(args.side) if args.side else []
     if specs and args.engine:
         raise Error("--engine and --side: give each side's engine in its --side")
     if specs and args.profile:
         raise Error("--profile profiles one engine; run it without --side")
+    # An empty side is the default engine whatever the order: taken before IPCBENCH is set
+    # to the first side's engine below.
+    default = engine.default_engine_path()
+    if args.profile:
+        profile.check_output(args.profile)
     first_engine = specs[0].engine if specs else args.engine
     if first_engine:
         # The cells come from what this engine says it offers (engine.catalog).
@@ -148,20 +165,22 @@ def cmd_run(args):
         sides = f" on each of {len(specs)} sides" if specs else ""
         print(f"# {suite.name}, {mode} mode: {len(cells)} cells x ({warmups} warmup + {reps} reps)"
               f"{sides} = {runs} invocations, about {int(est)}s")
-        default = engine.default_engine_path()
         _print_commands([runner.Side(None, runner.side_cells(cells, s), s.engine or default,
                                      "", s.name) for s in specs] or
                         [runner.Side(None, cells, args.engine or default, "")])
         return 0
     meta = _meta(args.meta)
     if specs:
-        engines = [engine.find_engine(s.engine or None) for s in specs]
+        engines = [engine.find_engine(s.engine or default) for s in specs]
         sides = runner.start_sides(suite, mode, cells, reps, warmups, specs, engines,
                                    args.output, args.order_seed, meta)
     else:
-        res = runner.start(suite, mode, cells, reps, warmups, args.order_seed, meta)
-        sides = [runner.Side(res, cells, engine.find_engine(args.engine),
+        eng = engine.find_engine(args.engine)
+        res = runner.start(suite, mode, cells, reps, warmups, args.order_seed, meta,
+                           engine_sha256=proc.sha256_file(eng))
+        sides = [runner.Side(res, cells, eng,
                              args.output or runner.default_path(res["id"]))]
+    runner.lock([s.path for s in sides])
     runner.check_new_outputs([s.path for s in sides], args.force)
     for s in sides:
         results.save(s.res, s.path)
