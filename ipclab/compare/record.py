@@ -224,3 +224,12 @@ def dumps(rec, **kw):
 def schema_path():
     from importlib import resources
     return resources.files("ipclab") / "schemas" / SCHEMA_FILE
+
+
+def row_verdicts(outcome, rec=None):
+    """Each row object of `outcome` (a JudgedRow or a Row) -> its verdict as the record says
+    it, for the readers that print rows from the outcome: the record's rows are the
+    outcome's judged rows, then its tested rows, in order."""
+    rec = rec if rec is not None else build(outcome)
+    return {id(r): row["verdict"] for r, row in
+            zip(list(outcome.judged) + list(outcome.rows), rec["rows"])}
