@@ -110,13 +110,17 @@ def view_record(vc, row_verdicts, bound):
     return rec
 
 
+def _row_head(r, base, new):
+    """What every row starts with: which cell and metric, and each side's median and n."""
+    return {"key": r.key, "path": r.path, "unit": r.unit, "primary": r.primary,
+            "base": base.median, "new": new.median, "n": [base.n, new.n]}
+
+
 def _judged_rows(outcome):
     for r in outcome.judged:
         j = r.j
-        row = {"key": r.key, "path": r.path, "unit": r.unit, "primary": r.primary,
-               "base": j.base.median, "new": j.new.median, "n": [j.base.n, j.new.n],
-               "delta": j.delta, "spread_base": j.spread_base, "spread_new": j.spread_new,
-               "floor": j.floor, "floor_pairs": j.floor_pairs, "threshold": j.threshold,
+        row = {**_row_head(r, j.base, j.new), "delta": j.delta, "spread_base": j.spread_base,
+               "spread_new": j.spread_new, "floor": j.floor, "floor_pairs": j.floor_pairs, "threshold": j.threshold,
                "verdict": j.verdict, "note": j.note, "rule": _deterministic_rule(j)}
         if r.model:
             row.update(model=True, label=r.label, diff=j.new.median - j.base.median)
@@ -126,10 +130,8 @@ def _judged_rows(outcome):
 def _tested_rows(outcome):
     for r in outcome.rows:
         c = r.cmp
-        row = {"key": r.key, "path": r.path, "unit": r.unit, "primary": r.primary,
-               "base": c.base.median, "new": c.new.median, "n": [c.base.n, c.new.n],
-               "delta": c.delta, "diff": c.diff, "ci": list(c.ci), "p_holm": c.p_holm,
-               "mde": r.mde, "verdict": r.verdict if r.primary else "",
+        row = {**_row_head(r, c.base, c.new), "delta": c.delta, "diff": c.diff,
+               "ci": list(c.ci), "p_holm": c.p_holm, "mde": r.mde, "verdict": r.verdict if r.primary else "",
                "rule": _timed_rule(outcome, r)}
         if isinstance(c, PairedComparison):
             row.update(pairs=c.test.n, sd_log_ratio=c.test.sd_log, test=c.test.method)
