@@ -120,7 +120,8 @@ def _judged_rows(outcome):
     for r in outcome.judged:
         j = r.j
         row = {**_row_head(r, j.base, j.new), "delta": j.delta, "spread_base": j.spread_base,
-               "spread_new": j.spread_new, "floor": j.floor, "floor_pairs": j.floor_pairs, "threshold": j.threshold,
+               "spread_new": j.spread_new, "floor": j.floor, "floor_pairs": j.floor_pairs,
+               "threshold": j.threshold,
                "verdict": j.verdict, "note": j.note, "rule": _deterministic_rule(j)}
         if r.model:
             row.update(model=True, label=r.label, diff=j.new.median - j.base.median)
@@ -131,7 +132,8 @@ def _tested_rows(outcome):
     for r in outcome.rows:
         c = r.cmp
         row = {**_row_head(r, c.base, c.new), "delta": c.delta, "diff": c.diff,
-               "ci": list(c.ci), "p_holm": c.p_holm, "mde": r.mde, "verdict": r.verdict if r.primary else "",
+               "ci": list(c.ci), "p_holm": c.p_holm, "mde": r.mde,
+               "verdict": r.verdict if r.primary else "",
                "rule": _timed_rule(outcome, r)}
         if isinstance(c, PairedComparison):
             row.update(pairs=c.test.n, sd_log_ratio=c.test.sd_log, test=c.test.method)
