@@ -72,10 +72,8 @@ def _views_text(outcome, out):
 
 def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "new"),
                    record=None):
-    """The comparison as text; every verdict it prints is the record's (compare/record.py,
-    built here unless the caller has it)."""
-    verdict = record_verdicts(outcome, record).__getitem__
-    b, n = outcome.base, outcome.new
+    """The comparison as text, each verdict as its record (given, or built) says."""
+    verdict, b, n = record_verdicts(outcome, record).__getitem__, outcome.base, outcome.new
     if heading:
         out.write(heading + "\n\n")
     out.write(f"{names[0]}: {b.get('id')} ({b.get('suite')}, {b.get('mode')})\n"
@@ -139,8 +137,8 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
         changed = sum(count.get(v, 0) for v in ("better", "worse", "changed", below))
         lead = "Changed" if changed else f"No significant change beyond {t}"
         out.write(f"{lead}: {len(prim)} cells ({test}, Holm, alpha {stats.ALPHA:.2f}): {said}.\n")
-        mdes = sorted(r.mde for r in prim
-                      if verdict(id(r)) == "inconclusive" and math.isfinite(r.mde))
+        mdes = sorted(r.mde for r in prim if verdict(id(r)) == "inconclusive"
+                      and math.isfinite(r.mde))
         if count.get("inconclusive"):
             what = (f"the smallest change these runs could find is {fmt.pct(stats.median(mdes), False)}"
                     f" (median over those cells; from {fmt.pct(mdes[0], False)})" if mdes else
