@@ -221,10 +221,11 @@ def cmd_suites(args):
     return 0
 
 
-def _export(rec, args):
-    """A record as --json asks (all of it) or as --csv does (its rows)."""
+def _export(rec, args, strict=False):
+    """A record as --json asks (all of it) or as --csv does (its rows).  A `strict` record
+    (the comparison's) with NaN or infinity in it is a bug to raise, not to write."""
     if args.json:
-        json.dump(rec, sys.stdout, indent=1)
+        json.dump(rec, sys.stdout, indent=1, allow_nan=not strict)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(fmt.csv_table(rec["rows"]))
@@ -262,7 +263,7 @@ def cmd_compare(args):
                                       min_change=args.min_change / 100,
                                       paired_test=args.paired_test)
     if args.json or args.csv:
-        return _export(compare.outcome_record(outcome), args)
+        return _export(compare.outcome_record(outcome), args, strict=True)
     report.render_compare(outcome, sys.stdout, names=names)
     return 0
 

@@ -310,6 +310,12 @@ def boot_in_order(order: list[tuple], one_boot, clock: vm.Clock) -> list:
 TIMED_PAIRS = 5
 
 
+def default_boots(deterministic):
+    """Boots per side when the command line names none: one under a deterministic clock,
+    TIMED_PAIRS timed. The one place `ab` and `bisect` take it from."""
+    return 1 if deterministic else TIMED_PAIRS
+
+
 @dataclasses.dataclass
 class ABRun:
     """What `ab` did: each side's variant and build, the pooled results and where they are,
@@ -341,7 +347,7 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
     # Under icount a boot repeats to the instruction, so one boot per side is the method.
     # Timed boots vary by tens of percent: the boot is the unit of the comparison, and a
     # paired test needs at least 3 pairs to claim anything (5 give it some power).
-    boots = boots or (1 if clock.deterministic else TIMED_PAIRS)
+    boots = boots or default_boots(clock.deterministic)
     metas = {side: kernel.obtain(kern) for side, kern in (("A", base), ("B", new))}
     names = {side: meta["variant"] for side, meta in metas.items()}
     accel = vm.accel_for(kernel.image_path(metas["A"]), clock, metas["A"].get("arch"))
