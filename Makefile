@@ -115,6 +115,11 @@ test-flaky: lab-deps engine
 	@$(MAKE) --no-print-directory -C conformance
 	$(PY) scripts/test-flaky
 
+# `make test` from a fresh clone, empty caches, no venv (scripts/test-fresh; 35+ min).
+# TEST_FRESH_TARGET=test-engine tries it on a short target.
+test-fresh:
+	@scripts/test-fresh
+
 clean:
 	@$(MAKE) --no-print-directory -C bench clean
 	@$(MAKE) --no-print-directory -C conformance clean
