@@ -374,9 +374,8 @@ def run_case(argv, env=None, cwd=None, timeout=CASE_TIMEOUT):
         hung = True
         os.killpg(p.pid, signal.SIGKILL)
         out, err = p.communicate()
-    # Children die with their parent (PDEATHSIG) or are reaped by it; give them a moment, a
-    # long one under a load: the loop ends as soon as they are gone.
-    deadline = time.monotonic() + 30.0
+    # Children die with their parent (PDEATHSIG) or are reaped by it; give them a moment.
+    deadline = time.monotonic() + 3.0
     left = _session_members(p.pid)
     while left and time.monotonic() < deadline:
         time.sleep(0.05)
