@@ -12,6 +12,9 @@
 #                       lab variants cross-built and booted (icount)
 #   make test-arm64-census  the census on arm64 (opt-in: one more arm64 boot)
 #   make test-arm64-faults  arm64 fault runs of the series' debug build (not in `make test`)
+#   make test-flaky     reruns the Python tier FLAKY_N times (20) under `stress-ng --cpu 2` and the
+#                       kernel tier's A/A tests FLAKY_K times (5); prints every test that failed
+#   make test-fresh     `make test` as a new user runs it: a fresh clone, empty caches, no venv
 #   make engine-checks  the engine's acceptance figures (timing cost, CV, ladder vs peers)
 
 VENV   := .venv
@@ -20,7 +23,7 @@ SUITE  ?= seeds
 
 .PHONY: all deps lab-deps reference-deps engine conformance run test test-engine \
 	test-conformance test-python test-kernel test-lts test-bisect test-arm64 test-arm64-census \
-	test-arm64-faults test-census test-smp engine-checks clean
+	test-arm64-faults test-census test-smp test-flaky test-fresh engine-checks clean
 
 all: engine
 
@@ -106,6 +109,16 @@ test: lab-deps
 		echo "conformance $$(( $$(date +%s) - t ))" >> $(TIMES)
 	@$(MAKE) --no-print-directory -C conformance
 	IPCLAB_TEST_TIMES=$(TIMES) IPCLAB_TEST_ARM64=beside $(PY) -m pytest -q -rs tests
+
+# Flakiness, measured (scripts/test-flaky says how): a test that failed once is listed.
+test-flaky: lab-deps engine
+	@$(MAKE) --no-print-directory -C conformance
+	$(PY) scripts/test-flaky
+
+# `make test` from a fresh clone, empty caches, no venv (scripts/test-fresh; 35+ min).
+# TEST_FRESH_TARGET=test-engine tries it on a short target.
+test-fresh:
+	@scripts/test-fresh
 
 clean:
 	@$(MAKE) --no-print-directory -C bench clean

@@ -193,12 +193,10 @@ def test_cell_reaches_every_boot_and_a_cell_no_suite_has_is_exit_2(capsys, tmp_p
 
 
 def test_unknown_suite_fails_on_the_host_before_any_build(capsys, tmp_path, monkeypatch):
-    import time
+    # "Before any build": the untouched cache shows it, which a time bound under a load would not
     monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
-    t0 = time.monotonic()
     assert main(["ab", "base", "base", "--suite", "nosuch"]) == 2
     assert main(["vm", "run", "base", "nosuch", "--deterministic"]) == 2
-    assert time.monotonic() - t0 < 5
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all("unknown suite or workload 'nosuch'" in l for l in err)
     assert not (tmp_path / "cache").exists()
