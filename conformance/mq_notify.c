@@ -152,7 +152,7 @@ static void check_blocked_receiver_wins(void)
 	pid = ct_spawn(blocked_receiver, NULL);
 	if (pid < 0)
 		ct_fatal("fork: %s", strerror(-pid));
-	if (ct_wait_sleeping(pid, 5000))
+	if (ct_wait_sleeping(pid, ct_scale(5) * 1000))
 		ct_fatal("receiver never blocked");
 	if (notify_signal(q, 3))
 		ct_fatal("mq_notify: %m");

@@ -54,7 +54,7 @@ int main(void)
 			ct_fatal("fork: %s", strerror(-pids[i]));
 	}
 	for (i = 0; i < READERS; i++)
-		if (ct_wait_sleeping(pids[i], 5000))
+		if (ct_wait_sleeping(pids[i], ct_scale(5) * 1000))
 			ct_fatal("reader %d never blocked in read()", i);
 
 	/* One writer left: nobody may wake up with EOF. */

@@ -105,7 +105,7 @@ static void check_blocked_writer_woken(void)
 	if (pid < 0)
 		ct_fatal("fork: %s", strerror(-pid));
 	close(fds[1]);
-	if (ct_wait_sleeping(pid, 5000))
+	if (ct_wait_sleeping(pid, ct_scale(5) * 1000))
 		ct_fatal("writer never blocked on the full pipe");
 	close(fds[0]);
 	end = ct_now_ns() + (uint64_t)(ct_scale(5) * 1e9);

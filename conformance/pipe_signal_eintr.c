@@ -92,7 +92,7 @@ static void run(int (*fn)(void *), const char *what)
 	pid = ct_spawn(fn, NULL);
 	if (pid < 0)
 		ct_fatal("fork: %s", strerror(-pid));
-	if (ct_wait_sleeping(pid, 5000))
+	if (ct_wait_sleeping(pid, ct_scale(5) * 1000))
 		ct_fatal("%s: child never blocked", what);
 	kill(pid, SIGUSR1);
 	status = ct_wait(pid);

@@ -82,13 +82,13 @@ static void run(int (*fn)(void *), bool reader, const char *what)
 	close(reader ? fds[0] : fds[1]);
 	/* Two signals, each while the child sleeps in the (restarted) call. */
 	for (i = 0; i < 2; i++) {
-		if (ct_wait_sleeping(pid, 5000))
+		if (ct_wait_sleeping(pid, ct_scale(5) * 1000))
 			ct_fatal("%s: child not asleep before signal %d", what, i + 1);
 		kill(pid, SIGUSR1);
 		if (read(note[0], &c, 1) != 1)
 			ct_fatal("%s: no word from the signal handler", what);
 	}
-	if (ct_wait_sleeping(pid, 5000))
+	if (ct_wait_sleeping(pid, ct_scale(5) * 1000))
 		ct_fatal("%s: child did not go back to sleep after the signals", what);
 	if (reader) {
 		if (write(fds[1], "d", 1) != 1)
