@@ -174,25 +174,39 @@ def check_new_outputs(paths, force=False):
                     f" `ipclab run --resume {p}`, or --force to replace it")
 
 
-def resume_sides(res, path):
+def resume_sides(res, path, specs=()):
     """The Sides to resume from one side's file, its partner found beside it; Error when
-    the partner is missing, is another run's, or an engine changed since."""
+    the partner is missing, is another run's, or an engine changed since.  specs: the
+    --side options of the resume; a side's engine is the default one unless they name it,
+    so that a file never chooses the program that runs."""
     pair = res["pair"]
     files = pair.get("files")
     if not (isinstance(files, list) and len(files) == 2 and isinstance(pair.get("sides"), list)
-            and len(pair["sides"]) == 2):
+            and len(pair["sides"]) == 2 and all(isinstance(i, dict) for i in pair["sides"])):
         raise Error(f"{path}: cannot resume: its \"pair\" does not name two sides")
+    given = {s.name: s for s in specs}
+    unknown = set(given) - {i.get("name") for i in pair["sides"]}
+    if unknown:
+        raise Error(f"--side {sorted(unknown)[0]}: {path}'s run has no such side")
     sides = []
     for name, info in zip(files, pair["sides"]):
         p = Path(path).parent / name
         r = res if p.resolve() == Path(path).resolve() else results.load(str(p))
         if r.get("pair", {}).get("id") != pair.get("id"):
             raise Error(f"{p}: is not the other side of {path} (another run)")
-        eng = engine.find_engine(info.get("engine"))
+        side, args = info.get("name", ""), info.get("args", [])
+        spec = given.get(side)
+        eng = engine.find_engine(spec.engine if spec and spec.engine else None)
+        if str(Path(eng).resolve()) != info.get("engine"):
+            raise Error(f"{path}: side {side} ran {info.get('engine')!r}, not {eng}: name its"
+                        f" engine on the command line to resume it (--side {side}=ENGINE)")
+        if spec and list(spec.args) != args:
+            raise Error(f"--side {spec}: side {side} of {path} ran with engine arguments"
+                        f" {shlex.join(args)!r}")
         if proc.sha256_file(eng) != info.get("engine_sha256"):
-            raise Error(f"{eng} is not the engine side {info.get('name')} started with (it was"
+            raise Error(f"{eng} is not the engine side {side} started with (it was"
                         " rebuilt or replaced): resuming would mix two builds; start a new run")
-        sides.append(Side(r, resumable(r, str(p)), eng, str(p), info.get("name", "")))
+        sides.append(Side(r, resumable(r, str(p), args), eng, str(p), side))
     return sides
 
 
@@ -205,32 +219,45 @@ def check_unfinished(sides, path):
                     " prints it)")
 
 
-def resumable(res, path):
-    """The cells a results file still needs, rebuilt from it; Error if it cannot resume."""
+def resumable(res, path, side_args=()):
+    """The cells a results file still needs, as the suites define them; Error if it cannot
+    resume."""
     plan = res.get("plan", {})
     if not all(isinstance(plan.get(k), int) and not isinstance(plan.get(k), bool)
                for k in ("reps", "warmups", "order_seed")) or plan["reps"] < 1 \
             or plan["warmups"] < 0:
         raise Error(f"{path}: cannot resume: the file has no usable plan (reps, warmups,"
                     " order_seed)")
-    known = set(suites.workloads()) | peers.workloads()
-    bad = [c.get("workload") for c in res["cells"] if c.get("workload") not in known]
-    if bad:
-        raise Error(f"{path}: cannot resume: unknown workload {bad[0]!r}")
-    return cells_from_results(res)
+    return defined_cells(res, path, side_args)
 
 
-def cells_from_results(res):
-    """Cell objects rebuilt from a results file (what --resume runs)."""
-    est = {}
-    s = suites.SUITES.get(res.get("suite"))
-    if s is not None:
-        for mode in (suites.QUICK, suites.FULL):
-            for c in s.cells(mode):
-                est[(c.key, tuple(c.args))] = c.est_s
-    return [suites.Cell(c["key"], c["workload"], list(c.get("args", [])), c.get("suite", ""),
-                        est.get((c["key"], tuple(c.get("args", []))), 1.0))
-            for c in res["cells"]]
+def defined_cells(res, path, side_args=()):
+    """The cells a results file asks for, as this checkout's suite definitions give them:
+    a file is data, and what runs is what the suites (and the run's --side engine
+    arguments) define.  Error when a cell's workload or arguments differ from them."""
+    name, mode, side_args = res.get("suite"), res.get("mode"), list(side_args)
+    if mode not in (suites.QUICK, suites.FULL):
+        raise Error(f"{path}: cannot resume: unknown mode {mode!r}")
+    cells = res["cells"]
+    if name in suites.SUITES:
+        defined = suites.SUITES[name].cells(mode)
+    elif name in suites.workloads() and cells:
+        args = cells[0]["args"]
+        extra = args[:len(args) - len(side_args)] if side_args and \
+            args[len(args) - len(side_args):] == side_args else args
+        defined = suites.workload_suite(name, extra).cells(mode)
+    else:
+        raise Error(f"{path}: cannot resume: {name!r} is no suite or workload of this"
+                    " checkout")
+    by_key = {c.key: c for c in side_cells(defined, SideSpec("", "", tuple(side_args)))}
+    out = []
+    for c in cells:
+        d = by_key.get(c["key"])
+        if d is None or d.workload != c["workload"] or list(d.args) != c["args"]:
+            raise Error(f"{path}: cannot resume: cell {c['key']!r} is not what {name} defines"
+                        " here (its key, workload or arguments differ); start a new run")
+        out.append(d)
+    return out
 
 
 def execute(sides, quiet=False, stream=None, run=None):

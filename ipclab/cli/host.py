@@ -89,7 +89,7 @@ def _resume(args):
     ignored = [opt for opt, given in (
         ("SUITE|WORKLOAD", args.target), ("--quick", args.quick), ("--full", args.full),
         ("--reps", args.reps is not None), ("--warmups", args.warmups is not None),
-        ("--cell", args.cell), ("--side", args.side), ("--order-seed", args.order_seed is not None),
+        ("--cell", args.cell), ("--order-seed", args.order_seed is not None),
         ("--profile", args.profile), ("--force without -o", args.force and not args.output),
         ("engine arguments after --", args.engine_args is not None)) if given]
     if ignored:
@@ -101,8 +101,10 @@ def _resume(args):
             if given:
                 raise Error(f"{opt} does not apply to resuming a run with two sides: each"
                             " side keeps its file and engine")
-        sides = runner.resume_sides(res, args.resume)
+        sides = runner.resume_sides(res, args.resume, args.side or ())
     else:
+        if args.side:
+            raise Error(f"--resume {args.resume}: a run with one side; drop --side")
         eng = engine.find_engine(args.engine) if not args.dry_run else \
             (args.engine or engine.default_engine_path())
         out = args.output

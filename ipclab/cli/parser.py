@@ -163,7 +163,9 @@ def add_run_parser(sub):
                    " --side new=bench/ipcbench, or --side 1copy='--copies 1' --side"
                    " 2copies='--copies 2'. Each cell runs on both sides back to back, the"
                    " first side alternating by round; each side gets its file"
-                   " (-o STEM: STEM.NAME.json), and the comparison pairs them by round")
+                   " (-o STEM: STEM.NAME.json), and the comparison pairs them by round."
+                   " With --resume, --side NAME=ENGINE names a side's engine when it is not"
+                   " the default one")
     r.add_argument("--dry-run", action="store_true", help="print the engine commands only")
     r.add_argument("--order-seed", type=int, help="seed of the randomized order")
     r.add_argument("--report-dir", metavar="DIR", help="report directory"

@@ -1,0 +1,97 @@
+# SPDX-License-Identifier: MIT
+"""Issue 42: a results file is data, never code; no file of the user's is lost. Each case
+is refused with one line on stderr and exit 2, with no file touched."""
+import json
+import os
+
+import pytest
+from conftest import FAKE_ENGINE  # noqa: F401 (fake_engine fixture sets IPCBENCH to it)
+
+from ipclab import peers
+from ipclab.cli import main
+
+
+def one_line(err):
+    err = "".join(l + "\n" for l in err.splitlines() if not l.startswith("warning: "))
+    return err.count("\n") == 1 and "Traceback" not in err
+
+
+def _interrupted(path, cells=None):
+    """Make the run at `path` look interrupted: its first cell loses its last sample."""
+    res = json.load(open(path))
+    if cells:
+        res["cells"] = cells(res["cells"])
+    res["cells"][0]["samples"] = res["cells"][0]["samples"][:-1]
+    res["complete"] = False
+    json.dump(res, open(path, "w"))
+    return res
+
+
+# ---- 1. resume runs only what this checkout's suites and the command line define --------
+
+
+def _peers_run(tmp_path, monkeypatch):
+    # The peer programs are not installed here: their cells are skipped, ours run.
+    monkeypatch.setattr(peers.shutil, "which", lambda name: None)
+    assert main(["run", "peers", "--reps", "2", "--warmups", "0", "-o", "p.json", "--quiet",
+                 "--no-report"]) == 0
+
+
+def _hostile_peer(cells):
+    for c in cells:
+        if peers.is_peer(c):
+            c["args"] = ["sh", "-c", "touch PWNED"]
+            c["status"], c["error"] = "ok", ""
+    return cells
+
+
+@pytest.mark.parametrize("edit", [
+    _hostile_peer,
+    # an engine cell whose workload is a known one but whose key is not the suite's
+    lambda cells: [dict(c, key=c["key"] + "x") for c in cells],
+    # the engine's arguments edited
+    lambda cells: [dict(c, args=["--copies", "9"]) if not peers.is_peer(c) else c
+                   for c in cells],
+])
+def test_resume_runs_only_what_the_suites_define(edit, fake_engine, tmp_path, monkeypatch,
+                                                   capsys):
+    monkeypatch.chdir(tmp_path)
+    _peers_run(tmp_path, monkeypatch)
+    monkeypatch.setattr(peers.shutil, "which", lambda name: "/bin/" + name)
+    _interrupted("p.json", edit)
+    before = open("p.json").read()
+    capsys.readouterr()
+    assert main(["run", "--resume", "p.json", "--quiet", "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "p.json" in err, err
+    assert not os.path.exists("PWNED")
+    assert open("p.json").read() == before
+
+
+def test_a_pair_resumes_only_the_engines_the_command_line_names(fake_engine, tmp_path,
+                                                                 monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    evil = tmp_path / "evil"
+    evil.write_text("#!/bin/sh\ntouch PWNED\nexec %s \"$@\"\n" % FAKE_ENGINE)
+    evil.chmod(0o755)
+    assert main(["run", "mq-latency", "--reps", "2", "-o", "r", "--no-report", "--quiet",
+                 "--side", "x=", "--side", "y="]) == 0
+    os.remove("PWNED") if os.path.exists("PWNED") else None
+    from ipclab import proc
+    for name in ("r.x.json", "r.y.json"):
+        res = _interrupted(name)
+        for s in res["pair"]["sides"]:
+            s["engine"], s["engine_sha256"] = str(evil), proc.sha256_file(str(evil))
+        res["pair"]["sides"] = res["pair"]["sides"]
+        json.dump(res, open(name, "w"))
+    before = open("r.y.json").read()
+    capsys.readouterr()
+    assert main(["run", "--resume", "r.y.json", "--quiet", "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "--side" in err, err
+    assert not os.path.exists("PWNED")
+    assert open("r.y.json").read() == before
+    # Named on the command line, the same engines resume.
+    assert main(["run", "--resume", "r.y.json", "--quiet", "--no-report",
+                 "--side", f"x={evil}", "--side", f"y={evil}"]) == 0
+    assert os.path.exists("PWNED")
