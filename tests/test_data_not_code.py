@@ -4,6 +4,7 @@ is refused with one line on stderr and exit 2, with no file touched."""
 import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 from conftest import FAKE_ENGINE, fixture  # noqa: F401 (fake_engine fixture sets IPCBENCH to it)
@@ -146,3 +147,28 @@ def test_a_plot_never_follows_a_symlink(fake_engine, tmp_path, monkeypatch, caps
     err = capsys.readouterr().err
     assert victim.read_text() == "precious\n"
     assert rc == 2 and one_line(err) and "symbolic link" in err, err
+
+
+# ---- 4. an empty side runs the default engine, whatever the order ------------------------
+
+
+@pytest.mark.parametrize("order", ["engine first", "empty first"])
+def test_an_empty_side_runs_the_default_engine(order, fake_engine, tmp_path, monkeypatch,
+                                               capsys):
+    monkeypatch.chdir(tmp_path)
+    other = tmp_path / "other-ipcbench"
+    shutil.copy(FAKE_ENGINE, other)
+    sides = [f"old={other}", "new="]
+    if order == "empty first":
+        sides.reverse()
+    argv = ["run", "mq-latency", "--reps", "2", "--quiet", "--no-report", "-o", "r"]
+    for s in sides:
+        argv += ["--side", s]
+    assert main(argv + ["--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(l.startswith(f"old: {other} ") for l in lines), lines
+    assert any(l.startswith(f"new: {FAKE_ENGINE} ") for l in lines), lines
+    monkeypatch.setenv("IPCBENCH", FAKE_ENGINE)     # as a new process starts
+    assert main(argv) == 0
+    engines = {s["name"]: s["engine"] for s in json.load(open("r.new.json"))["pair"]["sides"]}
+    assert engines == {"old": str(other.resolve()), "new": str(Path(FAKE_ENGINE).resolve())}

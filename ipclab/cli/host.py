@@ -134,6 +134,9 @@ def cmd_run(args):
         raise Error("--engine and --side: give each side's engine in its --side")
     if specs and args.profile:
         raise Error("--profile profiles one engine; run it without --side")
+    # An empty side is the default engine, whichever side names one: fixed before the
+    # first side's engine becomes the one the catalog is asked of.
+    default = engine.default_engine_path()
     first_engine = specs[0].engine if specs else args.engine
     if first_engine:
         # The cells come from what this engine says it offers (engine.catalog).
@@ -150,14 +153,13 @@ def cmd_run(args):
         sides = f" on each of {len(specs)} sides" if specs else ""
         print(f"# {suite.name}, {mode} mode: {len(cells)} cells x ({warmups} warmup + {reps} reps)"
               f"{sides} = {runs} invocations, about {int(est)}s")
-        default = engine.default_engine_path()
         _print_commands([runner.Side(None, runner.side_cells(cells, s), s.engine or default,
                                      "", s.name) for s in specs] or
                         [runner.Side(None, cells, args.engine or default, "")])
         return 0
     meta = _meta(args.meta)
     if specs:
-        engines = [engine.find_engine(s.engine or None) for s in specs]
+        engines = [engine.find_engine(s.engine or default) for s in specs]
         sides = runner.start_sides(suite, mode, cells, reps, warmups, specs, engines,
                                    args.output, args.order_seed, meta)
     else:
