@@ -172,3 +172,19 @@ def test_an_empty_side_runs_the_default_engine(order, fake_engine, tmp_path, mon
     assert main(argv) == 0
     engines = {s["name"]: s["engine"] for s in json.load(open("r.new.json"))["pair"]["sides"]}
     assert engines == {"old": str(other.resolve()), "new": str(Path(FAKE_ENGINE).resolve())}
+
+
+# ---- 5. one cell key, one cell ------------------------------------------------------------
+
+
+def test_duplicate_cell_keys_are_refused(tmp_path, capsys):
+    res = json.load(open(fixture("base.json")))
+    res["cells"].append(dict(res["cells"][0]))
+    path = tmp_path / "dup.json"
+    path.write_text(json.dumps(res))
+    for argv in (["show", str(path)], ["report", str(path), "-o", str(tmp_path / "rep")]):
+        capsys.readouterr()
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert one_line(err) and "twice" in err and res["cells"][0]["key"] in err, err
+    assert not (tmp_path / "rep").exists()
