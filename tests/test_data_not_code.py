@@ -188,3 +188,43 @@ def test_duplicate_cell_keys_are_refused(tmp_path, capsys):
         err = capsys.readouterr().err
         assert one_line(err) and "twice" in err and res["cells"][0]["key"] in err, err
     assert not (tmp_path / "rep").exists()
+
+
+# ---- 7. resume validates the plan as a new run does ---------------------------------------
+
+
+def _edited(name, change):
+    res = json.load(open(name))
+    change(res)
+    json.dump(res, open(name, "w"))
+
+
+def test_resume_keeps_the_cap_on_planned_runs(fake_engine, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(QUICK + ["-o", "r.json"]) == 0
+    _interrupted("r.json")
+    _edited("r.json", lambda r: r["plan"].update(reps=10 ** 9))
+    before = open("r.json").read()
+    capsys.readouterr()
+    assert main(["run", "--resume", "r.json", "--quiet", "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "at most" in err, err
+    assert open("r.json").read() == before
+
+
+def test_a_one_engine_resume_checks_the_engine(fake_engine, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(QUICK + ["-o", "r.json"]) == 0
+    _interrupted("r.json")
+    rebuilt = tmp_path / "ipcbench"
+    rebuilt.write_text(open(FAKE_ENGINE).read() + "# rebuilt\n")
+    rebuilt.chmod(0o755)
+    before = open("r.json").read()
+    capsys.readouterr()
+    assert main(["run", "--resume", "r.json", "--quiet", "--no-report", "--engine",
+                 str(rebuilt)]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "not the engine" in err, err
+    assert open("r.json").read() == before
+    # the engine it started with carries on
+    assert main(["run", "--resume", "r.json", "--quiet", "--no-report"]) == 0

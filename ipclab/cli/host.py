@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from ipclab import Error, compare, engine, envinfo, fmt, peers, profile, progress, report
-from ipclab import results, runner, suites, views
+from ipclab import proc, results, runner, suites, views
 
 
 def _meta(items):
@@ -110,8 +110,15 @@ def _resume(args):
         out = args.output
         if out and not (os.path.exists(out) and os.path.samefile(out, args.resume)):
             runner.check_new_outputs([out], args.force)
+        want = res.get("engine_sha256")
+        if want and not args.dry_run and proc.sha256_file(eng) != want:
+            raise Error(f"{eng} is not the engine {args.resume} started with (it was rebuilt"
+                        " or replaced): resuming would mix two builds; start a new run")
         sides = [runner.Side(res, runner.resumable(res, args.resume), eng,
                              args.output or args.resume)]
+    # The plan is checked as a new run's is: a hand-edited plan.reps must not grow it.
+    plan = res["plan"]
+    runner.check_size(sides[0].cells, plan["reps"], plan["warmups"], len(sides))
     runner.check_unfinished(sides, args.resume)
     if args.dry_run:
         _print_commands(sides)
@@ -164,8 +171,9 @@ def cmd_run(args):
                                    args.output, args.order_seed, meta)
     else:
         res = runner.start(suite, mode, cells, reps, warmups, args.order_seed, meta)
-        sides = [runner.Side(res, cells, engine.find_engine(args.engine),
-                             args.output or runner.default_path(res["id"]))]
+        eng = engine.find_engine(args.engine)
+        res["engine_sha256"] = proc.sha256_file(eng)    # what a resume must run again
+        sides = [runner.Side(res, cells, eng, args.output or runner.default_path(res["id"]))]
     runner.check_new_outputs([s.path for s in sides], args.force)
     for s in sides:
         results.save(s.res, s.path)
