@@ -228,3 +228,13 @@ def test_a_one_engine_resume_checks_the_engine(fake_engine, tmp_path, monkeypatc
     assert open("r.json").read() == before
     # the engine it started with carries on
     assert main(["run", "--resume", "r.json", "--quiet", "--no-report"]) == 0
+
+
+# ---- 8. census --dry-run prints its plan and exits 0 --------------------------------------
+
+
+def test_census_dry_run_exits_0(capsys):
+    rc = main(["census", "mainline", "--dry-run"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "make" in out + err
