@@ -74,7 +74,11 @@ def csv_table(rows):
     flat = []
     for r in rows:
         f = {}
-        for k, v in r.items():
+        # A nested object (a comparison row's rule, its null_reasons) becomes "rule.kind"...
+        items = [(f"{k}.{kk}", vv) if isinstance(v, dict) else (k, v)
+                 for k, v in r.items() for kk, vv in (v.items() if isinstance(v, dict)
+                                                      else [(None, v)])]
+        for k, v in items:
             if isinstance(v, (list, tuple)) and k in CSV_PAIRS and len(v) == 2:
                 f.update(zip(CSV_PAIRS[k], v))
             elif isinstance(v, (list, tuple)):

@@ -24,7 +24,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ipclab import deterministic, engine, proc
+from ipclab import Error, deterministic, engine, proc, safeio
 from ipclab.deterministic import cost
 PERIOD = 10007
 PERF = "perf"
@@ -220,6 +220,15 @@ def cost_diff(base, new, top=8):
         totals = tuple({k: sum(v[k] for v in p.values()) for k in names} for p in per)
         out.append((key, names, keep, totals))
     return out
+
+
+def check_output(path):
+    """Error unless `path` is free or holds a profile: --profile replaces only its own kind
+    of file, never a link or what is not a regular file (safeio)."""
+    safeio.check_replaceable(path)
+    if os.path.lexists(path) and load(path) is None:
+        raise Error(f"--profile {path}: exists and is not a profile (schema {SCHEMA}): give"
+                    " another path")
 
 
 def load(path):

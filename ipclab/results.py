@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
 """The results file: versioned JSON that keeps every raw engine sample.
 
-{"schema": "ipclab-results/1", "id", "suite", "mode", "created", "updated",
+{"schema": "ipclab-results/N" (VERSION), "id", "suite", "mode", "created", "updated",
  "meta": {..., "accel"}, "host": {the machine that ran it}, "env": {from the first sample},
- "plan": {"reps", "warmups", "order_seed"},
+ "plan": {"reps", "warmups", "order_seed", "engine_sha256" (a one-engine run's engine)},
  "pair": {"id", "side", "sides": [{"name", "engine", "engine_sha256", "args"}], "files"},
          only in the two files of one run with two sides (`run --side`); each of their
          samples then carries its "round",
@@ -21,18 +21,23 @@ cell_failed, finish, tag, merge_boots), whoever calls it, and the fields others 
 read here (catalog, accel, guest_clock, guest_cpus, build, kernel_base, lab_boots,
 cost_model, other_meta). What a sample's numbers mean is ipclab/metrics.py's.
 
-Schema history. Every addition is optional, so the schema's name has stayed
-ipclab-results/1 and a reader takes a file of any age; what an older file lacks:
-  2026-11-22  id, suite, mode, created, updated, meta, env, plan, cells, complete.
-  2026-11-23  "host" (the machine, envinfo.collect); meta "lab", "variant", "kernel",
-              "patches", "clock" (how a lab guest kept time) from the lab's tag; a pooled
-              A/B side's cells "boots_ok", "boot_errors" and samples "lab_boot".
-  2026-11-23  meta "build" (what exactly was built: commit, patches, config hash, base).
-  2026-11-23  "pair" and samples' "round": the two files of one run with two sides.
-  2026-11-25  samples' "cost" and meta "cost_model" (deterministic lab boots).
-  2026-11-27  "catalog": the engine's ladder rungs and sweep grid the seed tables are built
-              from (engine.analysis_catalog). Without it, `catalog` returns None and the
-              suites ask this checkout's engine, as they did.
+Versions. The version moves with every change to the format; a reader takes a file of any
+version up to VERSION (`version_of`), and one that lacks a later version's fields is read as
+before them. Versions 1 to 6 were all written as "ipclab-results/1" (their additions were
+optional), so such a file may hold any of the fields of 2 to 6.
+  1  (2026-11-22) id, suite, mode, created, updated, meta, env, plan, cells, complete.
+  2  (2026-11-23) "host" (the machine, envinfo.collect); meta "lab", "variant", "kernel",
+     "patches", "clock" (how a lab guest kept time) from the lab's tag; a pooled A/B side's
+     cells "boots_ok", "boot_errors" and samples "lab_boot".
+  3  (2026-11-23) meta "build" (what exactly was built: commit, patches, config hash, base).
+  4  (2026-11-23) "pair" and samples' "round": the two files of one run with two sides.
+  5  (2026-11-25) samples' "cost" and meta "cost_model" (deterministic lab boots).
+  6  (2026-11-27) "catalog": the engine's ladder rungs and sweep grid the seed tables are
+     built from (engine.analysis_catalog). Without it, `catalog` returns None and the suites
+     ask this checkout's engine, as they did.
+  7  (2026-11-28) nothing added: the first version written under its own number
+     ("ipclab-results/7"), so that the number says which of the above a file can hold.
+A change to the format adds its line here and raises VERSION.
 """
 
 import json
@@ -41,11 +46,23 @@ from pathlib import Path
 
 from ipclab import EXIT_FAILED, Error, proc, safeio
 
-SCHEMA = "ipclab-results/1"
+VERSION = 7
+_PREFIX = "ipclab-results/"
+SCHEMA = f"{_PREFIX}{VERSION}"
+
+
+def version_of(data):
+    """The format version a results object says it is in, or None when it is no results
+    object of a version this reader knows (1..VERSION)."""
+    s = data.get("schema") if isinstance(data, dict) else None
+    if not isinstance(s, str) or not s.startswith(_PREFIX):
+        return None
+    n = s[len(_PREFIX):]
+    return int(n) if n.isdigit() and 1 <= int(n) <= VERSION else None
 
 
 def new(run_id, suite, mode, cells, reps, warmups, order_seed, meta=None, host=None,
-        pair=None, catalog=None):
+        pair=None, catalog=None, engine_sha256=None):
     res = {
         "schema": SCHEMA,
         "id": run_id,
@@ -61,6 +78,8 @@ def new(run_id, suite, mode, cells, reps, warmups, order_seed, meta=None, host=N
                   for c in cells],
         "complete": False,
     }
+    if engine_sha256 is not None:
+        res["plan"]["engine_sha256"] = engine_sha256
     if host is not None:
         res["host"] = host
     if pair is not None:
@@ -125,14 +144,19 @@ def load(path):
         raise Error(f"{path}: corrupt results file (JSON nested too deeply)")
     except (OSError, UnicodeDecodeError) as e:
         raise Error(f"{path}: cannot read: {e}")
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+    if version_of(data) is None:
         found = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise Error(f"{path}: not an ipclab results file (schema {found!r}, expected {SCHEMA!r})")
+        raise Error(f"{path}: not an ipclab results file of a version this ipclab reads"
+                    f" (schema {found!r}, expected {_PREFIX}1 to {SCHEMA})")
     cells = data.get("cells")
     if not isinstance(cells, list) or not all(
             isinstance(c, dict) and isinstance(c.get("key"), str)
             and isinstance(c.get("samples"), list) for c in cells):
         raise Error(f"{path}: corrupt results file (bad \"cells\" list)")
+    keys = [c["key"] for c in cells]
+    if len(set(keys)) != len(keys):
+        twice = next(k for k in keys if keys.count(k) > 1)
+        raise Error(f"{path}: corrupt results file (cell {twice!r} is there twice)")
     for k in ("meta", "env", "plan", "host", "pair", "catalog"):
         if k in data and not isinstance(data[k], dict):
             raise Error(f"{path}: corrupt results file ({k!r} is not an object)")

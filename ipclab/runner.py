@@ -8,6 +8,8 @@ back, and each side keeps its own results file; the two files name each other, a
 samples carry the round that pairs them (compare.py)."""
 
 import dataclasses
+import fcntl
+import hashlib
 import os
 import random
 import re
@@ -16,7 +18,7 @@ import sys
 from pathlib import Path
 
 from ipclab import Error, engine, envinfo, peers, progress, proc, results, safeio, schedule
-from ipclab import signals, suites
+from ipclab import signals, suites, upstream
 
 
 @dataclasses.dataclass
@@ -73,7 +75,7 @@ def check_sides(specs):
 def side_cells(cells, spec):
     """A side's cells: its engine arguments after each engine cell's own.  A peer program's
     cell is the same on both sides (its arguments are not the engine's)."""
-    return [c if peers.is_peer(c) else dataclasses.replace(c, args=list(c.args) + list(spec.args))
+    return [c if external(c) else dataclasses.replace(c, args=list(c.args) + list(spec.args))
             for c in cells]
 
 
@@ -120,12 +122,12 @@ def check_size(cells, reps, warmups, sides=1):
                 f" at most {MAX_INVOCATIONS} per run: fewer --reps or cells")
 
 
-def start(suite, mode, cells, reps, warmups, order_seed=None, meta=None):
+def start(suite, mode, cells, reps, warmups, order_seed=None, meta=None, engine_sha256=None):
     """A new results object for the plan, with the host it runs on."""
     order_seed = random.randrange(2 ** 31) if order_seed is None else order_seed
     return results.new(default_id(suite.name, mode), suite.name, mode, cells, reps, warmups,
                        order_seed, meta, host=envinfo.collect(),
-                       catalog=engine.analysis_catalog())
+                       catalog=engine.analysis_catalog(), engine_sha256=engine_sha256)
 
 
 def start_sides(suite, mode, cells, reps, warmups, specs, engines, out=None, order_seed=None,
@@ -153,6 +155,35 @@ def start_sides(suite, mode, cells, reps, warmups, specs, engines, out=None, ord
     return sides
 
 
+_LOCKS = []     # held until the command ends (unlock); the kernel lets them go on a kill
+
+
+def lock(paths):
+    """Take each results file's lock (.NAME.lock beside it) for this process; Error when
+    another run or resume writes it: each rewrites the whole file from its own copy, so two
+    writers lose one's samples."""
+    for p in paths:
+        p = Path(p)
+        name = f".{p.name}.lock"
+        if len(name.encode()) > 255:        # a name as long as a folder takes
+            name = f".{hashlib.sha256(p.name.encode()).hexdigest()[:16]}.lock"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        f = open(p.parent / name, "a")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.close()
+            raise Error(f"{p}: in use by another ipclab run or resume (it holds"
+                        f" {p.parent / name}); wait for it to end") from None
+        _LOCKS.append(f)
+
+
+def unlock():
+    """Let go of the locks this process took (at the end of a command)."""
+    while _LOCKS:
+        _LOCKS.pop().close()
+
+
 def check_new_outputs(paths, force=False):
     """Error when a new run would replace a file at one of `paths`: a finished run, or an
     interrupted one whose samples `--resume` would keep. force replaces a regular file,
@@ -174,39 +205,25 @@ def check_new_outputs(paths, force=False):
                     f" `ipclab run --resume {p}`, or --force to replace it")
 
 
-def resume_sides(res, path, specs=()):
+def resume_sides(res, path):
     """The Sides to resume from one side's file, its partner found beside it; Error when
-    the partner is missing, is another run's, or an engine changed since.  specs: the
-    --side options of the resume; a side's engine is the default one unless they name it,
-    so that a file never chooses the program that runs."""
+    the partner is missing, is another run's, or an engine changed since."""
     pair = res["pair"]
     files = pair.get("files")
     if not (isinstance(files, list) and len(files) == 2 and isinstance(pair.get("sides"), list)
-            and len(pair["sides"]) == 2 and all(isinstance(i, dict) for i in pair["sides"])):
+            and len(pair["sides"]) == 2):
         raise Error(f"{path}: cannot resume: its \"pair\" does not name two sides")
-    given = {s.name: s for s in specs}
-    unknown = set(given) - {i.get("name") for i in pair["sides"]}
-    if unknown:
-        raise Error(f"--side {sorted(unknown)[0]}: {path}'s run has no such side")
     sides = []
     for name, info in zip(files, pair["sides"]):
         p = Path(path).parent / name
         r = res if p.resolve() == Path(path).resolve() else results.load(str(p))
         if r.get("pair", {}).get("id") != pair.get("id"):
             raise Error(f"{p}: is not the other side of {path} (another run)")
-        side, args = info.get("name", ""), info.get("args", [])
-        spec = given.get(side)
-        eng = engine.find_engine(spec.engine if spec and spec.engine else None)
-        if str(Path(eng).resolve()) != info.get("engine"):
-            raise Error(f"{path}: side {side} ran {info.get('engine')!r}, not {eng}: name its"
-                        f" engine on the command line to resume it (--side {side}=ENGINE)")
-        if spec and list(spec.args) != args:
-            raise Error(f"--side {spec}: side {side} of {path} ran with engine arguments"
-                        f" {shlex.join(args)!r}")
+        eng = engine.find_engine(info.get("engine"))
         if proc.sha256_file(eng) != info.get("engine_sha256"):
-            raise Error(f"{eng} is not the engine side {side} started with (it was"
+            raise Error(f"{eng} is not the engine side {info.get('name')} started with (it was"
                         " rebuilt or replaced): resuming would mix two builds; start a new run")
-        sides.append(Side(r, resumable(r, str(p), args), eng, str(p), side))
+        sides.append(Side(r, resumable(r, str(p), info.get("args") or ()), eng, str(p), info.get("name", "")))
     return sides
 
 
@@ -220,44 +237,75 @@ def check_unfinished(sides, path):
 
 
 def resumable(res, path, side_args=()):
-    """The cells a results file still needs, as the suites define them; Error if it cannot
-    resume."""
+    """The cells a results file still needs, rebuilt from it; Error if it cannot resume."""
     plan = res.get("plan", {})
     if not all(isinstance(plan.get(k), int) and not isinstance(plan.get(k), bool)
                for k in ("reps", "warmups", "order_seed")) or plan["reps"] < 1 \
             or plan["warmups"] < 0:
         raise Error(f"{path}: cannot resume: the file has no usable plan (reps, warmups,"
                     " order_seed)")
-    return defined_cells(res, path, side_args)
+    known = set(suites.workloads()) | peers.workloads() | upstream.workloads()
+    bad = [c.get("workload") for c in res["cells"] if c.get("workload") not in known]
+    if bad:
+        raise Error(f"{path}: cannot resume: unknown workload {bad[0]!r}")
+    check_planned(res, path, side_args)
+    cells = cells_from_results(res)
+    # The cap of a new run: a hand-edited plan must not grow memory without bound.
+    check_size(cells, plan["reps"], plan["warmups"], 2 if res.get("pair") else 1)
+    return cells
 
 
-def defined_cells(res, path, side_args=()):
-    """The cells a results file asks for, as this checkout's suite definitions give them:
-    a file is data, and what runs is what the suites (and the run's --side engine
-    arguments) define.  Error when a cell's workload or arguments differ from them."""
-    name, mode, side_args = res.get("suite"), res.get("mode"), list(side_args)
+def check_engine(res, path, eng):
+    """Error when the engine is not the build a one-engine run started with (a file older
+    than the check has no checksum and is taken as it is)."""
+    want = res.get("plan", {}).get("engine_sha256")
+    if want is not None and proc.sha256_file(eng) != want:
+        raise Error(f"{eng} is not the engine {path} started with (it was rebuilt or replaced):"
+                    " resuming would mix two builds; start a new run")
+
+
+def check_planned(res, path, side_args=()):
+    """Error unless every cell of the file is one this checkout's suite defines, with the
+    side's engine arguments after an engine cell's own: a results file is data, and what
+    it asks to run (a peer's argv above all) is rebuilt here, never taken from it."""
+    name, mode = res.get("suite"), res.get("mode")
     if mode not in (suites.QUICK, suites.FULL):
-        raise Error(f"{path}: cannot resume: unknown mode {mode!r}")
-    cells = res["cells"]
+        raise Error(f"{path}: cannot resume: mode {mode!r} is neither quick nor full")
     if name in suites.SUITES:
         defined = suites.SUITES[name].cells(mode)
-    elif name in suites.workloads() and cells:
-        args = cells[0]["args"]
-        extra = args[:len(args) - len(side_args)] if side_args and \
-            args[len(args) - len(side_args):] == side_args else args
-        defined = suites.workload_suite(name, extra).cells(mode)
+    elif name in suites.workloads():
+        defined = None      # `run WORKLOAD -- ARGS`: the engine's workload, any arguments
     else:
-        raise Error(f"{path}: cannot resume: {name!r} is no suite or workload of this"
-                    " checkout")
-    by_key = {c.key: c for c in side_cells(defined, SideSpec("", "", tuple(side_args)))}
-    out = []
-    for c in cells:
-        d = by_key.get(c["key"])
-        if d is None or d.workload != c["workload"] or list(d.args) != c["args"]:
-            raise Error(f"{path}: cannot resume: cell {c['key']!r} is not what {name} defines"
-                        " here (its key, workload or arguments differ); start a new run")
-        out.append(d)
-    return out
+        raise Error(f"{path}: cannot resume: suite {name!r} is not one of this checkout's")
+    allowed = set()
+    for c in defined or []:
+        args = list(c.args) if external(c) else list(c.args) + list(side_args)
+        allowed.add((c.key, c.workload, tuple(args)))
+    for c in res["cells"]:
+        args = tuple(c.get("args", []))
+        if defined is None:
+            own = args[:len(args) - len(side_args)] if side_args else args
+            ok = c["workload"] == name and tuple(args[len(own):]) == tuple(side_args) and \
+                c["key"] == name + ("/" + " ".join(own) if own else "")
+        else:
+            ok = (c["key"], c["workload"], args) in allowed
+        if not ok:
+            raise Error(f"{path}: cannot resume: cell {c['key']!r} ({c['workload']}"
+                        f" {shlex.join(args)}) is not a cell of suite {name!r} ({mode})"
+                        " in this checkout")
+
+
+def cells_from_results(res):
+    """Cell objects rebuilt from a results file (what --resume runs)."""
+    est = {}
+    s = suites.SUITES.get(res.get("suite"))
+    if s is not None:
+        for mode in (suites.QUICK, suites.FULL):
+            for c in s.cells(mode):
+                est[(c.key, tuple(c.args))] = c.est_s
+    return [suites.Cell(c["key"], c["workload"], list(c.get("args", [])), c.get("suite", ""),
+                        est.get((c["key"], tuple(c.get("args", []))), 1.0))
+            for c in res["cells"]]
 
 
 def execute(sides, quiet=False, stream=None, run=None):
@@ -318,14 +366,28 @@ def execute(sides, quiet=False, stream=None, run=None):
     return 0
 
 
+def external(cell):
+    """A cell another program runs: a peer's, or an upstream benchmark's. The engine's
+    arguments of a side are not its."""
+    return peers.is_peer(cell) or upstream.is_upstream(cell)
+
+
 def run_cell(engine_path, cell):
-    """One sample of a cell: a peer program's, or the engine's."""
-    return peers.run_cell(cell) if peers.is_peer(cell) else engine.run_cell(engine_path, cell)
+    """One sample of a cell: a peer program's, an upstream benchmark's, or the engine's."""
+    if peers.is_peer(cell):
+        return peers.run_cell(cell)
+    if upstream.is_upstream(cell):
+        return upstream.run_cell(cell)
+    return engine.run_cell(engine_path, cell)
 
 
 def argv_for(engine_path, cell):
     """The command line one sample of a cell runs (for --dry-run)."""
-    return peers.argv_for(cell) if peers.is_peer(cell) else engine.argv_for(engine_path, cell)
+    if peers.is_peer(cell):
+        return peers.argv_for(cell)
+    if upstream.is_upstream(cell):
+        return upstream.argv_for(cell)
+    return engine.argv_for(engine_path, cell)
 
 
 def default_id(suite, mode):

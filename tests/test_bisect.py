@@ -313,7 +313,7 @@ def test_an_arm64_bisect_builds_and_resumes_for_arm64(tmp_path):
     subprocess.run(["git", "-C", str(tree), *env, "commit", "-q", "-m", "1"], check=True)
     head = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], check=True,
                           capture_output=True, text=True).stdout.strip()
-    p = b.Params(str(tree), head, head, "seed-skip-wakeups", "pipe-throughput", None, True, 1,
+    p = b.Params(str(tree), head, head, "seed-skip-wakeups", "pipe-throughput/copies=1", None, True, 1,
                  arch="arm64")
     v = b.LabMeasure(p, tmp_path / "out").variant(head)
     assert v.arch == "arm64" and v.config_name.endswith("@arm64")

@@ -1,240 +1,240 @@
 # SPDX-License-Identifier: MIT
-"""Issue 42: a results file is data, never code; no file of the user's is lost. Each case
-is refused with one line on stderr and exit 2, with no file touched."""
-import json
-import os
-import shutil
-from pathlib import Path
+"""Issue 42, the run side: a results file is data, never code. What `run --resume` runs is
+rebuilt from this checkout's suites and the command line, and a file that asks for anything
+else is refused (one line, exit 2, no file touched)."""
 
 import pytest
-from conftest import FAKE_ENGINE, fixture  # noqa: F401 (fake_engine fixture sets IPCBENCH to it)
+from conftest import FAKE_ENGINE
 
-from ipclab import peers
+from ipclab import peers, results
 from ipclab.cli import main
+
+ONE = ["run", "seeds", "--cell", "token-ring/procs=64", "--reps", "2", "--warmups", "0",
+       "--quiet", "--no-report"]
 
 
 def one_line(err):
-    err = "".join(l + "\n" for l in err.splitlines() if not l.startswith("warning: "))
     return err.count("\n") == 1 and "Traceback" not in err
 
 
-def _interrupted(path, cells=None):
-    """Make the run at `path` look interrupted: its first cell loses its last sample."""
-    res = json.load(open(path))
-    if cells:
-        res["cells"] = cells(res["cells"])
-    res["cells"][0]["samples"] = res["cells"][0]["samples"][:-1]
+def _interrupted(path, edit):
+    """The run at path, made interrupted, with `edit(cell)` applied to its one cell."""
+    res = results.load(path)
     res["complete"] = False
-    json.dump(res, open(path, "w"))
-    return res
+    cell = res["cells"][0]
+    cell["samples"], cell["status"] = [], "pending"
+    edit(cell)
+    results.save(res, path)
 
 
-# ---- 1. resume runs only what this checkout's suites and the command line define --------
+def _peer_argv(cell):
+    cell.update(key="peer/perf-sched-pipe", workload="peer:perf-sched-pipe",
+                args=["sh", "-c", "touch PWNED"])
 
 
-def _peers_run(tmp_path, monkeypatch):
-    # The peer programs are not installed here: their cells are skipped, ours run.
-    monkeypatch.setattr(peers.shutil, "which", lambda name: None)
-    assert main(["run", "peers", "--reps", "2", "--warmups", "0", "-o", "p.json", "--quiet",
-                 "--no-report"]) == 0
+def _engine_args(cell):
+    cell["args"] = cell["args"] + ["--procs", "4096"]
 
 
-def _hostile_peer(cells):
-    for c in cells:
-        if peers.is_peer(c):
-            c["args"] = ["sh", "-c", "touch PWNED"]
-            c["status"], c["error"] = "ok", ""
-    return cells
+def _key(cell):
+    cell["key"] = "token-ring/procs=65"
 
 
-@pytest.mark.parametrize("edit", [
-    _hostile_peer,
-    # an engine cell whose workload is a known one but whose key is not the suite's
-    lambda cells: [dict(c, key=c["key"] + "x") for c in cells],
-    # the engine's arguments edited
-    lambda cells: [dict(c, args=["--copies", "9"]) if not peers.is_peer(c) else c
-                   for c in cells],
-])
+@pytest.mark.parametrize("edit", [_peer_argv, _engine_args, _key])
 def test_resume_runs_only_what_the_suites_define(edit, fake_engine, tmp_path, monkeypatch,
-                                                   capsys):
+                                                 capsys):
+    """Case 1: a peer's argv edited to a shell command, an engine cell's arguments or key
+    edited: refused, nothing run, the file as it was."""
     monkeypatch.chdir(tmp_path)
-    _peers_run(tmp_path, monkeypatch)
-    monkeypatch.setattr(peers.shutil, "which", lambda name: "/bin/" + name)
-    _interrupted("p.json", edit)
-    before = open("p.json").read()
+    monkeypatch.setattr(peers, "missing", lambda tool: None)
+    assert main(ONE + ["-o", "r.json"]) == 0
+    _interrupted("r.json", edit)
+    before = (tmp_path / "r.json").read_text()
     capsys.readouterr()
-    assert main(["run", "--resume", "p.json", "--quiet", "--no-report"]) == 2
+    assert main(["run", "--resume", "r.json", "--quiet", "--no-report"]) == 2
     err = capsys.readouterr().err
-    assert one_line(err) and "p.json" in err, err
-    assert not os.path.exists("PWNED")
-    assert open("p.json").read() == before
+    assert one_line(err) and "not a cell of" in err, err
+    assert not (tmp_path / "PWNED").exists()
+    assert (tmp_path / "r.json").read_text() == before
 
 
-def test_a_pair_resumes_only_the_engines_the_command_line_names(fake_engine, tmp_path,
-                                                                 monkeypatch, capsys):
+def test_resume_of_a_true_plan_still_runs(fake_engine, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    evil = tmp_path / "evil"
-    evil.write_text("#!/bin/sh\ntouch PWNED\nexec %s \"$@\"\n" % FAKE_ENGINE)
-    evil.chmod(0o755)
-    assert main(["run", "mq-latency", "--reps", "2", "-o", "r", "--no-report", "--quiet",
-                 "--side", "x=", "--side", "y="]) == 0
-    os.remove("PWNED") if os.path.exists("PWNED") else None
-    from ipclab import proc
-    for name in ("r.x.json", "r.y.json"):
-        res = _interrupted(name)
-        for s in res["pair"]["sides"]:
-            s["engine"], s["engine_sha256"] = str(evil), proc.sha256_file(str(evil))
-        res["pair"]["sides"] = res["pair"]["sides"]
-        json.dump(res, open(name, "w"))
-    before = open("r.y.json").read()
-    capsys.readouterr()
-    assert main(["run", "--resume", "r.y.json", "--quiet", "--no-report"]) == 2
-    err = capsys.readouterr().err
-    assert one_line(err) and "--side" in err, err
-    assert not os.path.exists("PWNED")
-    assert open("r.y.json").read() == before
-    # Named on the command line, the same engines resume.
-    assert main(["run", "--resume", "r.y.json", "--quiet", "--no-report",
-                 "--side", f"x={evil}", "--side", f"y={evil}"]) == 0
-    assert os.path.exists("PWNED")
+    assert main(ONE + ["-o", "r.json"]) == 0
+    _interrupted("r.json", lambda cell: None)
+    assert main(["run", "--resume", "r.json", "--quiet", "--no-report"]) == 0
+    assert results.load("r.json")["complete"]
 
 
-# ---- 2. report -o DIR replaces only ipclab's own report ----------------------------------
-
-QUICK = ["run", "pipe-context", "--reps", "1", "--warmups", "0", "--quiet", "--no-report"]
-
-
-def test_report_refuses_a_folder_that_holds_no_report_of_ours(fake_engine, tmp_path,
-                                                               monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-    assert main(QUICK + ["-o", "r.json"]) == 0
-    rep = tmp_path / "rep"
-    rep.mkdir()
-    # the user's own notes and the picture they link to
-    (rep / "report.md").write_text("# my notes\n\n![a photo](photo.png)\n")
-    (rep / "photo.png").write_bytes(b"photo")
-    capsys.readouterr()
-    assert main(["report", "r.json", "-o", str(rep)]) == 2
-    err = capsys.readouterr().err
-    assert one_line(err) and "--force" in err, err
-    assert (rep / "report.md").read_text() == "# my notes\n\n![a photo](photo.png)\n"
-    assert sorted(p.name for p in rep.iterdir()) == ["photo.png", "report.md"]
-    # --force replaces report.md, and still deletes no file ipclab did not write
-    assert main(["report", "r.json", "-o", str(rep), "--force"]) == 0
-    assert (rep / "photo.png").read_bytes() == b"photo"
-    assert "ipclab report" in (rep / "report.md").read_text()
-    # the folder now holds ipclab's report: a new report replaces it without --force
-    assert main(["report", "r.json", "-o", str(rep)]) == 0
-    assert (rep / "photo.png").read_bytes() == b"photo"
-
-
-# ---- 3. plots never follow a link ---------------------------------------------------------
-
-
-def test_a_plot_never_follows_a_symlink(fake_engine, tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-    shutil.copy(fixture("base.json"), "r.json")
-    assert main(["report", "r.json", "-o", "first"]) == 0
-    plots = [p.name for p in (tmp_path / "first").iterdir() if p.suffix == ".png"]
-    assert plots
-    rep = tmp_path / "rep"
-    rep.mkdir()
-    victim = tmp_path / "victim"
-    victim.write_text("precious\n")
-    os.symlink(victim, rep / plots[0])
-    capsys.readouterr()
-    rc = main(["report", "r.json", "-o", str(rep), "--force"])
-    err = capsys.readouterr().err
-    assert victim.read_text() == "precious\n"
-    assert rc == 2 and one_line(err) and "symbolic link" in err, err
-
-
-# ---- 4. an empty side runs the default engine, whatever the order ------------------------
-
-
-@pytest.mark.parametrize("order", ["engine first", "empty first"])
-def test_an_empty_side_runs_the_default_engine(order, fake_engine, tmp_path, monkeypatch,
-                                               capsys):
+@pytest.mark.parametrize("order", [0, 1])
+def test_an_empty_side_is_the_default_engine_in_either_order(order, fake_engine, tmp_path,
+                                                             monkeypatch, capsys):
+    """Case 4: `--side old=ENGINE --side new=` ran ENGINE on both sides (an A/A labelled
+    A/B); the empty side is the default engine whatever the order, and the dry run says so."""
     monkeypatch.chdir(tmp_path)
     other = tmp_path / "other-ipcbench"
-    shutil.copy(FAKE_ENGINE, other)
+    other.write_bytes(open(FAKE_ENGINE, "rb").read())
+    other.chmod(0o755)
     sides = [f"old={other}", "new="]
-    if order == "empty first":
+    if order:
         sides.reverse()
-    argv = ["run", "mq-latency", "--reps", "2", "--quiet", "--no-report", "-o", "r"]
-    for s in sides:
-        argv += ["--side", s]
-    assert main(argv + ["--dry-run"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert any(l.startswith(f"old: {other} ") for l in lines), lines
-    assert any(l.startswith(f"new: {FAKE_ENGINE} ") for l in lines), lines
-    monkeypatch.setenv("IPCBENCH", FAKE_ENGINE)     # as a new process starts
-    assert main(argv) == 0
-    engines = {s["name"]: s["engine"] for s in json.load(open("r.new.json"))["pair"]["sides"]}
-    assert engines == {"old": str(other.resolve()), "new": str(Path(FAKE_ENGINE).resolve())}
+    capsys.readouterr()
+    assert main(["run", "seeds", "--cell", "token-ring/procs=64", "--dry-run",
+                 "--side", sides[0], "--side", sides[1]]) == 0
+    lines = [l for l in capsys.readouterr().out.splitlines() if not l.startswith("#")]
+    engines = {l.split(": ", 1)[0]: l.split(": ", 1)[1].split()[0] for l in lines}
+    assert engines == {"old": str(other), "new": FAKE_ENGINE}
+    monkeypatch.setenv("IPCBENCH", FAKE_ENGINE)     # the run above set it to the first side's
+    assert main(["run", "seeds", "--cell", "token-ring/procs=64", "--reps", "3",
+                 "--warmups", "0", "--quiet", "--no-report", "-o", "ab",
+                 "--side", sides[0], "--side", sides[1]]) == 0
+    ran = {s["name"]: s["engine"] for s in results.load("ab.old.json")["pair"]["sides"]}
+    assert ran == {"old": str(other), "new": FAKE_ENGINE}
 
 
-# ---- 5. one cell key, one cell ------------------------------------------------------------
-
-
-def test_duplicate_cell_keys_are_refused(tmp_path, capsys):
-    res = json.load(open(fixture("base.json")))
+def test_duplicate_cell_keys_are_refused(fake_engine, tmp_path, monkeypatch, capsys):
+    """Case 10: two cells of one key in one results file."""
+    monkeypatch.chdir(tmp_path)
+    assert main(ONE + ["-o", "r.json"]) == 0
+    res = results.load("r.json")
     res["cells"].append(dict(res["cells"][0]))
-    path = tmp_path / "dup.json"
-    path.write_text(json.dumps(res))
-    for argv in (["show", str(path)], ["report", str(path), "-o", str(tmp_path / "rep")]):
-        capsys.readouterr()
-        assert main(argv) == 2
-        err = capsys.readouterr().err
-        assert one_line(err) and "twice" in err and res["cells"][0]["key"] in err, err
-    assert not (tmp_path / "rep").exists()
+    results.save(res, "r.json")
+    capsys.readouterr()
+    assert main(["show", "r.json"]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "token-ring/procs=64" in err and "twice" in err, err
 
 
-# ---- 7. resume validates the plan as a new run does ---------------------------------------
+def test_census_dry_run_exits_0_and_shows_the_selftests_build(capsys):
+    """Case 12: `census mainline --dry-run` always exited 1 (the source tree it reads the
+    mqueue selftests from is not opened in a dry run)."""
+    assert main(["census", "mainline", "--dry-run"]) == 0
+    out = capsys.readouterr()
+    assert "SELFTESTS=" in out.out + out.err
 
 
-def _edited(name, change):
-    res = json.load(open(name))
-    change(res)
-    json.dump(res, open(name, "w"))
+def test_profile_never_replaces_a_file_that_is_not_a_profile(fake_engine, tmp_path,
+                                                              monkeypatch, capsys):
+    """Case 11: `run --profile FILE` overwrote whatever FILE held; refused before the run."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("my notes\n")
+    capsys.readouterr()
+    assert main(ONE + ["-o", "r.json", "--profile", "notes.txt"]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "notes.txt" in err and "not a profile" in err, err
+    assert (tmp_path / "notes.txt").read_text() == "my notes\n"
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("kind", ["file", "relative", "under a file"])
+def test_a_bad_ipclab_cache_is_named_at_the_start(kind, tmp_path, monkeypatch, capsys):
+    """Case 13: IPCLAB_CACHE naming a file, a relative path (the guest and the builds run
+    elsewhere) or a path under a file failed deep down, or not at all in a dry run."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "f").write_text("")
+    monkeypatch.setenv("IPCLAB_CACHE", {"file": str(tmp_path / "f"), "relative": "cache",
+                                        "under a file": str(tmp_path / "f" / "c")}[kind])
+    assert main(["kernel", "build", "base", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "IPCLAB_CACHE" in err, err
 
 
 def test_resume_keeps_the_cap_on_planned_runs(fake_engine, tmp_path, monkeypatch, capsys):
+    """Case 8: a hand-edited plan.reps skipped the cap a new run has (memory without bound)."""
     monkeypatch.chdir(tmp_path)
-    assert main(QUICK + ["-o", "r.json"]) == 0
-    _interrupted("r.json")
-    _edited("r.json", lambda r: r["plan"].update(reps=10 ** 9))
-    before = open("r.json").read()
+    assert main(ONE + ["-o", "r.json"]) == 0
+
+    def grow(cell):
+        pass
+    _interrupted("r.json", grow)
+    res = results.load("r.json")
+    res["plan"]["reps"] = 10 ** 9
+    results.save(res, "r.json")
+    before = (tmp_path / "r.json").read_text()
     capsys.readouterr()
     assert main(["run", "--resume", "r.json", "--quiet", "--no-report"]) == 2
     err = capsys.readouterr().err
     assert one_line(err) and "at most" in err, err
-    assert open("r.json").read() == before
+    assert (tmp_path / "r.json").read_text() == before
 
 
-def test_a_one_engine_resume_checks_the_engine(fake_engine, tmp_path, monkeypatch, capsys):
+def test_resume_refuses_an_engine_changed_since(fake_engine, tmp_path, monkeypatch, capsys):
+    """Case 8: a one-engine resume did not check the engine's checksum (two builds mixed)."""
     monkeypatch.chdir(tmp_path)
-    assert main(QUICK + ["-o", "r.json"]) == 0
-    _interrupted("r.json")
-    rebuilt = tmp_path / "ipcbench"
-    rebuilt.write_text(open(FAKE_ENGINE).read() + "# rebuilt\n")
-    rebuilt.chmod(0o755)
-    before = open("r.json").read()
+    eng = tmp_path / "ipcbench"
+    eng.write_bytes(open(FAKE_ENGINE, "rb").read())
+    eng.chmod(0o755)
+    assert main(ONE + ["-o", "r.json", "--engine", str(eng)]) == 0
+    _interrupted("r.json", lambda cell: None)
+    with open(eng, "a") as f:
+        f.write("# rebuilt\n")
+    before = (tmp_path / "r.json").read_text()
     capsys.readouterr()
-    assert main(["run", "--resume", "r.json", "--quiet", "--no-report", "--engine",
-                 str(rebuilt)]) == 2
+    assert main(["run", "--resume", "r.json", "--quiet", "--no-report",
+                 "--engine", str(eng)]) == 2
     err = capsys.readouterr().err
-    assert one_line(err) and "not the engine" in err, err
-    assert open("r.json").read() == before
-    # the engine it started with carries on
-    assert main(["run", "--resume", "r.json", "--quiet", "--no-report"]) == 0
+    assert one_line(err) and "rebuilt or replaced" in err, err
+    assert (tmp_path / "r.json").read_text() == before
 
 
-# ---- 8. census --dry-run prints its plan and exits 0 --------------------------------------
+def _held(path):
+    """True when another process holds the flock on path."""
+    import fcntl
+    if not path.exists():
+        return False
+    with open(path) as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+    return False
 
 
-def test_census_dry_run_exits_0(capsys):
-    rc = main(["census", "mainline", "--dry-run"])
-    out, err = capsys.readouterr()
-    assert rc == 0, err
-    assert "make" in out + err
+def test_a_second_writer_of_one_results_file_is_refused(fake_engine, tmp_path, monkeypatch,
+                                                        capsys):
+    """Case 7: two resumes of one file, or a run and a resume, each rewrote it from their own
+    copy and lost the other's samples. The second writer is refused while the first runs."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from conftest import ROOT
+    monkeypatch.chdir(tmp_path)
+    assert main(ONE + ["-o", "r.json"]) == 0
+    _interrupted("r.json", lambda cell: None)
+    first = subprocess.Popen(
+        [sys.executable, "-m", "ipclab", "run", "--resume", "r.json", "--quiet", "--no-report"],
+        cwd=str(tmp_path), env=dict(os.environ, PYTHONPATH=ROOT, IPCBENCH=FAKE_ENGINE,
+                                    FAKE_HANG="token-ring"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not _held(tmp_path / ".r.json.lock"):
+            time.sleep(0.1)
+        assert first.poll() is None, first.communicate()
+        capsys.readouterr()
+        assert main(["run", "--resume", "r.json", "--quiet", "--no-report"]) == 2
+        err = capsys.readouterr().err
+        assert one_line(err) and "in use" in err, (err, first.poll())
+        assert main(ONE + ["-o", "r.json", "--force"]) == 2
+        assert "in use" in capsys.readouterr().err
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=60)
+
+
+@pytest.mark.parametrize("out", ["", "-"])
+def test_an_empty_or_dash_output_is_refused(out, fake_engine, tmp_path, monkeypatch, capsys):
+    """Low: `-o ''` ran to the default path, `-o -` wrote a file named '-'."""
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(ONE + ["-o", out]) == 2
+    assert one_line(capsys.readouterr().err)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_into_a_new_results_folder_works(fake_engine, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(ONE) == 0
+    assert len(list((tmp_path / "results").glob("*.json"))) == 1

@@ -8,8 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-from ipclab import Error, compare, engine, envinfo, fmt, peers, profile, progress, report
-from ipclab import proc, results, runner, suites, views
+from ipclab import Error, compare, engine, envinfo, fmt, peers, proc, profile, progress, report
+from ipclab import results, runner, suites, views
 
 
 def _meta(items):
@@ -89,7 +89,7 @@ def _resume(args):
     ignored = [opt for opt, given in (
         ("SUITE|WORKLOAD", args.target), ("--quick", args.quick), ("--full", args.full),
         ("--reps", args.reps is not None), ("--warmups", args.warmups is not None),
-        ("--cell", args.cell), ("--order-seed", args.order_seed is not None),
+        ("--cell", args.cell), ("--side", args.side), ("--order-seed", args.order_seed is not None),
         ("--profile", args.profile), ("--force without -o", args.force and not args.output),
         ("engine arguments after --", args.engine_args is not None)) if given]
     if ignored:
@@ -101,28 +101,22 @@ def _resume(args):
             if given:
                 raise Error(f"{opt} does not apply to resuming a run with two sides: each"
                             " side keeps its file and engine")
-        sides = runner.resume_sides(res, args.resume, args.side or ())
+        sides = runner.resume_sides(res, args.resume)
     else:
-        if args.side:
-            raise Error(f"--resume {args.resume}: a run with one side; drop --side")
         eng = engine.find_engine(args.engine) if not args.dry_run else \
             (args.engine or engine.default_engine_path())
         out = args.output
         if out and not (os.path.exists(out) and os.path.samefile(out, args.resume)):
             runner.check_new_outputs([out], args.force)
-        want = res.get("engine_sha256")
-        if want and not args.dry_run and proc.sha256_file(eng) != want:
-            raise Error(f"{eng} is not the engine {args.resume} started with (it was rebuilt"
-                        " or replaced): resuming would mix two builds; start a new run")
+        if not args.dry_run:
+            runner.check_engine(res, args.resume, eng)
         sides = [runner.Side(res, runner.resumable(res, args.resume), eng,
                              args.output or args.resume)]
-    # The plan is checked as a new run's is: a hand-edited plan.reps must not grow it.
-    plan = res["plan"]
-    runner.check_size(sides[0].cells, plan["reps"], plan["warmups"], len(sides))
     runner.check_unfinished(sides, args.resume)
     if args.dry_run:
         _print_commands(sides)
         return 0
+    runner.lock(sorted({s.path for s in sides} | {args.resume}))
     if args.meta:
         for s in sides:
             results.tag(s.res, **_meta(args.meta))
@@ -134,16 +128,27 @@ def _resume(args):
 
 
 def cmd_run(args):
-    if args.resume:
-        return _resume(args)
+    if args.output in ("", "-"):
+        # '' would fall back to the default silently, '-' reads as stdout but is a file
+        raise Error(f"-o {args.output!r}: give a results file's path (results are a file,"
+                    " not stdout; `ipclab show FILE --json` prints one)")
+    try:
+        return _resume(args) if args.resume else _run(args)
+    finally:
+        runner.unlock()
+
+
+def _run(args):
     specs = runner.check_sides(args.side) if args.side else []
     if specs and args.engine:
         raise Error("--engine and --side: give each side's engine in its --side")
     if specs and args.profile:
         raise Error("--profile profiles one engine; run it without --side")
-    # An empty side is the default engine, whichever side names one: fixed before the
-    # first side's engine becomes the one the catalog is asked of.
+    # An empty side is the default engine whatever the order: taken before IPCBENCH is set
+    # to the first side's engine below.
     default = engine.default_engine_path()
+    if args.profile:
+        profile.check_output(args.profile)
     first_engine = specs[0].engine if specs else args.engine
     if first_engine:
         # The cells come from what this engine says it offers (engine.catalog).
@@ -170,10 +175,12 @@ def cmd_run(args):
         sides = runner.start_sides(suite, mode, cells, reps, warmups, specs, engines,
                                    args.output, args.order_seed, meta)
     else:
-        res = runner.start(suite, mode, cells, reps, warmups, args.order_seed, meta)
         eng = engine.find_engine(args.engine)
-        res["engine_sha256"] = proc.sha256_file(eng)    # what a resume must run again
-        sides = [runner.Side(res, cells, eng, args.output or runner.default_path(res["id"]))]
+        res = runner.start(suite, mode, cells, reps, warmups, args.order_seed, meta,
+                           engine_sha256=proc.sha256_file(eng))
+        sides = [runner.Side(res, cells, eng,
+                             args.output or runner.default_path(res["id"]))]
+    runner.lock([s.path for s in sides])
     runner.check_new_outputs([s.path for s in sides], args.force)
     for s in sides:
         results.save(s.res, s.path)
@@ -214,10 +221,11 @@ def cmd_suites(args):
     return 0
 
 
-def _export(rec, args):
-    """A record as --json asks (all of it) or as --csv does (its rows)."""
+def _export(rec, args, strict=False):
+    """A record as --json asks (all of it) or as --csv does (its rows).  A `strict` record
+    (the comparison's) with NaN or infinity in it is a bug to raise, not to write."""
     if args.json:
-        json.dump(rec, sys.stdout, indent=1)
+        json.dump(rec, sys.stdout, indent=1, allow_nan=not strict)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(fmt.csv_table(rec["rows"]))
@@ -255,7 +263,7 @@ def cmd_compare(args):
                                       min_change=args.min_change / 100,
                                       paired_test=args.paired_test)
     if args.json or args.csv:
-        return _export(compare.outcome_record(outcome), args)
+        return _export(compare.outcome_record(outcome), args, strict=True)
     report.render_compare(outcome, sys.stdout, names=names)
     return 0
 

@@ -41,7 +41,7 @@ def cmd_bisect(args):
             raise Error(f"--tree {args.tree}: not a git tree")
         deterministic_mode = not args.timed
         lab_bisect.check_metric(args.suite, args.metric, deterministic_mode)
-        boots = args.boots or (1 if deterministic_mode else ab.TIMED_PAIRS)
+        boots = args.boots or ab.default_boots(deterministic_mode)
         if not deterministic_mode:
             lab_bisect.check_timed_boots(boots)
         config = variants.config_arg(args.config)

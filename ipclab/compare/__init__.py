@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Compare two results files: baseline -> new, per cell and metric.  Computes only, once:
-the outcome is data (outcome.py), which ipclab/report/ prints and `outcome_record` turns into
-JSON.
+the outcome is data (outcome.py), which record.py turns into the one versioned record
+(`outcome_record`) whose verdicts every reader prints.
 
 For every cell in both files (cells.py) and every metric compare tests: the medians, delta %,
 a 95% CI and a p-value, Holm-corrected across the cells' primaries (timed.py).  Under a
@@ -14,7 +14,8 @@ published change beside them (views.py).
 from ipclab import Error, stats
 from ipclab.compare.cells import check_clocks, match_cells, units_of
 from ipclab.compare.deterministic import deterministic_rows, fill_judged
-from ipclab.compare.outcome import MIN_CHANGE, Outcome, outcome_record
+from ipclab.compare.outcome import MIN_CHANGE, Outcome
+from ipclab.compare.record import build as outcome_record
 from ipclab.compare.timed import fill_tested, measured_costs, verdict
 from ipclab.compare.views import view_changes
 # Not `deterministic`: in this package that name is the submodule compare/deterministic.py.

@@ -1,15 +1,13 @@
 # SPDX-License-Identifier: MIT
 """What a comparison of two results files holds, as data: its rows (tested, or judged in the
-deterministic mode), the seed views' changes, and the outcome that gathers them; and the
-outcome as one JSON record (`outcome_record`). The rest of ipclab/compare/ computes them once;
---json and --csv print the record, ipclab/report/ the text and Markdown."""
+deterministic mode), the seed views' changes, and the outcome that gathers them. The rest of
+ipclab/compare/ computes them once; record.py turns the outcome into the one versioned
+record that --json, --csv, `ab` and ipclab/report/ read the verdicts from."""
 
-import json
 import math
 from dataclasses import dataclass, field
 
 from ipclab import deterministic, stats
-from ipclab.deterministic import cost
 
 # A change smaller than this is no change worth a verdict (`compare --min-change`).
 MIN_CHANGE = 0.02
@@ -148,71 +146,3 @@ class ViewChange:
     @property
     def has_seed(self):
         return any(e is not None and e.seed_change is not None for _, es in self.rows for e in es)
-
-
-def view_record(vc):
-    """One seed view's changes as data: each entry as the table shows it (base -> new, the
-    change, whether it is one, the seed's own change), and a sweep's geometric mean."""
-    entries = []
-    for (label, changes), (_, cells) in zip(vc.rows, vc.view.rows):
-        for col, e, (key, path) in zip(vc.view.columns, changes, cells):
-            if e is not None:
-                entries.append({"row": label, "column": col, "key": key, "path": path,
-                                "base": e.base, "new": e.new, "delta": e.delta,
-                                "change": e.is_change, "seed_change": e.seed_change})
-    rec = {"suite": vc.suite, "view": vc.view.id, "title": vc.view.title,
-           "unit": vc.view.unit, "entries": entries, "geomean": None,
-           "seed_geomean": vc.seed_geomean}
-    g = vc.geomean
-    if g is not None:
-        rec["geomean"] = {"delta": g.delta, "ci": [g.ci[0] - 1, g.ci[1] - 1],
-                          "over": vc.geomean_over, "can_claim": g.can_claim,
-                          "reason": g.reason}
-    return rec
-
-
-def outcome_record(outcome):
-    """The comparison as data, all the text shows: one entry per row, the seed views'
-    changes with a sweep's geometric mean, the A/A floor's source, and the notes on what
-    each side's times mean."""
-    rec = {"base": outcome.base.get("id"), "new": outcome.new.get("id"), "clock": outcome.clock,
-           "rows": [], "skipped": [{"key": k, "why": w} for k, w in outcome.skipped],
-           "warnings": list(outcome.warnings),
-           "notes": {side: deterministic.caveat_of(res) for side, res in
-                     (("base", outcome.base), ("new", outcome.new))},
-           "views": [view_record(vc) for vc in outcome.views],
-           "floor_source": outcome.floor_source}
-    for r in outcome.judged:
-        j = r.j
-        rec["rows"].append({"key": r.key, "path": r.path, "unit": r.unit, "primary": r.primary,
-                            "base": j.base.median, "new": j.new.median, "n": [j.base.n, j.new.n],
-                            "delta": j.delta, "spread_base": j.spread_base,
-                            "spread_new": j.spread_new,
-                            "floor": j.floor if math.isfinite(j.floor) else None,
-                            "floor_pairs": j.floor_pairs, "threshold": j.threshold,
-                            "verdict": j.verdict, "note": j.note})
-        if r.model:
-            rec["rows"][-1].update(model=True, label=r.label,
-                                   diff=j.new.median - j.base.median)
-    if any(r.model for r in outcome.judged):
-        rec["cost_model"] = dict(outcome.cost_model or {},
-                                 caveat=cost.caveat(outcome.cost_model))
-    rec["unit"], rec["min_change"] = outcome.unit, outcome.min_change
-    rec["paired_test"] = outcome.paired_test
-    rec["ci_level_primary"] = outcome.level
-    for r in outcome.rows:
-        c = r.cmp
-        rec["rows"].append({"key": r.key, "path": r.path, "unit": r.unit, "primary": r.primary,
-                            "base": c.base.median, "new": c.new.median,
-                            "n": [c.base.n, c.new.n], "delta": c.delta, "diff": c.diff,
-                            "ci": list(c.ci), "p_holm": c.p_holm, "mde": r.mde,
-                            "verdict": r.verdict})
-        if isinstance(c, PairedComparison):
-            rec["rows"][-1].update(pairs=c.test.n, sd_log_ratio=c.test.sd_log,
-                                   test=c.test.method)
-            if c.plan is not None:
-                rec["rows"][-1].update(next_reps=c.plan.reps, next_boots=c.plan.units)
-    if outcome.costs is not None:
-        rec["costs"] = {"boot_s": outcome.costs.boot_s, "rep_s": outcome.costs.rep_s,
-                        "measured": outcome.costs.measured}
-    return json.loads(json.dumps(rec).replace("NaN", "null"))

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ipclab import EXIT_FAILED, Error, compare, proc, profile, results, runner, suites
+from ipclab import upstream
 from ipclab.deterministic import cost
 from ipclab.progress import log
 
@@ -41,7 +42,12 @@ def suite_job(suite: str, clock: vm.Clock = vm.TIMED, *, full: bool = False,
     profile_by = ("marker" if clock.deterministic else "perf") if profile else None
     # The guest's plan, checked as `ipclab run` there would check it, before a boot.
     _, _, planned, n_reps, n_warmups = runner.plan(suite, (), full, reps, warmups)
-    runner.check_size(suites.select(planned, cells) if cells else planned, n_reps, n_warmups)
+    chosen = suites.select(planned, cells) if cells else planned
+    runner.check_size(chosen, n_reps, n_warmups)
+    # Upstream's benchmarks are built here, before a boot, so that a build error is the
+    # host's one line; the guest gets them in its shared directory.
+    if not proc.is_dry_run():
+        upstream.prebuild(chosen)
     job = vm.SuiteJob(suite, suites.FULL if full else suites.QUICK, reps, warmups, profile_by,
                       tuple(cells))
     if arch == "arm64":
@@ -105,6 +111,8 @@ def run_suite_boot(meta: dict, accel: str, job: vm.SuiteJob, out: Path, *,
     Deterministic boots load the QEMU plugin: each sample then gets the cost model's counts
     of its measured section (memory: what of memory, vm.PLUGIN_MEMORY)."""
     shared = vm.new_shared(variants.slug(meta["variant"]), job.suite)
+    if meta.get("arch") != "arm64" and not proc.is_dry_run():
+        upstream.stage(suites.SUITES[job.suite].cells(job.mode), shared)
     insn_counts = job.insn_counts(shared, clock)
     # `ipclab run` exits 1 when a cell failed; the cells say which, so only the kernel and
     # the guest (dead, hung, splat, no results) can fail the whole boot.
@@ -302,6 +310,12 @@ def boot_in_order(order: list[tuple], one_boot, clock: vm.Clock) -> list:
 TIMED_PAIRS = 5
 
 
+def default_boots(deterministic):
+    """Boots per side when the command line names none: one under a deterministic clock,
+    TIMED_PAIRS timed. The one place `ab` and `bisect` take it from."""
+    return 1 if deterministic else TIMED_PAIRS
+
+
 @dataclasses.dataclass
 class ABRun:
     """What `ab` did: each side's variant and build, the pooled results and where they are,
@@ -333,7 +347,7 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
     # Under icount a boot repeats to the instruction, so one boot per side is the method.
     # Timed boots vary by tens of percent: the boot is the unit of the comparison, and a
     # paired test needs at least 3 pairs to claim anything (5 give it some power).
-    boots = boots or (1 if clock.deterministic else TIMED_PAIRS)
+    boots = boots or default_boots(clock.deterministic)
     metas = {side: kernel.obtain(kern) for side, kern in (("A", base), ("B", new))}
     names = {side: meta["variant"] for side, meta in metas.items()}
     accel = vm.accel_for(kernel.image_path(metas["A"]), clock, metas["A"].get("arch"))

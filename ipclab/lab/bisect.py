@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Callable
 
 from ipclab import EXIT_FAILED, EXIT_USAGE, Error, deterministic, fmt, metrics, power, proc
-from ipclab import results, stats
+from ipclab import results, stats, suites
 from ipclab.deterministic import cost, floor
 from ipclab.progress import log
 
@@ -421,9 +421,13 @@ class LabMeasure:
         self.jobs = jobs
         self.clock = vm.DETERMINISTIC if p.deterministic else vm.TIMED
         self.cell, self.path = metric_spec(p.metric)
-        # Only the metric's cell runs in the guest: a step costs one cell's samples.
+        # Only the metric's cell runs in the guest: a step costs one cell's samples. The
+        # metric names it by its key or a start of it; the guest takes its whole key.
+        suites.check(p.suite)
+        planned = {"cells": [{"key": c.key}
+                             for c in suites.SUITES[p.suite].cells(suites.QUICK)]}
         self.job = ab.suite_job(p.suite, self.clock, reps=p.reps, warmups=p.warmups,
-                                cells=(self.cell,))
+                                cells=(find_cell(planned, self.cell)["key"],))
         self.accel: str | None = None
         self._next: list[str] = []
         self._ahead: list[threading.Thread] = []

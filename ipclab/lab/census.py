@@ -66,10 +66,11 @@ def build_workloads(tree: Path | None, names: list[str]) -> None:
     they are wanted; Error naming what failed."""
     argv = ["make", "-s", "-C", str(WORKLOADS_DIR)]
     if "mqueue-selftests" in names:
-        # A dry run opens no source tree: it shows where the selftests would be taken from.
-        where = tree / SELFTESTS if tree else \
-            (Path("<kernel source>") / SELFTESTS if proc.is_dry_run() else None)
-        if where is None or not (proc.is_dry_run() or (where / "mq_perf_tests.c").is_file()):
+        where = tree / SELFTESTS if tree else None
+        if where is None and proc.is_dry_run():
+            # A dry run opens no source tree: it shows where the build would look.
+            where = Path("<the kernel's source tree>") / SELFTESTS
+        elif where is None or not (where / "mq_perf_tests.c").is_file():
             raise Error(f"mqueue-selftests: no {SELFTESTS} in the kernel's source tree "
                         f"({tree}); leave the workload out (--workload)", EXIT_FAILED)
         argv.append(f"SELFTESTS={where}")

@@ -9,6 +9,7 @@ import sys
 
 from ipclab import deterministic, fmt, stats
 from ipclab.deterministic import cost
+from ipclab.compare.record import row_verdicts as record_verdicts
 
 
 def mark(row):
@@ -69,14 +70,16 @@ def _views_text(outcome, out):
         out.write("\n")
 
 
-def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "new")):
-    b, n = outcome.base, outcome.new
+def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "new"),
+                   record=None):
+    """The comparison as text, each verdict as its record (given, or built) says."""
+    verdict, b, n = record_verdicts(outcome, record).__getitem__, outcome.base, outcome.new
     if heading:
         out.write(heading + "\n\n")
     out.write(f"{names[0]}: {b.get('id')} ({b.get('suite')}, {b.get('mode')})\n"
               f"{names[1]}: {n.get('id')} ({n.get('suite')}, {n.get('mode')})\n\n")
     if outcome.clock != deterministic.REAL:
-        _render_deterministic(outcome, out)
+        _render_deterministic(outcome, out, verdict)
         return
     for side, res in ((names[0], b), (names[1], n)):
         caveat = deterministic.caveat_of(res)
@@ -93,7 +96,7 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
         rows.append([r.key, (f"{r.label} {r.unit}").strip(), fmt.num(c.base.median),
                      fmt.num(c.new.median), _delta_text(c), ci_text(c),
                      p_text(c.p_holm) if r.primary else "-",
-                     (mark(r) + " " + r.verdict).strip() if r.primary else "(secondary)",
+                     (mark(r) + " " + verdict(id(r))).strip() if r.primary else "(secondary)",
                      fmt.pct(r.mde, False) if r.primary and math.isfinite(r.mde) else "-",
                      f"{int(c.base.n)}/{int(c.new.n)}"])
     if unit == "boot":
@@ -130,11 +133,12 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
                 "round": f"{what} on per-round log ratios"}.get(unit, "Mann-Whitney U")
         below = f"changed, below {t}"
         count, said = _tally(prim, ("better", "worse", "changed", below, f"within {t}",
-                                    "inconclusive"))
+                                    "inconclusive"), verdict)
         changed = sum(count.get(v, 0) for v in ("better", "worse", "changed", below))
         lead = "Changed" if changed else f"No significant change beyond {t}"
         out.write(f"{lead}: {len(prim)} cells ({test}, Holm, alpha {stats.ALPHA:.2f}): {said}.\n")
-        mdes = sorted(r.mde for r in prim if r.verdict == "inconclusive" and math.isfinite(r.mde))
+        mdes = sorted(r.mde for r in prim if verdict(id(r)) == "inconclusive"
+                      and math.isfinite(r.mde))
         if count.get("inconclusive"):
             what = (f"the smallest change these runs could find is {fmt.pct(stats.median(mdes), False)}"
                     f" (median over those cells; from {fmt.pct(mdes[0], False)})" if mdes else
@@ -168,11 +172,12 @@ def _paired_tests_text(outcome):
     return how
 
 
-def _tally(rows, order):
+def _tally(rows, order, verdict):
     """({verdict: rows}, "2 better, 1 worse, ...") in the order given."""
     count = {}
     for r in rows:
-        count[r.verdict] = count.get(r.verdict, 0) + 1
+        v = verdict(id(r))
+        count[v] = count.get(v, 0) + 1
     return count, ", ".join(f"{count[v]} {v}" for v in order if v in count)
 
 
@@ -233,7 +238,7 @@ def _render_boot_plan(rows, outcome, out):
             break
 
 
-def _render_deterministic(outcome, out):
+def _render_deterministic(outcome, out, verdict):
     out.write(f"Deterministic clock ({outcome.clock}): guest instructions, not time. A change"
               " must exceed the threshold: t(k, 0.975) x the cell's A/A floor (the rms of its k"
               " A/A differences), a 95% prediction bound, or the two medians' own \u00b1 (their"
@@ -256,15 +261,15 @@ def _render_deterministic(outcome, out):
                 continue
             j = r.j
             fl = f"{fmt.pct(j.floor, False, 3)} ({j.floor_pairs})" if j.floor_pairs else "-"
-            verdict = j.verdict or "(secondary)"
+            said = verdict(id(r)) or "(secondary)"
             if primary and j.note:
                 if j.note not in notes:
                     notes.append(j.note)
-                verdict += f" [{notes.index(j.note) + 1}]"
+                said += f" [{notes.index(j.note) + 1}]"
             rows.append([r.key, (f"{r.label} {r.unit}").strip(), fmt.count(j.base.median),
                          fmt.count(j.new.median), fmt.pct(j.delta, True, 3),
                          fmt.pct(j.spread_base, False, 3), fmt.pct(j.spread_new, False, 3),
-                         fl, fmt.pct(j.threshold, False, 3), verdict,
+                         fl, fmt.pct(j.threshold, False, 3), said,
                          f"{int(j.base.n)}/{int(j.new.n)}"])
         if not rows:
             continue
@@ -273,7 +278,7 @@ def _render_deterministic(outcome, out):
                   " times are guest instructions)\n")
         out.write(fmt.table(header, rows, ["<", "<", ">", ">", ">", ">", ">", ">", ">", "<",
                                            ">"]) + "\n\n")
-    render_cost_rows(outcome, out)
+    render_cost_rows(outcome, out, verdict)
     for i, note in enumerate(notes, 1):
         out.write(f"[{i}] {note}\n")
     if notes:
@@ -286,14 +291,16 @@ def _render_deterministic(outcome, out):
     else:
         ncells = len({r.key for r in prim})
         _, said = _tally(prim, ("better", "worse", "changed", "within noise", "too noisy",
-                                deterministic.BIMODAL, deterministic.TOO_FEW, "no data"))
+                                deterministic.BIMODAL, deterministic.TOO_FEW, "no data"),
+                          verdict)
         out.write(f"Primary metrics: {len(prim)} rows in {ncells} cells: {said}.\n")
     for w in outcome.warnings:
         out.write(f"warning: {w}\n")
 
 
-def render_cost_rows(outcome, out):
+def render_cost_rows(outcome, out, verdict=None):
     """The cost-model rows of a deterministic comparison, with the model's caveat."""
+    verdict = verdict or record_verdicts(outcome).__getitem__
     rows = [r for r in outcome.judged if r.model]
     if not rows:
         return
@@ -315,5 +322,5 @@ def render_cost_rows(outcome, out):
                       fmt.per_op_change(j.new.median - j.base.median), fmt.pct(j.delta, True, 3),
                       fmt.pct(j.spread_base, False, 3), fmt.pct(j.spread_new, False, 3),
                       f"{fmt.pct(j.floor, False, 3)} ({j.floor_pairs})" if j.floor_pairs else "-",
-                      j.verdict, f"{int(j.base.n)}/{int(j.new.n)}"])
+                      verdict(id(r)), f"{int(j.base.n)}/{int(j.new.n)}"])
     out.write(fmt.table(header, table, ["<", "<"] + [">"] * 7 + ["<", ">"]) + "\n\n")

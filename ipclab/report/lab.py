@@ -72,7 +72,7 @@ def ab(run, out=sys.stdout, as_json=False):
         json.dump(run.record, out, indent=1)
         out.write("\n")
     else:
-        render_compare(run.outcome, out, heading=heading)
+        render_compare(run.outcome, out, heading=heading, record=run.record)
         if run.profiles:
             render_profile_diff(run.profiles[0], run.profiles[1], out,
                                        unit="insn" if run.clock.deterministic else "ns")

@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ipclab import deterministic, metrics, proc, results, stats, views  # noqa: E402
+from ipclab.compare.record import row_verdicts  # noqa: E402
 
 
 PERCENTILES = ("p50", "p90", "p99", "p99.9")
@@ -142,8 +143,9 @@ def judged_plot(outcome, out_dir):
         return None
     fig, ax = plt.subplots(figsize=(9, 0.28 * len(rows) + 1.5))
     y = list(range(len(rows)))
+    verdict = row_verdicts(outcome)
     colors = [{"better": "tab:green", "worse": "tab:red", "changed": "tab:orange"}.get(
-        r.verdict, "tab:gray") for r in rows]
+        verdict[id(r)], "tab:gray") for r in rows]
     ax.barh(y, [r.j.delta * 100 for r in rows], color=colors)
     ax.errorbar([0] * len(rows), y, xerr=[r.j.threshold * 100 if math.isfinite(r.j.threshold)
                                           else 0 for r in rows], fmt="none",

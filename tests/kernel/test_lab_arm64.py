@@ -22,6 +22,7 @@ The timeouts bound a build or a boot, they are not measurements.
 """
 
 import json
+import math
 import os
 import re
 import shutil
@@ -31,18 +32,16 @@ import pytest
 from conftest import ARM64_BESIDE
 from ipclab import compare, profile, results
 from ipclab.lab import arm64_conformance
-from .conftest import KNOWN_ANSWER_REPS, ROLES, ipclab, missing_prereq
+from .conftest import KNOWN_ANSWER_REPS, ROLES, aa_bound, ipclab, missing_prereq
 
 ARM64 = ("--arch", "arm64")
 PLAIN, SMP_MB, WRITE_COST = "mainline", "mainline-smp-mb", "mainline-write-cost"
 LOOPS = (("pipe-throughput/copies=1", 1), ("pipe-context/copies=1", 2))  # (cell, writes)
 CHANGE = ("better", "worse", "changed")
-# Background work lands in a window too: a count per operation may move by a few hundredths
-# in the loop. The round trip moves more from boot to boot: 0.12% in instructions and 0.024
-# atomics, acquires and releases per round trip between two boots of one image (2026-11-27;
-# the production config's floor there is 0.23%), within the judge's threshold and far from
-# the known answers' whole events. Per cell: (instructions, events) two boots may differ by.
-SLACK = {"pipe-throughput/copies=1": (0.001, 0.02), "pipe-context/copies=1": (0.005, 0.1)}
+# How far a known answer's count (one event per write) may be from the whole event: the two
+# boots' own difference, which the floor's 20 A/A pairs put at about 0.02 events per round
+# trip (rms 0.066% of 34 atomics; docs/measured/icount-floor.md) and less in the loop.
+EVENT_SLACK = {"pipe-throughput/copies=1": 0.02, "pipe-context/copies=1": 0.1}
 # The boot's watchdog for every conformance test under timed TCG on one vCPU: a bound, not
 # a measurement (the run took 36-40 s here; docs/lab.md).
 CONFORMANCE_BOOT_S = 900
@@ -135,17 +134,19 @@ def test_aa_pair_agrees(aa):
     out, text = aa
     # The comparison record names each row by its metric path: a count per operation is
     # `cost.EVENT / cost.ops`, its medians `base` and `new`.
-    rows = {(r["key"], r["path"]): r
-            for r in json.loads((out / "compare.json").read_text())["rows"]}
-    for key, _ in LOOPS:
-        insns, events = SLACK[key]
-        primary = [r for (k, _), r in rows.items() if k == key and r.get("primary")]
-        assert primary and all(abs(r["delta"]) <= insns and r["verdict"] not in CHANGE
-                               for r in primary), primary
-        for event in ("atomics", "dmb_ish", "dmb_ishld", "dmb_ishst", "acquire", "release",
-                      "irqflags"):
-            r = rows[(key, f"cost.{event} / cost.ops")]
-            assert abs(r["new"] - r["base"]) <= events and r["verdict"] not in CHANGE, r
+    rows = [r for r in json.loads((out / "compare.json").read_text())["rows"]
+            if r.get("primary") or r.get("model")]
+    assert {r["path"] for r in rows if r.get("model")} >= {
+        f"cost.{event} / cost.ops" for event in ("atomics", "dmb_ish", "dmb_ishld", "dmb_ishst",
+                                                 "acquire", "release", "irqflags")}, text
+    # Every cell's rows, the whole-boot cells' (mqueue, the sweep) as the loops', within what
+    # the A/A pairs of arm64's floor show (conftest.aa_bound); an event neither boot saw has
+    # no floor.
+    counted = [r for r in rows if r["base"] or r["new"]]
+    for r in counted:
+        assert r["delta"] is not None, r        # seen in one boot, never in the other
+        bound = aa_bound(r["key"], r["path"], len(counted), base=f"{PLAIN}@arm64")
+        assert abs(math.log1p(r["delta"])) <= bound, (r, bound)
     assert "counted, not priced" in text
 
 
@@ -158,10 +159,10 @@ def test_one_smp_mb_per_write_is_one_dmb_ish(patched):
     rows, text = patched[SMP_MB]
     for key, writes in LOOPS:
         r = rows[(key, "dmb ish")]
-        assert abs(diff(r) - writes) <= SLACK[key][1] and r.verdict == "worse", r
+        assert abs(diff(r) - writes) <= EVENT_SLACK[key] and r.verdict == "worse", r
         # On arm64 smp_mb() is a barrier, not an atomic as on x86.
         for label in ("atomics", "dmb ishld", "dmb ishst", "irq-flag changes"):
-            assert abs(diff(rows[(key, label)])) <= SLACK[key][1], rows[(key, label)]
+            assert abs(diff(rows[(key, label)])) <= EVENT_SLACK[key], rows[(key, label)]
     assert "counted, not priced" in text
 
 
@@ -177,8 +178,10 @@ def test_the_write_cost_loop_adds_instructions_and_no_barrier(patched):
             assert any(r.verdict == "worse" for r in primary), primary
         for label in ("atomics", "fences", "acquire accesses", "release accesses",
                       "irq-flag changes"):
+            # Held to the known answer's slack, not to the judge's verdict, which flags an
+            # A/A row 5% of the time.
             r = rows[(key, label)]
-            assert abs(diff(r)) <= SLACK[key][1] and r.verdict not in CHANGE, r
+            assert abs(diff(r)) <= EVENT_SLACK[key], r
 
 
 # What the write-cost loop adds per write on arm64: +21.0 instructions in anon_pipe_write on
@@ -204,8 +207,8 @@ def test_the_profile_puts_each_patch_in_anon_pipe_write(patched):
         assert all(abs(d) <= OTHER_SLACK * writes for sym, d in rows.items()
                    if sym != "anon_pipe_write"), rows
         barrier = events[key]["anon_pipe_write"]
-        assert abs(barrier["dmb_ish"] - writes) <= SLACK[key][1], barrier
-        assert abs(barrier["atomics"]) <= SLACK[key][1], barrier
+        assert abs(barrier["dmb_ish"] - writes) <= EVENT_SLACK[key], barrier
+        assert abs(barrier["atomics"]) <= EVENT_SLACK[key], barrier
 
 
 @pytest.fixture(scope="module")

@@ -146,9 +146,10 @@ def test_a_loop_of_plain_instructions_adds_no_atomic(aa, patched):
     _, outcome = against_base(aa, patched["write_cost"])
     for key in ("pipe-throughput/copies=1", "pipe-context/copies=1"):
         rows = cost_rows(outcome, key)
+        # The known answer's slack, not the judge's verdict, which flags an A/A row 5% of
+        # the time.
         for name in ("atomics", "fences", "irqflags"):
             assert abs(diff(rows[name])) <= EVENT_SLACK, rows[name]
-            assert rows[name].verdict not in CHANGE, rows[name]
 
 
 def test_one_smp_mb_per_write_is_one_atomic(aa, patched):
