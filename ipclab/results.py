@@ -164,12 +164,6 @@ def load(path):
         if k in data and not isinstance(data[k], str):
             raise Error(f"{path}: corrupt results file ({k!r} is not a string)")
     _check_names(data, path)
-    keys = set()
-    for c in cells:
-        # Cells are found by key (compare, views, resume): a second one would be lost.
-        if c["key"] in keys:
-            raise Error(f"{path}: corrupt results file (cell {c['key']} appears twice)")
-        keys.add(c["key"])
     for c in cells:
         c.setdefault("status", "ok")
         c.setdefault("error", "")
