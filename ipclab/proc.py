@@ -130,17 +130,22 @@ def run(argv, timeout, *, capture=False, logfile=None, cwd=None, env=None, poll=
 def write_text_atomic(path, text):
     """A file written whole or not at all (temp file in the same directory, then rename).
     Error when something other than a regular file is at `path` (safeio); an OSError names
-    `path`, never the temp file the user did not ask for."""
+    `path`, never the temp file the user did not ask for.  `text` may be bytes (a plot)."""
     path = Path(path)
     safeio.check_replaceable(path)
     # A name of this process and thread (two guests' records may be written at once), made
-    # with open() so that the file gets the usual permissions, not mkstemp's 0600; the name
-    # is cut so that a long but valid `path` still leaves room for the temp file's.
+    # with the usual permissions, not mkstemp's 0600; the name is cut so that a long but
+    # valid `path` still leaves room for the temp file's.  O_EXCL after the unlink: a link
+    # planted at the temp name is never followed.
     tmp = path.with_name(f".{path.name[:100]}.{os.getpid()}-{threading.get_ident()}.tmp")
+    data = text if isinstance(text, bytes) else text.encode()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w") as f:
-            f.write(text)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+        with open(fd, "wb") as f:
+            f.write(data)
         # Checked again: the first check was before a write that may have taken a while.
         safeio.check_replaceable(path)
         os.replace(tmp, path)

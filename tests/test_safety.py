@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Issue 30: nothing replaced, nothing lost, nothing escapes. Bad paths, signals and absurd
 input each get one line and an exit status, and no file is lost or replaced."""
+import json
 import os
 import re
 import signal
@@ -420,8 +421,11 @@ def test_a_report_into_an_old_folder_drops_the_old_plots(fake_engine, tmp_path, 
     assert main(QUICK + ["-o", "r.json"]) == 0
     rep = tmp_path / "rep"
     rep.mkdir()
-    # an earlier report's folder: its report.md shows old.png; mine.png is the user's
-    (rep / "report.md").write_text("# old\n\n![an old plot](old.png)\n")
+    # an earlier report's folder: ipclab recorded old.png as its own; mine.png is the user's
+    assert main(["report", "r.json", "-o", str(rep)]) == 0
+    manifest = rep / ".ipclab-report.json"
+    rec = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps(dict(rec, files=rec["files"] + ["old.png"])))
     (rep / "old.png").write_bytes(b"old")
     (rep / "mine.png").write_bytes(b"mine")
     assert main(["report", "r.json", "-o", str(rep)]) == 0

@@ -121,6 +121,8 @@ def build_parser():
     s.add_argument("files", nargs="+", metavar="FILE")
     s.add_argument("-o", "--output", metavar="DIR", help="report directory"
                    " (default reports/<id>)")
+    s.add_argument("--force", action="store_true", help="write into a folder that holds"
+                   " files but no ipclab report (its files are kept; report.md is replaced)")
     add_peers(s)
     s.set_defaults(func=cmd_report)
 
@@ -163,7 +165,9 @@ def add_run_parser(sub):
                    " --side new=bench/ipcbench, or --side 1copy='--copies 1' --side"
                    " 2copies='--copies 2'. Each cell runs on both sides back to back, the"
                    " first side alternating by round; each side gets its file"
-                   " (-o STEM: STEM.NAME.json), and the comparison pairs them by round")
+                   " (-o STEM: STEM.NAME.json), and the comparison pairs them by round."
+                   " With --resume, --side NAME=ENGINE names a side's engine when it is not"
+                   " the default one")
     r.add_argument("--dry-run", action="store_true", help="print the engine commands only")
     r.add_argument("--order-seed", type=int, help="seed of the randomized order")
     r.add_argument("--report-dir", metavar="DIR", help="report directory"

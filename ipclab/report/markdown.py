@@ -5,28 +5,35 @@ once, when it has none)."""
 
 import contextlib
 import io
+import json
 import os
-import re
 from pathlib import Path
 
-from ipclab import compare, deterministic, envinfo, proc, results, safeio
+from ipclab import Error, compare, deterministic, envinfo, proc, results, safeio
 from ipclab.report.compare import render_compare
 from ipclab.report.show import build_text, quality, render_views
 
 
-def write_report(paths_and_results, out_dir, peers=None, outcomes=None):
+MANIFEST = ".ipclab-report.json"     # what ipclab wrote in a report folder: its own files
+MANIFEST_SCHEMA = "ipclab-report/1"
+
+
+def write_report(paths_and_results, out_dir, peers=None, outcomes=None, force=False):
     """report.md plus PNG plots in out_dir; returns the Markdown path.
 
     One results file: its tables and plots.  Several: each one's tables,
     then every later file compared against the first (`outcomes`: those comparisons, when
     the caller has computed them already; they are not computed again).  peers: a peers run
-    whose peer figures stand beside ours in the seed tables.
+    whose peer figures stand beside ours in the seed tables.  A folder that holds files
+    but no report of ipclab's is refused unless force; either way only the plots ipclab
+    recorded as its own (MANIFEST) are ever removed.
     """
     from ipclab.report import plot   # matplotlib is slow to import; only reports need it
 
     out_dir = Path(out_dir)
+    earlier = _own_files(out_dir, force)
     out_dir.mkdir(parents=True, exist_ok=True)
-    earlier = _plots_shown(out_dir / "report.md")
+    written = []
     md = []
     w = md.append
     first = paths_and_results[0][1]
@@ -70,6 +77,7 @@ def write_report(paths_and_results, out_dir, peers=None, outcomes=None):
             w("- warning: " + x)
         w("")
         for png, caption in plot.run_plots(res, out_dir):
+            written.append(png.name)
             w(f"![{caption}]({png.name})\n")
     for i, (path, res) in enumerate(paths_and_results[1:]):
         buf = io.StringIO()
@@ -79,23 +87,39 @@ def write_report(paths_and_results, out_dir, peers=None, outcomes=None):
         w("```\n" + buf.getvalue().rstrip() + "\n```\n")
         png = plot.compare_plot(outcome, out_dir)
         if png:
+            written.append(png.name)
             w(f"![baseline -> new: each delta with its interval]({png.name})\n")
     path = out_dir / "report.md"
     proc.write_text_atomic(path, "\n".join(md).rstrip() + "\n")
+    proc.write_json_atomic(out_dir / MANIFEST, {"schema": MANIFEST_SCHEMA,
+                                                "files": ["report.md"] + written})
     # An earlier report's plots that this one does not show would pass for its own.
-    for name in earlier - _plots_shown(path):
+    for name in earlier - set(written) - {"report.md"}:
         with contextlib.suppress(OSError):
             os.unlink(out_dir / name)
     return path
 
 
-_PLOT_LINK = re.compile(r"^!\[[^\]]*\]\(([^)/\\]+\.png)\)$", re.M)
-
-
-def _plots_shown(md_path):
-    """The PNG files (in its own folder) a report.md shows; none when there is none."""
-    safeio.check_replaceable(md_path)
+def _own_files(out_dir, force):
+    """The files an earlier ipclab report in out_dir recorded as its own; Error when the
+    folder holds files but no such record (someone else's), unless force."""
+    safeio.check_replaceable(out_dir / "report.md")
     try:
-        return set(_PLOT_LINK.findall(md_path.read_text(errors="replace")))
-    except OSError:
+        with open(out_dir / MANIFEST) as f:
+            rec = json.load(f)
+        files = rec.get("files") if isinstance(rec, dict) and \
+            rec.get("schema") == MANIFEST_SCHEMA else None
+        if isinstance(files, list):
+            return {n for n in files if safeio.plain_name(n) and n.endswith(".png")}
+    except (OSError, ValueError):
+        pass        # no record, or one unreadable: the folder is judged by what it holds
+    try:
+        held = any(True for _ in out_dir.iterdir())
+    except FileNotFoundError:
         return set()
+    except OSError as e:
+        raise Error(f"{out_dir}: cannot read: {e.strerror}") from None
+    if held and not force:
+        raise Error(f"{out_dir}: holds files but no report of ipclab's: give another -o, or"
+                    " --force to write the report into it (no file of its own is removed)")
+    return set()

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """PNG plots for reports (matplotlib, Agg backend: no display needed)."""
 
+import io
 import math
 import re
 from pathlib import Path
@@ -10,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ipclab import deterministic, metrics, results, stats, views  # noqa: E402
+from ipclab import deterministic, metrics, proc, results, stats, views  # noqa: E402
 from ipclab.compare.record import row_verdicts  # noqa: E402
 
 
@@ -25,8 +26,14 @@ def _name(res, what):
 def _save(fig, out_dir, name):
     path = Path(out_dir) / name
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    # Rendered whole first, then written as every file is (proc.write_text_atomic): a link
+    # or a device named like a plot is refused, and a full disk leaves no half a PNG.
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=100)
+    finally:
+        plt.close(fig)
+    proc.write_text_atomic(path, buf.getvalue())
     return path
 
 
