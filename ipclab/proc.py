@@ -128,6 +128,10 @@ def run(argv, timeout, *, capture=False, logfile=None, cwd=None, env=None, poll=
 
 
 def write_text_atomic(path, text):
+    write_bytes_atomic(path, text.encode())
+
+
+def write_bytes_atomic(path, data):
     """A file written whole or not at all (temp file in the same directory, then rename).
     Error when something other than a regular file is at `path` (safeio); an OSError names
     `path`, never the temp file the user did not ask for."""
@@ -139,8 +143,8 @@ def write_text_atomic(path, text):
     tmp = path.with_name(f".{path.name[:100]}.{os.getpid()}-{threading.get_ident()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w") as f:
-            f.write(text)
+        with open(tmp, "wb") as f:
+            f.write(data)
         # Checked again: the first check was before a write that may have taken a while.
         safeio.check_replaceable(path)
         os.replace(tmp, path)

@@ -415,20 +415,6 @@ def test_quiet_keeps_the_warnings(fake_engine, tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().err == "warning: something to know\n"
 
 
-def test_a_report_into_an_old_folder_drops_the_old_plots(fake_engine, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    assert main(QUICK + ["-o", "r.json"]) == 0
-    rep = tmp_path / "rep"
-    rep.mkdir()
-    # an earlier report's folder: its report.md shows old.png; mine.png is the user's
-    (rep / "report.md").write_text("# old\n\n![an old plot](old.png)\n")
-    (rep / "old.png").write_bytes(b"old")
-    (rep / "mine.png").write_bytes(b"mine")
-    assert main(["report", "r.json", "-o", str(rep)]) == 0
-    assert not (rep / "old.png").exists() and (rep / "mine.png").read_bytes() == b"mine"
-    assert "old.png" not in (rep / "report.md").read_text()
-
-
 # ---- 10. the compare plot says what it draws ---------------------------------------------
 
 

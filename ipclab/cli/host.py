@@ -255,7 +255,7 @@ def cmd_report(args):
             compare.match_cells(loaded[0][1], r, common=False, hint_common=False)
     out_dir = _report_dir(loaded[0][1]["id"] if len(loaded) == 1 else
                           f"{loaded[0][1]['id']}-vs-{loaded[-1][1]['id']}", args.output)
-    md = report.write_report(loaded, out_dir, peers=_peers_run(args.peers))
+    md = report.write_report(loaded, out_dir, peers=_peers_run(args.peers), force=args.force)
     print(md)
     return 0
 

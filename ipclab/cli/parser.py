@@ -121,6 +121,8 @@ def build_parser():
     s.add_argument("files", nargs="+", metavar="FILE")
     s.add_argument("-o", "--output", metavar="DIR", help="report directory"
                    " (default reports/<id>)")
+    s.add_argument("--force", action="store_true", help="write into a folder that holds"
+                   " files but no ipclab report (its files are kept)")
     add_peers(s)
     s.set_defaults(func=cmd_report)
 

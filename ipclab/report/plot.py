@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """PNG plots for reports (matplotlib, Agg backend: no display needed)."""
 
+import io
 import math
 import re
 from pathlib import Path
@@ -10,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ipclab import deterministic, metrics, results, stats, views  # noqa: E402
+from ipclab import deterministic, metrics, proc, results, stats, views  # noqa: E402
 
 
 PERCENTILES = ("p50", "p90", "p99", "p99.9")
@@ -24,8 +25,14 @@ def _name(res, what):
 def _save(fig, out_dir, name):
     path = Path(out_dir) / name
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    # Rendered in memory first: the file is then written whole or not at all, and never
+    # through a link that sits where the plot goes.
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=100)
+    finally:
+        plt.close(fig)
+    proc.write_bytes_atomic(path, buf.getvalue())
     return path
 
 

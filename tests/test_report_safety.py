@@ -1,0 +1,110 @@
+"""Issue 42, the report's side: `report -o DIR` loses none of the user's files, plots are
+written like every other file (never through a link, never half), and a full disk leaves
+no empty plot behind."""
+
+import builtins
+import errno
+
+from conftest import fixture
+
+from ipclab.cli import main
+
+QUICK = ["run", "pipe-context", "--reps", "1", "--warmups", "0", "--quiet", "--no-report"]
+
+
+def _one_line(err):
+    return err.count("\n") == 1 and "Traceback" not in err
+
+
+# ---- 2. a folder of the user's is not a report folder -------------------------------------
+
+
+def test_report_refuses_a_folder_with_files_but_no_report_of_ours(tmp_path, capsys):
+    rep = tmp_path / "rep"
+    rep.mkdir()
+    (rep / "notes.txt").write_text("mine\n")
+    assert main(["report", fixture("base.json"), "-o", str(rep)]) == 2
+    err = capsys.readouterr().err
+    assert _one_line(err) and "--force" in err
+    assert sorted(p.name for p in rep.iterdir()) == ["notes.txt"]
+    # asked to, it writes beside them
+    assert main(["report", fixture("base.json"), "-o", str(rep), "--force"]) == 0
+    assert (rep / "notes.txt").read_text() == "mine\n" and (rep / "report.md").exists()
+
+
+def test_report_keeps_the_plots_a_foreign_report_md_links(tmp_path, capsys):
+    rep = tmp_path / "rep"
+    rep.mkdir()
+    (rep / "report.md").write_text("# my notes\n\n![a plot of mine](mine.png)\n")
+    (rep / "mine.png").write_bytes(b"mine")
+    assert main(["report", fixture("base.json"), "-o", str(rep)]) == 2
+    assert (rep / "report.md").read_text().startswith("# my notes")
+    assert main(["report", fixture("base.json"), "-o", str(rep), "--force"]) == 0
+    assert (rep / "mine.png").read_bytes() == b"mine"
+
+
+def test_a_report_into_its_own_old_folder_drops_only_its_old_plots(tmp_path):
+    rep = tmp_path / "rep"
+    assert main(["report", fixture("base.json"), fixture("new.json"), "-o", str(rep)]) == 0
+    before = {p.name for p in rep.glob("*.png")}
+    (rep / "mine.png").write_bytes(b"mine")
+    assert main(["report", fixture("base.json"), "-o", str(rep)]) == 0
+    after = {p.name for p in rep.glob("*.png")}
+    shown = (rep / "report.md").read_text()
+    assert after - {"mine.png"} < before      # the comparison's plot is gone
+    assert all(name in shown for name in after - {"mine.png"})
+    assert (rep / "mine.png").read_bytes() == b"mine"
+
+
+# ---- 3. a plot is never written through a link --------------------------------------------
+
+
+def test_a_plot_never_follows_a_symlink(tmp_path, capsys):
+    rep = tmp_path / "rep"
+    assert main(["report", fixture("base.json"), "-o", str(rep)]) == 0
+    png = sorted(rep.glob("*.png"))[0]
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    png.unlink()
+    png.symlink_to(victim)
+    assert main(["report", fixture("base.json"), "-o", str(rep)]) == 2
+    assert _one_line(capsys.readouterr().err)
+    assert victim.read_text() == "precious\n" and png.is_symlink()
+
+
+# ---- Low: a full disk leaves no empty plot ------------------------------------------------
+
+
+def test_a_full_disk_leaves_no_empty_plot(tmp_path, monkeypatch, capsys):
+    rep = tmp_path / "rep"
+    assert main(["report", fixture("base.json"), "-o", str(rep)]) == 0
+    old = {p.name: p.read_bytes() for p in rep.iterdir()}
+    real_open = builtins.open
+
+    class Full:
+        def __init__(self, f):
+            self.f = f
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+    def opener(file, mode="r", *args, **kwargs):
+        f = real_open(file, mode, *args, **kwargs)
+        if "w" in mode and "b" in mode and str(rep) in str(file):
+            return Full(f)
+        return f
+    monkeypatch.setattr(builtins, "open", opener)
+    rc = main(["report", fixture("base.json"), "-o", str(rep)])
+    monkeypatch.undo()
+    assert rc == 2 and _one_line(capsys.readouterr().err)
+    # the earlier report stays whole: no plot cut to 0 bytes, no temp file left
+    assert {p.name: p.read_bytes() for p in rep.iterdir()} == old
