@@ -5,6 +5,8 @@ no empty plot behind."""
 import builtins
 import errno
 
+import pytest
+
 from conftest import fixture
 
 from ipclab.cli import main
@@ -108,3 +110,16 @@ def test_a_full_disk_leaves_no_empty_plot(tmp_path, monkeypatch, capsys):
     assert rc == 2 and _one_line(capsys.readouterr().err)
     # the earlier report stays whole: no plot cut to 0 bytes, no temp file left
     assert {p.name: p.read_bytes() for p in rep.iterdir()} == old
+
+
+def test_a_bisect_log_is_not_written_through_a_link(tmp_path):
+    from ipclab import Error
+    from ipclab.lab import bisect as b
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (tmp_path / b.LOG_NAME).symlink_to(victim)
+    p = b.Params("/tree", "a" * 40, "b" * 40, "seed-skip-wakeups", "pipe-throughput", None,
+                 True, 2)
+    with pytest.raises(Error):
+        b.BisectLog(tmp_path / b.LOG_NAME).start(p)
+    assert victim.read_text() == "precious\n"
