@@ -4,10 +4,14 @@ no empty plot behind."""
 
 import builtins
 import errno
+import io
+import json
+import subprocess
+import sys
 
 import pytest
 
-from conftest import fixture
+from conftest import ROOT, fixture
 
 from ipclab.cli import main
 
@@ -123,3 +127,54 @@ def test_a_bisect_log_is_not_written_through_a_link(tmp_path):
     with pytest.raises(Error):
         b.BisectLog(tmp_path / b.LOG_NAME).start(p)
     assert victim.read_text() == "precious\n"
+
+
+# ---- 15. outside the virtualenv -----------------------------------------------------------
+
+
+def test_outside_the_virtualenv_one_line_points_to_make_deps(tmp_path):
+    # -S: no site-packages, so numpy and the rest are missing as in a bare python3
+    p = subprocess.run([sys.executable, "-S", "-m", "ipclab", "show", fixture("base.json")],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, p.stderr
+    assert _one_line(p.stderr) and "make deps" in p.stderr
+
+
+# ---- 16. no interval for a peer from too few values ---------------------------------------
+
+
+def test_a_peer_interval_needs_the_documented_n(tmp_path, capsys):
+    from test_peers import peers_run
+
+    from ipclab import results, stats
+    for n, shown in ((stats.MIN_REPS - 1, False), (stats.MIN_REPS, True)):
+        p = tmp_path / f"p{n}.json"
+        results.save(peers_run(n=n), p)
+        assert main(["show", str(p), "--json"]) == 0
+        (pair,) = json.loads(capsys.readouterr().out)["pairs"]
+        assert (pair["ci"][0] is not None) == shown, (n, pair["ci"])
+    assert main(["show", str(tmp_path / f"p{stats.MIN_REPS - 1}.json")]) == 0
+    line = [l for l in capsys.readouterr().out.splitlines() if "perf-sched-pipe" in l][0]
+    assert "[" not in line.split("0.800")[-1]
+
+
+# ---- Low: what the compare output and the options say -------------------------------------
+
+
+def test_min_change_says_it_is_a_percentage(capsys):
+    assert main(["compare", fixture("base.json"), fixture("new.json"), "--min-change",
+                 "100"]) == 2
+    err = capsys.readouterr().err
+    assert "percentage" in err and "2%" in err
+
+
+def test_no_primaries_prints_no_alpha_over_zero():
+    import dataclasses
+
+    from ipclab import compare, results
+    from ipclab.report.compare import render_compare
+    outcome = compare.compare_results(results.load(fixture("base.json")),
+                                      results.load(fixture("new.json")))
+    buf = io.StringIO()
+    render_compare(dataclasses.replace(outcome, family=0), buf)
+    assert "/0" not in buf.getvalue()
