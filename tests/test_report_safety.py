@@ -178,3 +178,53 @@ def test_no_primaries_prints_no_alpha_over_zero():
     buf = io.StringIO()
     render_compare(dataclasses.replace(outcome, family=0), buf)
     assert "/0" not in buf.getvalue()
+
+
+# ---- 14. compare says what the two files are ----------------------------------------------
+
+
+def test_compare_warns_of_another_cpu_kernel_or_accel(tmp_path, capsys):
+    from ipclab import results
+    new = results.load(fixture("new.json"))
+    new["env"].update(cpu="Intel Xeon", kernel="6.6.1")
+    new["meta"]["accel"] = "kvm"
+    p = tmp_path / "other.json"
+    results.save(new, p)
+    assert main(["compare", fixture("base.json"), str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "different machines or kernels" in out
+    assert all(x in out for x in ("AMD EPYC vs Intel Xeon", "6.12.117 vs 6.6.1",
+                                  "native vs kvm"))
+    assert main(["compare", fixture("base.json"), fixture("new.json")]) == 0
+    assert "different machines" not in capsys.readouterr().out
+
+
+def test_compare_of_a_file_with_itself_says_so(capsys):
+    assert main(["compare", fixture("base.json"), fixture("base.json")]) == 0
+    out = capsys.readouterr().out
+    assert "same run" in out and "the two files are separate runs" not in out
+
+
+# ---- Low: the compare plot's title and its words -------------------------------------------
+
+
+def test_the_compare_plot_title_fits_and_its_intervals_say_bonferroni(tmp_path, monkeypatch):
+    from ipclab import compare, results
+    from ipclab.report import plot
+    base, new = results.load(fixture("base.json")), results.load(fixture("new.json"))
+    base["id"], new["id"] = "b" * 90, "n" * 90
+    outcome = compare.compare_results(base, new)
+    kept = {}
+
+    def keep(fig, out_dir, name):
+        fig.tight_layout()
+        kept["fig"] = fig
+        return name
+    monkeypatch.setattr(plot, "_save", keep)
+    assert plot.compare_plot(outcome, tmp_path)
+    fig = kept["fig"]
+    ax = fig.axes[0]
+    box = ax.title.get_window_extent(fig.canvas.get_renderer())
+    assert 0 <= box.x0 and box.x1 <= fig.bbox.width, (box, fig.bbox)
+    # the primaries' intervals are Bonferroni-wide (docs/statistics.md); Holm is the p's
+    assert "Bonferroni" in ax.get_xlabel() and "Holm" not in ax.get_xlabel()
