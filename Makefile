@@ -64,7 +64,7 @@ test-lts: lab-deps engine
 	@$(MAKE) --no-print-directory -C conformance
 	IPCLAB_TEST_BASE=lts $(PY) -m pytest -q tests/kernel
 
-# Too slow for `make test`: builds and boots several kernels (docs/lab.md says how long).
+# Too slow for `make test`: builds and boots several kernels (tests/README.md says how long).
 test-bisect: lab-deps engine
 	IPCLAB_TEST_BISECT=1 $(PY) -m pytest -q tests/kernel/test_lab_bisect.py
 

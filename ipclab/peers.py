@@ -39,7 +39,7 @@ class ParseError(ValueError):
     """The program's output is not what its parser knows."""
 
 
-def _num(pattern, text, what):
+def number(pattern, text, what):
     m = re.search(pattern, text, re.MULTILINE)
     if not m:
         raise ParseError(f"no {what} in its output")
@@ -49,7 +49,7 @@ def _num(pattern, text, what):
         raise ParseError(f"{what} is not a number: {m.group(1)!r}") from None
 
 
-def _metric(value, unit, better="none"):
+def metric(value, unit, better="none"):
     return {"value": value, "unit": unit, "better": better}
 
 
@@ -59,13 +59,13 @@ def _metric(value, unit, better="none"):
 def read_perf_pipe(text, args, files):
     """`perf bench sched pipe`: N round trips between two processes (an "op" is one
     write+read on each side), "usecs/op" to 6 decimals."""
-    us = _num(r"^\s*([0-9.]+)\s+usecs/op", text, "usecs/op")
+    us = number(r"^\s*([0-9.]+)\s+usecs/op", text, "usecs/op")
     if us <= 0:
         raise ParseError(f"usecs/op is {us:g}")
-    ops = _num(r"Executed\s+(\d+)\s+pipe operations", text, "operation count")
-    return {"round_trips_per_s": _metric(1e6 / us, "round trips/s", "higher"),
-            "us_per_round_trip": _metric(us, "us"),
-            "round_trips": _metric(ops, "round trips")}
+    ops = number(r"Executed\s+(\d+)\s+pipe operations", text, "operation count")
+    return {"round_trips_per_s": metric(1e6 / us, "round trips/s", "higher"),
+            "us_per_round_trip": metric(us, "us"),
+            "round_trips": metric(ops, "round trips")}
 
 
 def _option(args, short, long, default):
@@ -81,10 +81,10 @@ def _option(args, short, long, default):
 def read_perf_messaging(text, args, files):
     """`perf bench sched messaging`: per group, S senders each write `loops` messages of
     100 bytes to each of S receivers, which read them; messages/s over its total time."""
-    total = _num(r"Total time:\s*([0-9.]+)\s*\[sec\]", text, "total time")
-    per_group = _num(r"#\s*(\d+)\s+sender and receiver processes per group", text,
+    total = number(r"Total time:\s*([0-9.]+)\s*\[sec\]", text, "total time")
+    per_group = number(r"#\s*(\d+)\s+sender and receiver processes per group", text,
                      "processes per group")
-    groups = _num(r"#\s*(\d+)\s+groups?\s*==", text, "group count")
+    groups = number(r"#\s*(\d+)\s+groups?\s*==", text, "group count")
     try:
         loops = int(_option(args, "-l", "--nr_loops", "100"))
     except ValueError:
@@ -92,9 +92,9 @@ def read_perf_messaging(text, args, files):
     if total <= 0:
         raise ParseError(f"total time is {total:g} s (too short to time: raise -l)")
     messages = groups * per_group * per_group * loops
-    return {"messages_per_s": _metric(messages / total, "messages/s", "higher"),
-            "total_s": _metric(total, "s"),
-            "messages": _metric(messages, "messages")}
+    return {"messages_per_s": metric(messages / total, "messages/s", "higher"),
+            "total_s": metric(total, "s"),
+            "messages": metric(messages, "messages")}
 
 
 # ---- stress-ng ----------------------------------------------------------------------------
@@ -129,9 +129,9 @@ def _misc(table, starts, stressor):
 def _stress_ng_common(t):
     if t["bogo_ops"] <= 0 or t["real_s"] <= 0 or t["ops_per_s"] <= 0:
         raise ParseError(f"no operations counted ({t['bogo_ops']:g} in {t['real_s']:g} s)")
-    return {"bogo_ops": _metric(t["bogo_ops"], "bogo ops"),
-            "real_s": _metric(t["real_s"], "s"),
-            "cpu_s": _metric(t["usr_s"] + t["sys_s"], "s")}
+    return {"bogo_ops": metric(t["bogo_ops"], "bogo ops"),
+            "real_s": metric(t["real_s"], "s"),
+            "cpu_s": metric(t["usr_s"] + t["sys_s"], "s")}
 
 
 def read_stress_ng_pipe(text, args, files):
@@ -140,8 +140,8 @@ def read_stress_ng_pipe(text, args, files):
     t = stress_ng_table(text, "pipe")
     common = _stress_ng_common(t)
     rate = _misc(t, "MB per sec pipe write rate", "pipe")
-    return {"throughput": _metric(rate / MIB_PER_MB, "MB/s", "higher"),
-            "ops_per_s": _metric(t["ops_per_s"], "bogo ops/s"), **common}
+    return {"throughput": metric(rate / MIB_PER_MB, "MB/s", "higher"),
+            "ops_per_s": metric(t["ops_per_s"], "bogo ops/s"), **common}
 
 
 def read_stress_ng_pipeherd(text, args, files):
@@ -149,17 +149,17 @@ def read_stress_ng_pipeherd(text, args, files):
     op is one pass, and real time includes forking and killing the herd."""
     t = stress_ng_table(text, "pipeherd")
     common = _stress_ng_common(t)
-    out = {"transfers_per_s": _metric(t["ops_per_s"], "transfers/s", "higher"),
-           "us_per_transfer": _metric(1e6 / t["ops_per_s"], "us")}
+    out = {"transfers_per_s": metric(t["ops_per_s"], "transfers/s", "higher"),
+           "us_per_transfer": metric(1e6 / t["ops_per_s"], "us")}
     # It prints switches per op to two decimals, too coarse near 0.02: switches per second
     # (more digits) times its real time over its ops is the same figure, within its
     # fork and kill.
     per_s = [v for k, v in t["misc"].items() if k.startswith("context switches per sec")]
     cs = [v for k, v in t["misc"].items() if k.startswith("context switches per bogo op")]
     if per_s:
-        out["cs_per_transfer"] = _metric(per_s[0] * t["real_s"] / t["bogo_ops"], "switches")
+        out["cs_per_transfer"] = metric(per_s[0] * t["real_s"] / t["bogo_ops"], "switches")
     elif cs:
-        out["cs_per_transfer"] = _metric(cs[0], "switches")
+        out["cs_per_transfer"] = metric(cs[0], "switches")
     return {**out, **common}
 
 
@@ -167,8 +167,8 @@ def read_stress_ng_mq(text, args, files):
     """A sender and a receiver process on one POSIX queue; a bogo op is one message."""
     t = stress_ng_table(text, "mq")
     common = _stress_ng_common(t)
-    return {"ns_per_message": _metric(1e9 / t["ops_per_s"], "ns", "lower"),
-            "ops_per_s": _metric(t["ops_per_s"], "messages/s"), **common}
+    return {"ns_per_message": metric(1e9 / t["ops_per_s"], "ns", "lower"),
+            "ops_per_s": metric(t["ops_per_s"], "messages/s"), **common}
 
 
 def _read_stress_ng_rate(stressor, starts):
@@ -176,8 +176,8 @@ def _read_stress_ng_rate(stressor, starts):
         t = stress_ng_table(text, stressor)
         common = _stress_ng_common(t)
         mib = _misc(t, starts, stressor)
-        return {"throughput": _metric(mib / 1024, "GiB/s", "higher"),
-                "ops_per_s": _metric(t["ops_per_s"], "bogo ops/s"), **common}
+        return {"throughput": metric(mib / 1024, "GiB/s", "higher"),
+                "ops_per_s": metric(t["ops_per_s"], "bogo ops/s"), **common}
     read.__doc__ = f"stress-ng {stressor}: its '{starts}' metric, in GiB/s."
     return read
 
@@ -200,9 +200,9 @@ def read_pmqtest(text, args, files):
         except (ValueError, KeyError, TypeError, AttributeError, ZeroDivisionError):
             avg = None
     if avg is None:
-        avg = _num(r"Avg\s+([0-9.]+)", text, "Avg latency")
-    return {"latency_ns": _metric(avg * 1000, "ns", "lower"),
-            "max_ns": _metric(_num(r"Max\s+([0-9.]+)", text, "Max latency") * 1000, "ns")}
+        avg = number(r"Avg\s+([0-9.]+)", text, "Avg latency")
+    return {"latency_ns": metric(avg * 1000, "ns", "lower"),
+            "max_ns": metric(number(r"Max\s+([0-9.]+)", text, "Max latency") * 1000, "ns")}
 
 
 # ---- the pairs ----------------------------------------------------------------------------
@@ -401,13 +401,13 @@ def cell_specs():
     return out
 
 
-def _workload(cell):
+def workload_of(cell):
     """A suites.Cell's or a results cell's workload."""
     return cell.get("workload", "") if isinstance(cell, dict) else cell.workload
 
 
 def is_peer(cell):
-    return _workload(cell).startswith(PREFIX)
+    return workload_of(cell).startswith(PREFIX)
 
 
 def workloads():
@@ -415,7 +415,7 @@ def workloads():
 
 
 def pair_of(cell):
-    return BY_NAME.get(_workload(cell)[len(PREFIX):])
+    return BY_NAME.get(workload_of(cell)[len(PREFIX):])
 
 
 def argv_for(cell):
@@ -477,9 +477,15 @@ def run_cell(cell, env=None):
     except ParseError as e:
         return engine.CellRun("failed", error=f"cannot read {argv[0]}'s output: {e}",
                               rc=done.rc, argv=argv)
-    sample = {"schema": SCHEMA, "workload": cell.workload, "warmup": False, "sample": 0,
-              "params": {}, "metrics": metrics, "latency": {}, "counters": {},
-              "notes": {"argv": " ".join(argv), "package": PACKAGES.get(argv[0], "")},
-              "env": dict(_env()), "start": _iso(t0), "end": _iso(t1),
-              "elapsed_s": round(t1 - t0, 6)}
+    sample = program_sample(SCHEMA, cell.workload, metrics, argv, t0, t1,
+                            notes={"package": PACKAGES.get(argv[0], "")})
     return engine.CellRun("ok", samples=[sample], rc=0, argv=argv)
+
+
+def program_sample(schema, workload, metrics, argv, t0, t1, notes):
+    """One sample of the engine's shape from another program's run (a peer's, or an
+    upstream benchmark's, ipclab/upstream.py) between times t0 and t1."""
+    return {"schema": schema, "workload": workload, "warmup": False, "sample": 0,
+            "params": {}, "metrics": metrics, "latency": {}, "counters": {},
+            "notes": {"argv": " ".join(argv), **notes}, "env": dict(_env()),
+            "start": _iso(t0), "end": _iso(t1), "elapsed_s": round(t1 - t0, 6)}

@@ -258,6 +258,11 @@ def kernel_base(res):
     return f"{name}@{b['arch']}" if b.get("arch") else name
 
 
+def base_arch(key):
+    """The architecture of a kernel_base() key: what follows its `@`, else x86_64."""
+    return str(key).partition("@")[2] or "x86_64"
+
+
 def lab_boots(res):
     """The lab's boot records: one per boot of a pooled A/B side, one for a single boot."""
     lab = _meta(res).get("lab")

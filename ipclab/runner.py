@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from ipclab import Error, engine, envinfo, peers, progress, proc, results, safeio, schedule
-from ipclab import signals, suites
+from ipclab import signals, suites, upstream
 
 
 @dataclasses.dataclass
@@ -73,7 +73,7 @@ def check_sides(specs):
 def side_cells(cells, spec):
     """A side's cells: its engine arguments after each engine cell's own.  A peer program's
     cell is the same on both sides (its arguments are not the engine's)."""
-    return [c if peers.is_peer(c) else dataclasses.replace(c, args=list(c.args) + list(spec.args))
+    return [c if external(c) else dataclasses.replace(c, args=list(c.args) + list(spec.args))
             for c in cells]
 
 
@@ -213,7 +213,7 @@ def resumable(res, path):
             or plan["warmups"] < 0:
         raise Error(f"{path}: cannot resume: the file has no usable plan (reps, warmups,"
                     " order_seed)")
-    known = set(suites.workloads()) | peers.workloads()
+    known = set(suites.workloads()) | peers.workloads() | upstream.workloads()
     bad = [c.get("workload") for c in res["cells"] if c.get("workload") not in known]
     if bad:
         raise Error(f"{path}: cannot resume: unknown workload {bad[0]!r}")
@@ -291,14 +291,28 @@ def execute(sides, quiet=False, stream=None, run=None):
     return 0
 
 
+def external(cell):
+    """A cell another program runs: a peer's, or an upstream benchmark's. The engine's
+    arguments of a side are not its."""
+    return peers.is_peer(cell) or upstream.is_upstream(cell)
+
+
 def run_cell(engine_path, cell):
-    """One sample of a cell: a peer program's, or the engine's."""
-    return peers.run_cell(cell) if peers.is_peer(cell) else engine.run_cell(engine_path, cell)
+    """One sample of a cell: a peer program's, an upstream benchmark's, or the engine's."""
+    if peers.is_peer(cell):
+        return peers.run_cell(cell)
+    if upstream.is_upstream(cell):
+        return upstream.run_cell(cell)
+    return engine.run_cell(engine_path, cell)
 
 
 def argv_for(engine_path, cell):
     """The command line one sample of a cell runs (for --dry-run)."""
-    return peers.argv_for(cell) if peers.is_peer(cell) else engine.argv_for(engine_path, cell)
+    if peers.is_peer(cell):
+        return peers.argv_for(cell)
+    if upstream.is_upstream(cell):
+        return upstream.argv_for(cell)
+    return engine.argv_for(engine_path, cell)
 
 
 def default_id(suite, mode):

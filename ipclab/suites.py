@@ -15,12 +15,13 @@ the part its views need (engine.analysis_catalog, results.catalog), and views_fo
 builds a stored file's tables from it, engine or not.
 """
 
+import fnmatch
 import functools
 import json
 import os
 from dataclasses import dataclass, field, replace
 
-from ipclab import ROOT, Error, engine, peers
+from ipclab import ROOT, Error, engine, peers, upstream
 
 REFERENCE_DIR = ROOT / "ipclab" / "reference"
 
@@ -455,6 +456,58 @@ PEERS = Suite(
     make_cells=lambda mode: [Cell(k, w, a, est_s=e) for k, w, a, e in peers.cell_specs()],
 )
 
+# ---- upstream's own benchmarks ------------------------------------------------------------
+
+
+def _grid_view(vid, title, prefix, suffix, path, unit, writers, readers):
+    """A writers x readers table of cells keyed PREFIXw=W,r=RSUFFIX."""
+    rows = [(str(w), [(f"{prefix}w={w},r={r}{suffix}", path) for r in readers])
+            for w in writers]
+    return View(vid, title, "writers", [f"readers={r}" for r in readers], rows, unit,
+                kind="grid")
+
+
+def _pipe_bench_views(pressure):
+    w, r = (1, 2, 5), (1, 5, 10)
+    views = [_grid_view("pipe_bench-throughput", "pipe_bench: throughput in MB/s",
+                        "pipe_bench/", "", "metrics.throughput", "MB/s", w, r),
+             _grid_view("pipe_bench-latency", "pipe_bench: avg write latency in ns",
+                        "pipe_bench/", "", "metrics.write_lat_avg_ns", "ns", w, r)]
+    if pressure:
+        views += [_grid_view("pipe_bench-pressure-throughput",
+                             "pipe_bench under --memory-pressure: throughput in MB/s",
+                             "pipe_bench/", ",pressure", "metrics.throughput", "MB/s", w, r)]
+    return views
+
+
+def _cell(key, workload, args, est_s):
+    return Cell(key, workload, args, est_s=est_s)
+
+
+UPSTREAM_PIPE = Suite(
+    "upstream-pipe",
+    "upstream's pipe benchmark, tools/testing/selftests/pipe/pipe_bench.c built from the kernel"
+    " source: its sweep, writers {1,2,5} x readers {1,5,10}, with and without"
+    " --memory-pressure (ipclab/upstream.py)",
+    # pipe_bench takes whole seconds; the seed ran 10 s per configuration.
+    make_cells=lambda mode: upstream.pipe_bench_cells(1 if mode == QUICK else 10, _cell),
+    make_views=lambda cat: _pipe_bench_views(pressure=True),
+)
+
+# The two engines on the same sweep, interleaved: what each says of the same configurations.
+PIPE_BENCH_BESIDE = Suite(
+    "pipe-bench-beside",
+    "pipe_bench and ipcbench's pipe-sweep on the same sweep, 1 s per configuration, no memory"
+    " pressure, interleaved round by round",
+    make_cells=lambda mode: _sweep_cells(1.0) + [
+        c for c in upstream.pipe_bench_cells(1, _cell) if not c.key.endswith(",pressure")],
+    make_views=lambda cat: _pipe_bench_views(pressure=False) + [
+        _sweep_view(cat, "throughput", "ipcbench pipe-sweep: throughput in MB/s",
+                    "metrics.throughput", "MB/s", ""),
+        _sweep_view(cat, "latency", "ipcbench pipe-sweep: avg write latency in ns",
+                    "latency.write.mean", "ns", "")],
+)
+
 SUITES = {}
 
 
@@ -467,7 +520,7 @@ def register(suite):
 
 
 for _s in SEED_SUITES + [SEEDS, PEERS, ENGINE_CHECKS, TIMING_COST, ICOUNT_CHECK, ACCEPTANCE,
-           ACCEPTANCE_SMP]:
+           ACCEPTANCE_SMP, UPSTREAM_PIPE, PIPE_BENCH_BESIDE]:
     register(_s)
 
 
@@ -503,15 +556,24 @@ def resolve(name, extra_args=()):
     raise unknown(name)
 
 
+def _names(key, wanted):
+    # A key names one cell: `pipe-sweep/w=1,r=1` is not also `w=1,r=10`. Several cells
+    # take a pattern that says it is one (`pipe-sweep/*`).
+    return key == wanted or (any(ch in wanted for ch in "*?[") and
+                             fnmatch.fnmatchcase(key, wanted))
+
+
 def select(cells, wanted):
-    """The cells named in `wanted`, in the suite's order: each a cell's key, or the start of
-    keys (`pipe-throughput` for `pipe-throughput/copies=1`). Error (exit 2) for a name that
-    no cell has."""
+    """The cells named in `wanted`, in the suite's order: each a cell's key, or a glob of
+    keys (`pipe-sweep/w=1,*`). Error (exit 2) for an empty name or one no cell has."""
     for w in wanted:
-        if not any(c.key == w or c.key.startswith(w) for c in cells):
-            raise Error(f"--cell {w}: no cell is or starts with it (cells: "
-                        f"{', '.join(c.key for c in cells)})")
-    return [c for c in cells if any(c.key == w or c.key.startswith(w) for w in wanted)]
+        if not w:
+            raise Error("--cell '': give a cell's key, or a glob of keys such as"
+                        " 'pipe-sweep/*'")
+        if not any(_names(c.key, w) for c in cells):
+            raise Error(f"--cell {w}: no cell has that key, nor matches it as a glob (cells:"
+                        f" {', '.join(c.key for c in cells)})")
+    return [c for c in cells if any(_names(c.key, w) for w in wanted)]
 
 
 def members(name):

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from tier_beside import BesideTier
+from tier_beside import BesideTier, sigint_default  # noqa: F401 (the tests' import)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -31,6 +31,17 @@ def check_golden(name, text):
     with open(path) as f:
         want = f.read()
     assert text == want, "output differs from %s (UPDATE_GOLDEN=1 to accept)" % path
+
+
+@pytest.fixture(params=["SIGINT default", "SIGINT ignored"])
+def session_sigint(request):
+    """The test runs once as from a terminal and once as a shell's background job, which
+    starts with SIGINT ignored: a child stopped by SIGINT must be stopped either way."""
+    import signal
+    before = signal.signal(signal.SIGINT, signal.SIG_DFL if request.param == "SIGINT default"
+                           else signal.SIG_IGN)
+    yield request.param
+    signal.signal(signal.SIGINT, before)
 
 
 @pytest.fixture

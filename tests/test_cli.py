@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import FAKE_ENGINE, ROOT, fixture
+from conftest import FAKE_ENGINE, ROOT, fixture, sigint_default
 
 from ipclab import results
 from ipclab.cli import main
@@ -222,9 +222,7 @@ def test_ctrl_c_keeps_samples_and_resume_finishes(tmp_path):
                           "2", "-o", "r.json", "--no-report", "--order-seed", "1"],
                          cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True,
-                         # A runner started in the background ignores SIGINT, and its
-                         # children would inherit that: this test needs the default.
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                         preexec_fn=sigint_default)
     path = tmp_path / "r.json"
     # Wait until the run is stuck in the hanging workload with samples saved.
     deadline = time.monotonic() + 60

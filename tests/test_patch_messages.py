@@ -33,6 +33,9 @@ ASSISTED_BY = re.compile(r"^Assisted-by: LLM( [A-Za-z0-9_.-]+)*$", re.M)
 PREALLOC_FIXES = ('Fixes: 212ed884a1ae ("fs/pipe: pre-allocate pages outside pipe->mutex in '
                   'anon_pipe_write")')
 PREALLOC_AUTHOR = "Cc: Breno Leitao <leitao@debian.org>"
+# The commit that made the pre-allocation one per-pipe pool (7.3), which the fix also corrects.
+POOL_FIXES = ('Fixes: f7f4665dc520 ("fs/pipe: unify the page pools into a single per-pipe '
+              'pool")')
 
 
 def message(path):
@@ -43,7 +46,8 @@ def message(path):
 
 
 def test_there_are_series_to_check():
-    assert len(PATCHES) >= 4, PATCHES
+    # v4: the pipe series' two patches and the mqueue patch.
+    assert len(PATCHES) >= 3, PATCHES
 
 
 @pytest.mark.parametrize("path", PATCHES, ids=lambda p: p.name)
@@ -86,10 +90,11 @@ def test_no_uninitialized_stack(path):
 
 
 def test_failed_write_fix_carries_fixes_and_cc():
-    (path,) = [p for p in PATCHES if "+static size_t anon_pipe_prefill_len(" in p.read_text()
-               and "+\tanon_pipe_prefill_and_lock(pipe, anon_pipe_prefill_len(" in p.read_text()]
+    (path,) = [p for p in PATCHES if "+static unsigned int anon_pipe_prefill_need(" in
+               p.read_text()]
     lines = message(path).splitlines()
     assert PREALLOC_FIXES in lines, f"{path.name}: no {PREALLOC_FIXES}"
+    assert POOL_FIXES in lines, f"{path.name}: no {POOL_FIXES}"
     assert PREALLOC_AUTHOR in lines, f"{path.name}: no {PREALLOC_AUTHOR}"
 
 
@@ -102,19 +107,31 @@ def test_one_series_per_tree():
     assert len({t for ts in trees.values() for t in ts}) == len(trees), trees
     for name in trees:
         covers = [c for c in COVERS if c.name.startswith(name + "-0000-")]
-        assert len(covers) == 1, f"series {name}: {covers}"
+        single = len([p for p in PATCHES if p.name.startswith(name + "-")]) == 1
+        # A single patch is sent without a cover letter; a series has exactly one.
+        assert len(covers) == (0 if single else 1), f"series {name}: {covers}"
 
 
 def test_subjects_number_their_series():
-    """NAME-NNNN-*.patch is [PATCH N/TOTAL] of its series, the cover letter [PATCH 0/TOTAL]."""
+    """NAME-NNNN-*.patch is [PATCH vV N/TOTAL] of its series, the cover letter [PATCH vV
+    0/TOTAL], one version for the whole series; a single patch is [PATCH vV] (vV optional)."""
     for name in {p.name.split("-", 1)[0] for p in MAILS}:
         mails = [p for p in MAILS if p.name.startswith(name + "-")]
         total = len(mails) - 1
+        versions = set()
         for p in mails:
             number = int(p.name.split("-")[1])
-            subject = re.search(r"^Subject: \[PATCH (\d+)/(\d+)\]", p.read_text(), re.M)
-            assert subject, f"{p.name}: no [PATCH N/TOTAL] subject"
-            assert (int(subject.group(1)), int(subject.group(2))) == (number, total), p.name
+            subject = re.search(r"^Subject: \[PATCH(?: (v\d+))?(?: (\d+)/(\d+))?\]",
+                                p.read_text(), re.M)
+            assert subject, f"{p.name}: no [PATCH ...] subject"
+            versions.add(subject.group(1))
+            if len(mails) == 1:
+                assert subject.group(2) is None and number == 1, p.name
+            else:
+                assert subject.group(2), f"{p.name}: no N/TOTAL in the subject"
+                assert (int(subject.group(2)), int(subject.group(3))) == (number, total), \
+                    p.name
+        assert len(versions) == 1, f"series {name}: versions {versions}"
 
 
 def test_the_wakeup_skip_left_out_links_its_proposal():

@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from conftest import FAKE_ENGINE, ROOT, fixture
+from conftest import FAKE_ENGINE, ROOT, fixture, sigint_default
 
 from ipclab import proc, results
 from ipclab.cli import main
@@ -198,7 +198,7 @@ def _start(argv, tmp_path, **env):
     return subprocess.Popen([sys.executable, "-m", "ipclab"] + argv, cwd=str(tmp_path),
                             env=dict(os.environ, PYTHONPATH=ROOT, **env),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=sigint_default)
 
 
 def test_sigterm_saves_kills_the_engine_and_exits_143(tmp_path):
@@ -244,10 +244,10 @@ runpy.run_module("ipclab", run_name="__main__")
 """
 
 
-def test_ctrl_c_while_starting_is_one_line_and_130(tmp_path):
+def test_ctrl_c_while_starting_is_one_line_and_130(tmp_path, session_sigint):
     p = subprocess.run([sys.executable, "-c", INTERRUPT_WHILE_LOADING], cwd=str(tmp_path),
                        env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True, text=True,
-                       timeout=120)
+                       timeout=120, preexec_fn=sigint_default)
     assert p.returncode == 130 and p.stderr == "ipclab: interrupted\n", p.stderr
     assert p.stdout == ""
 

@@ -30,6 +30,13 @@ STOP_GRACE_S = 30
 SUMMARY = re.compile(r"^=*\s*(\d+ (passed|failed|skipped|error|errors)\b.*?)\s*=*$")
 
 
+def sigint_default():
+    """For a child's preexec_fn. A shell's background job (`make test &`) starts with SIGINT
+    ignored and Python keeps it so; a child that is to be stopped as Ctrl-C stops it must
+    not inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class BesideTier:
     """A pytest process running `test_path`, or any other command `argv` names."""
 
@@ -54,7 +61,8 @@ class BesideTier:
         self.t0 = time.monotonic()
         with open(self.log, "w") as out:
             self.proc = subprocess.Popen(self.argv, cwd=self.root, env=env, stdout=out,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=sigint_default)
         # Its time ends when it exits, which may be long before the session asks.
         self.reaper = threading.Thread(target=self._reap, daemon=True)
         self.reaper.start()

@@ -153,8 +153,8 @@ def add_run_parser(sub):
     r.add_argument("--force", action="store_true", help="replace the results file -o names"
                    " even when it holds a run (a complete one, or one --resume would finish)")
     r.add_argument("--cell", action="append", default=[], metavar="KEY",
-                   help="run only this cell of the suite (a key, or the start of keys;"
-                        " repeatable)")
+                   help="run only this cell of the suite (its key, or a glob of keys such as"
+                        " 'pipe-sweep/*'; repeatable)")
     r.add_argument("--meta", action="append", metavar="KEY=VALUE",
                    help="store KEY=VALUE in the results' meta (repeatable)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -247,8 +247,8 @@ def _add_clock_options(p):
     _add_cost(p)
     _add_reps(p)
     p.add_argument("--cell", action="append", default=[], metavar="KEY",
-                   help="run only this cell of the suite in each boot (a key, or the start of"
-                        " keys; repeatable)")
+                   help="run only this cell of the suite in each boot (its key, or a glob of"
+                        " keys such as 'pipe-sweep/*'; repeatable)")
 
 
 def _add_cost(p):

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ipclab import EXIT_FAILED, Error, compare, proc, profile, results, runner, suites
+from ipclab import upstream
 from ipclab.deterministic import cost
 from ipclab.progress import log
 
@@ -41,7 +42,12 @@ def suite_job(suite: str, clock: vm.Clock = vm.TIMED, *, full: bool = False,
     profile_by = ("marker" if clock.deterministic else "perf") if profile else None
     # The guest's plan, checked as `ipclab run` there would check it, before a boot.
     _, _, planned, n_reps, n_warmups = runner.plan(suite, (), full, reps, warmups)
-    runner.check_size(suites.select(planned, cells) if cells else planned, n_reps, n_warmups)
+    chosen = suites.select(planned, cells) if cells else planned
+    runner.check_size(chosen, n_reps, n_warmups)
+    # Upstream's benchmarks are built here, before a boot, so that a build error is the
+    # host's one line; the guest gets them in its shared directory.
+    if not proc.is_dry_run():
+        upstream.prebuild(chosen)
     job = vm.SuiteJob(suite, suites.FULL if full else suites.QUICK, reps, warmups, profile_by,
                       tuple(cells))
     if arch == "arm64":
@@ -105,6 +111,8 @@ def run_suite_boot(meta: dict, accel: str, job: vm.SuiteJob, out: Path, *,
     Deterministic boots load the QEMU plugin: each sample then gets the cost model's counts
     of its measured section (memory: what of memory, vm.PLUGIN_MEMORY)."""
     shared = vm.new_shared(variants.slug(meta["variant"]), job.suite)
+    if meta.get("arch") != "arm64" and not proc.is_dry_run():
+        upstream.stage(suites.SUITES[job.suite].cells(job.mode), shared)
     insn_counts = job.insn_counts(shared, clock)
     # `ipclab run` exits 1 when a cell failed; the cells say which, so only the kernel and
     # the guest (dead, hung, splat, no results) can fail the whole boot.

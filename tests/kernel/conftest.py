@@ -16,6 +16,7 @@ from pathlib import Path
 
 from conftest import before_lab_command, lab_command_time
 from ipclab import deterministic
+from ipclab.deterministic import floor
 from ipclab.lab import bases
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,6 +42,26 @@ ROLE = ROLES[TEST_BASE]
 KNOWN_ANSWER_REPS = ("--reps", str(deterministic.MIN_SAMPLES))
 PLAIN = ROLE["plain"]
 RELEASE = bases.load(TEST_BASE).release
+
+
+# An A/A test asserts that two boots of one kernel agree. Its bound on a row is the floor's
+# prediction bound, t(k) x rms of the log ratios of the A/A pairs the floor file records
+# for that cell and metric (scripts/icount-floor; docs/measured/icount-floor.md prints them),
+# at the level that keeps the test's false failures under 1 in 1000 runs (Bonferroni over
+# the rows it asserts), if the pairs are normal. Fewer than AA_PAIRS pairs is too few to
+# know a tail from: the test fails and says so.
+AA_FALSE_FAILURE = 0.001
+AA_PAIRS = 20
+
+
+def aa_bound(key, path, rows, base=TEST_BASE, cpus=1):
+    """The largest |log(new/base)| an A/A pair may show on this row (above)."""
+    floors, _ = floor.load("icount shift=0", cpus, base)
+    f = floors.get(floor.key(key, path))
+    assert f is not None and f.k >= AA_PAIRS, \
+        f"{key} {path} on {base}: {f.k if f else 0} A/A pairs in {floor.FLOOR_FILE}," \
+        f" fewer than {AA_PAIRS}"
+    return f.quantile(1 - AA_FALSE_FAILURE / (2 * rows)) * f.rms
 
 
 def missing_prereq():

@@ -187,7 +187,7 @@ def test_cell_reaches_every_boot_and_a_cell_no_suite_has_is_exit_2(capsys, tmp_p
     assert main(["ab", "base", "base", "--suite", "icount-check", "--cell", "nope"]) == 2
     assert main(["vm", "run", "base", "--cell", "pipe", "--", "true"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[0].startswith("ipclab: error: --cell nope: no cell is or starts with it")
+    assert err[0].startswith("ipclab: error: --cell nope: no cell has that key")
     assert "--cell" in err[1] and len(err) == 2
     assert not (tmp_path / "cache").exists()
 

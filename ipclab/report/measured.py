@@ -1,0 +1,88 @@
+# SPDX-License-Identifier: MIT
+"""The pages under docs/measured/: each one written from a record the repository keeps, by
+`scripts/measured-pages`, and checked against it by tests/test_measured_pages.py, so that a
+figure the docs cite is the record's and not typed by hand.
+
+A page is a name, the record it is read from and the function that renders it. A rendered
+page names its record and the command that rewrites it; what it says of how the record
+was measured (the command line, the kernel, the vCPUs, the architecture) comes from the
+record too.
+"""
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from ipclab import results
+from ipclab.deterministic import floor
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES_DIR = ROOT / "docs" / "measured"
+REWRITE = "scripts/measured-pages"
+
+
+@dataclass(frozen=True)
+class Page:
+    name: str           # docs/measured/NAME.md
+    record: Path
+    render: object      # (record path) -> the page's Markdown
+
+    @property
+    def path(self):
+        return PAGES_DIR / f"{self.name}.md"
+
+
+def _head(title, record, how):
+    rel = record.relative_to(ROOT)
+    return [f"# {title}", "",
+            f"<!-- Written by {REWRITE} from {rel}; edit the record or the renderer"
+            f" (ipclab/report/measured.py), never this page. -->", "",
+            f"Record: [`{rel}`](../../{rel}). How it was measured: {how}", ""]
+
+
+def _pct(x):
+    return "n/a" if not math.isfinite(x) else f"{x * 100:.4f}%"
+
+
+def render_floor(record):
+    data = floor.read(record)
+    out = _head(
+        "The deterministic mode's A/A floor", record,
+        "A/A runs of one lab kernel, `ipclab ab K K --suite icount-check --deterministic"
+        " --boots N` (or `--suite seeds`), each pair of boots recorded by"
+        " `scripts/icount-floor AB_DIR`. The counts are QEMU icount instruction and event"
+        " counts (deterministic mode, not timed); they do not depend on the host's load.")
+    out += ["Per cell and metric: the pairs k, the root mean square of their log ratios (what"
+            " the rule scales its bound by), the largest |log ratio|, and the bound that"
+            " keeps one row's false flags under 1 in 1000 A/A pairs if the pairs are"
+            " normal, t(k, 0.9995) x rms. A cell whose boots fall into two modes says so.",
+            ""]
+    for e in data["floors"]:
+        cells = {k: floor.from_record(v) for k, v in sorted(e.get("cells", {}).items())}
+        cells = {k: f for k, f in cells.items() if f.k}
+        if not cells:
+            continue
+        runs = sorted({(p.get("date", ""), p.get("run", "")) for v in e["cells"].values()
+                       for p in v.get("pairs", [])})
+        arch = results.base_arch(e.get("base", ""))
+        out += [f"## Base {e.get('base')} ({e.get('release')}), {e.get('cpus')} vCPU,"
+                f" {arch}, {e.get('clock')}, QEMU {e.get('qemu')}", "",
+                f"Runs ({len(runs)}): " + ", ".join(f"{r} ({d})" for d, r in runs) + ".", "",
+                "| cell | metric | k | rms | max | bound at 1/1000 | modes |",
+                "|---|---|---:|---:|---:|---:|---|"]
+        for k, f in cells.items():
+            cell, path = k.split(" | ", 1)
+            worst = max(abs(math.log1p(d)) for d in f.deltas)
+            bound = f.quantile(1 - 0.0005) * f.rms
+            out.append(f"| {cell} | {path} | {f.k} | {_pct(f.rms)} | {_pct(worst)} |"
+                       f" {_pct(bound)} | {f.modes.text() if f.modes else ''} |")
+        out.append("")
+    return "\n".join(out)
+
+
+PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),)
+
+
+def rendered():
+    """[(page, its text now)] of every page."""
+    return [(p, p.render(p.record)) for p in PAGES]
