@@ -16,6 +16,12 @@ def main():
     except KeyboardInterrupt as e:
         sys.stderr.write(f"ipclab: {signals.word(e)}\n")
         code = signals.status(e)
+    except ModuleNotFoundError as e:
+        if not e.name or e.name.split(".")[0] == "ipclab":
+            raise       # a module of ours missing is a bug, not the environment
+        sys.stderr.write(f"ipclab: error: Python module {e.name!r} is missing: run `make deps`"
+                         " and use .venv/bin/ipclab (or .venv/bin/python -m ipclab)\n")
+        code = 2
     sys.exit(code)
 
 

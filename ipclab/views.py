@@ -178,7 +178,11 @@ class PeerRow:
 
     @property
     def ratio_ci(self):
-        """95% bootstrap interval of the ratio, each side resampled on its own."""
+        """95% bootstrap interval of the ratio, each side resampled on its own; none from
+        fewer than MIN_REPS values a side, where the percentile bootstrap of a median is
+        too narrow to stand for 95%."""
+        if min(len(self.peer), len(self.ours)) < stats.MIN_REPS:
+            return (float("nan"), float("nan"))
         return stats.bootstrap_ratio_ci(self.peer, self.ours)
 
 

@@ -310,7 +310,7 @@ def test_metric_paths_add():
 
 def test_show_json_carries_the_pairs(tmp_path, capsys):
     p = tmp_path / "p.json"
-    results.save(peers_run(ours_rate=80000.0, peer_rate=100000.0, n=6), p)
+    results.save(peers_run(ours_rate=80000.0, peer_rate=100000.0, n=10), p)
     assert cli.main(["show", str(p), "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     (pair,) = rec["pairs"]
@@ -318,8 +318,8 @@ def test_show_json_carries_the_pairs(tmp_path, capsys):
     assert pair["ratio"] == pytest.approx(0.8)
     lo, hi = pair["ci"]
     assert lo <= pair["ratio"] <= hi
-    assert pair["n"] == pair["ours_n"] == pair["peer_n"] == 6
-    assert pair["ours_median"] == pytest.approx(80000.0 * 1.025)
+    assert pair["n"] == pair["ours_n"] == pair["peer_n"] == 10
+    assert pair["ours_median"] == pytest.approx(80000.0 * 1.045)
     assert pair["note"] == peers.BY_NAME["perf-sched-pipe"].differs
     # a run with no peer cell has no pairs
     s = tmp_path / "s.json"

@@ -18,7 +18,8 @@ def percent(s):
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a percentage: {s!r}") from None
     if not 0 <= v < 100:
-        raise argparse.ArgumentTypeError(f"must be 0 to 100: {s}")
+        raise argparse.ArgumentTypeError(f"{s}: a percentage (2 means 2%), at least 0 and"
+                                         " below 100")
     return v
 
 

@@ -55,11 +55,37 @@ def fill_tested(out, pairs):
         if out.unit == "boot" and r.primary:
             r.cmp.plan = _plan(r, out)
         r.verdict = verdict(r, out.min_change) if r.primary else ""
-    out.warnings = quality_warnings(out.rows)
-    if out.unit == "sample" and out.rows:
+    out.warnings = quality_warnings(out.rows) + host_warnings(out.base, out.new)
+    if out.unit == "sample" and out.rows and not same_run(out.base, out.new):
         out.warnings.append("unpaired: the two files are separate runs, so whatever drifted"
                             " between them (load, thermal state, a reboot) is part of every"
                             " difference; measure both sides in one run (`run --side`) or one `ab`")
+
+
+def same_run(base, new):
+    """True when both files hold the one run (same id, same start): a file against itself."""
+    return base.get("id") is not None and (base.get("id"), base.get("created")) == \
+        (new.get("id"), new.get("created"))
+
+
+def host_warnings(base, new):
+    """What differs between the machines the two runs were taken on (as pyperf warns from
+    its metadata): a difference there is part of every row's."""
+    if same_run(base, new):
+        return [f"both files are the same run ({base.get('id')}): this compares it with"
+                " itself, not two separate runs"]
+    if results.sides_of_one_run(base, new):
+        return []
+    eb, en = base.get("env"), new.get("env")
+    eb, en = (eb if isinstance(eb, dict) else {}), (en if isinstance(en, dict) else {})
+    diff = [f"{what} {a} vs {b}" for what, a, b in (
+        ("CPU", eb.get("cpu"), en.get("cpu")), ("kernel", eb.get("kernel"), en.get("kernel")),
+        ("accel", results.accel(base, None), results.accel(new, None)))
+        if a is not None and b is not None and a != b]
+    if not diff:
+        return []
+    return ["the runs were taken on different machines or kernels (" + "; ".join(diff) +
+            "): every difference includes theirs"]
 
 
 def _unit(base, new, pairs):

@@ -216,8 +216,8 @@ class BisectLog:
 
     def start(self, params: Params) -> None:
         if not proc.is_dry_run():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text(json.dumps({"params": dataclasses.asdict(params)}) + "\n")
+            proc.write_text_atomic(self.path,
+                                   json.dumps({"params": dataclasses.asdict(params)}) + "\n")
 
     def add(self, m: Measurement) -> None:
         if proc.is_dry_run():

@@ -117,7 +117,7 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
               f" {outcome.family} primaries (Bonferroni, so it agrees with the stars), 95% for"
               f" the rest; a verdict needs a change beyond {t}; MDE = the smallest change"
               f" this design finds 80% of the time at the family's level, alpha"
-              f" {stats.ALPHA:.2f}/{outcome.family})\n")
+              f" {stats.ALPHA:.2f}/{max(1, outcome.family)})\n")
     out.write(fmt.table(header, rows, ["<", "<", ">", ">", ">", ">", ">", "<", ">", ">"])
               + "\n\n")
     for key, why in outcome.skipped:

@@ -4,6 +4,7 @@
 import io
 import math
 import re
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -35,6 +36,11 @@ def _save(fig, out_dir, name):
         plt.close(fig)
     proc.write_text_atomic(path, buf.getvalue())
     return path
+
+
+def _title(ax, text):
+    """A title that fits the figure's width: long run ids wrap rather than run off it."""
+    ax.set_title("\n".join(textwrap.wrap(text, 70)) or text, fontsize=10)
 
 
 def ladder(res, sv, out_dir):
@@ -156,7 +162,7 @@ def judged_plot(outcome, out_dir):
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlabel(f"delta % of guest instructions per operation ({outcome.clock}); whiskers:"
                   " the rule's threshold, coloured = a change")
-    ax.set_title(f"{outcome.base.get('id')} -> {outcome.new.get('id')}")
+    _title(ax, f"{outcome.base.get('id')} -> {outcome.new.get('id')}")
     name = f"compare-{outcome.base.get('id')}-vs-{outcome.new.get('id')}.png"
     return _save(fig, out_dir, re.sub(r"[^A-Za-z0-9_.-]+", "_", name))
 
@@ -217,8 +223,9 @@ def compare_plot(outcome, out_dir):
     ax.set_ylim(len(rows) - 0.5, -0.5)
     level = f"{outcome.level:.1%}".replace(".0%", "%")
     ax.set_xlabel(f"delta % (new vs baseline); green better, red worse, orange changed\n"
-                  f"intervals: {level} for the primary rows (Holm, family of {outcome.family}),"
+                  f"intervals: {level} for the primary rows (Bonferroni, family of"
+                  f" {outcome.family}),"
                   " 95% for the others", fontsize=8)
-    ax.set_title(f"{outcome.base.get('id')} -> {outcome.new.get('id')}")
+    _title(ax, f"{outcome.base.get('id')} -> {outcome.new.get('id')}")
     name = f"compare-{outcome.base.get('id')}-vs-{outcome.new.get('id')}.png"
     return _save(fig, out_dir, re.sub(r"[^A-Za-z0-9_.-]+", "_", name))
