@@ -120,7 +120,17 @@ static void check_blocked_writer_woken(void)
 
 int main(void)
 {
+	sigset_t set;
+
 	ct_watchdog(30, "pipe_epipe_sigpipe");
+	/*
+	 * The default disposition is what is tested first: a parent that ignores SIGPIPE (a
+	 * Python program does) or blocks it passes that on through exec.
+	 */
+	signal(SIGPIPE, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
 	check_default_kills();
 	check_ignored_gives_epipe();
 	check_blocked_is_pending();

@@ -13,7 +13,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
-from ipclab import EXIT_FAILED, ROOT, Error, proc
+from ipclab import EXIT_FAILED, EXIT_USAGE, ROOT, Error, proc
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_SKIP = 0, 1, 2, 77
 
@@ -63,8 +63,10 @@ def _catalog(path):
     done = proc.run([path, "list", "--json"], 30, capture=True)
     if done.rc != 0:
         why = (done.err.strip().splitlines() or ["timed out" if done.timed_out else "no message"])
-        raise Error(f"{path} list --json failed: {why[-1]} (rebuild it with `make engine`)",
-                    EXIT_FAILED)
+        # An engine that cannot list itself is a bad --engine or IPCBENCH, as a missing one
+        # is: the user's input, exit 2.
+        raise Error(f"{path} list --json failed: {why[-1]}: not a working ipcbench (rebuild"
+                    " it with `make engine`, or name another with --engine)", EXIT_USAGE)
     try:
         data = json.loads(done.out)
     except ValueError:
@@ -72,7 +74,7 @@ def _catalog(path):
     if not isinstance(data, dict) or data.get("schema") != LIST_SCHEMA or \
             not isinstance(data.get("workloads"), list):
         raise Error(f"{path} list --json: not an {LIST_SCHEMA} catalog (an old engine? "
-                    "rebuild it with `make engine`)", EXIT_FAILED)
+                    "rebuild it with `make engine`)", EXIT_USAGE)
     return data
 
 

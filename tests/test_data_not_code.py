@@ -238,3 +238,15 @@ def test_a_run_into_a_new_results_folder_works(fake_engine, tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     assert main(ONE) == 0
     assert len(list((tmp_path / "results").glob("*.json"))) == 1
+
+
+# Issue 42, low: an engine that is not an ipcbench is bad input, as a missing one is.
+@pytest.mark.parametrize("engine", ["/bin/false", "/bin/true"])
+def test_an_engine_that_is_not_ipcbench_is_one_line_and_exit_2(engine, tmp_path, monkeypatch,
+                                                               capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("IPCBENCH", raising=False)
+    assert main(["run", "pipe-context", "--reps", "1", "--warmups", "0", "--quiet",
+                 "--no-report", "--engine", engine, "-o", "r.json"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and engine in err and "Traceback" not in err
