@@ -3,6 +3,8 @@
 rebuilt from this checkout's suites and the command line, and a file that asks for anything
 else is refused (one line, exit 2, no file touched)."""
 
+from types import SimpleNamespace
+
 import pytest
 from conftest import FAKE_ENGINE
 
@@ -245,8 +247,39 @@ def test_a_run_into_a_new_results_folder_works(fake_engine, tmp_path, monkeypatc
 def test_an_engine_that_is_not_ipcbench_is_one_line_and_exit_2(engine, tmp_path, monkeypatch,
                                                                capsys):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("IPCBENCH", raising=False)
+    # run puts its engine in the environment (its guests' and peers' processes read it):
+    # the test's own setting is undone after it, run's with it.
+    monkeypatch.setenv("IPCBENCH", engine)
     assert main(["run", "pipe-context", "--reps", "1", "--warmups", "0", "--quiet",
                  "--no-report", "--engine", engine, "-o", "r.json"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and engine in err and "Traceback" not in err
+
+
+# Issue 42, lows: `ab --cpus 999` is refused before a build; `ab BASE --patch X` is BASE
+# against BASE with X.
+@pytest.mark.parametrize("argv", [["ab", "mainline", "mainline", "--cpus", "999"],
+                                  ["ab", "mainline", "mainline", "--cpus", "256"],
+                                  ["vm", "run", "mainline", "icount-check", "--cpus", "513",
+                                   "--arch", "arm64"]])
+def test_too_many_vcpus_are_refused_before_anything_is_built(argv, monkeypatch, capsys):
+    from ipclab.lab import variants
+    monkeypatch.setattr(variants, "resolve", lambda *a, **k: pytest.fail("resolved a kernel"))
+    assert main(argv + ["--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "QEMU boots at most" in err
+
+
+def test_ab_base_with_patch_is_base_against_base_with_the_patch(monkeypatch, tmp_path):
+    from ipclab.cli import lab as cli_lab
+    from ipclab.lab import variants
+    got = []
+    monkeypatch.setattr(variants, "resolve",
+                        lambda name, tree, patches=(), **k: got.append((name, tuple(patches))))
+    args = SimpleNamespace(kernel=[], patch=["fix.patch"], tree=None, config=None, arch=None,
+                           cpus=None)
+    cli_lab._kernels(args, ["mainline", None], 2)
+    assert got == [("mainline", ()), ("mainline", ("fix.patch",))]
+    args.patch = []
+    with pytest.raises(Exception, match="want BASE and NEW"):
+        cli_lab._kernels(args, ["mainline", None], 2)

@@ -69,9 +69,16 @@ def _clock(args):
 def _kernels(args, names, count):
     """The kernels a lab command names, `count` of them: the names (variants, or refs with
     --tree; NAME+PATCH adds patches), then the --kernel images in the places left. --patch
-    goes on the last one, --config on every one the lab builds. Bad input is an Error
-    (exit 2) before anything is built."""
+    goes on the last one (with one name given for two, on a second copy of it), --config on
+    every one the lab builds. Bad input is an Error (exit 2) before anything is built."""
     names = [n for n in names if n]
+    arch = args.arch or variants.DEFAULT_ARCH
+    if (getattr(args, "cpus", None) or 0) > vm.MAX_CPUS[arch]:
+        # Said here, before a build, not by QEMU once the kernels are built.
+        raise Error(f"--cpus {args.cpus}: QEMU boots at most {vm.MAX_CPUS[arch]} vCPUs on"
+                    f" {arch}")
+    if count == 2 and len(names) == 1 and not args.kernel and args.patch:
+        names *= 2          # `ab BASE --patch X`: BASE against BASE with X on top
     if len(names) + len(args.kernel) != count:
         want = "a VARIANT (or --kernel PATH)" if count == 1 else "BASE and NEW (names or --kernel)"
         raise Error(f"want {want}; got {len(names)} name(s) and {len(args.kernel)} --kernel")

@@ -12,5 +12,5 @@ from .job import FAULT_TASKS, SuiteJob, fault_injection, parse_faults, parse_siz
 from .plugin import (DEFAULT_PLUGIN_MEMORY, MARKS, PLUGIN_HEADERS, PLUGIN_MEMORY, PLUGIN_SOURCE,
                      SAMPLE_MARKERS, SYSCALL_PREFIX, fixed_layout_args, has_symbols,
                      insn_plugin, insn_plugin_opts, smp_code_args)
-from .vng import (DEFAULT_CPUS, DEFAULT_MEMORY, GUEST_SCRIPT, VNG, host_fs, new_shared, run_vng,
-                  virtiofsd, vng_argv)
+from .vng import (DEFAULT_CPUS, DEFAULT_MEMORY, GUEST_SCRIPT, MAX_CPUS, VNG, host_fs, new_shared,
+                  run_vng, virtiofsd, vng_argv)

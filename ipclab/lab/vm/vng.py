@@ -19,6 +19,9 @@ GUEST_SCRIPT = ROOT / "scripts" / "guest-run.py"
 VNG = ROOT / ".venv" / "bin" / "vng"
 DEFAULT_MEMORY = "2G"
 DEFAULT_CPUS = 2
+# The most vCPUs QEMU 7.2 (Debian 12's) boots on the machines the lab uses: "The max CPUs
+# supported by machine 'pc-i440fx-7.2' is 255", and 'virt-7.2''s is 512.
+MAX_CPUS = {"x86_64": 255, "arm64": 512}
 
 
 def vng_argv(image: Path, accel: str, shared: Path | None, command: str,
