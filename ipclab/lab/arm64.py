@@ -131,7 +131,9 @@ def launcher(shared: Path, initrd: Path | None = None):
     def argv(image: Path, cpus: int, memory: str, append: list[str],
              qemu_opts: list[str]) -> list[str]:
         cmdline = ["console=ttyAMA0", f"ipclab.shared={shared}", "panic=-1", *append]
-        return [QEMU, "-M", "virt", "-cpu", CPU, "-smp", str(cpus), "-m", memory,
+        # dtb-randomness=off: QEMU would put a fresh kaslr-seed and rng-seed in every boot's
+        # device tree, and a guest seeded differently each boot counts differently.
+        return [QEMU, "-M", "virt,dtb-randomness=off", "-cpu", CPU, "-smp", str(cpus), "-m", memory,
                 "-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot",
                 # the virt machine's default NIC: the guest has no network stack
                 "-nic", "none",
