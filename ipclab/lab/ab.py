@@ -25,7 +25,7 @@ from ipclab import upstream
 from ipclab.deterministic import cost
 from ipclab.progress import log
 
-from . import arm64, arm64_conformance, faults as fault_runs, kernel, variants, vm
+from . import arm64, arm64_conformance, faults as fault_runs, kernel, times, variants, vm
 
 
 def suite_job(suite: str, clock: vm.Clock = vm.TIMED, *, full: bool = False,
@@ -129,6 +129,7 @@ def run_suite_boot(meta: dict, accel: str, job: vm.SuiteJob, out: Path, *,
                     clock=clock, cpus=cpus, insn_counts=insn_counts, plugin_memory=memory)
     if proc.is_dry_run():
         return None, b
+    times.note_boot(shared, b.record(), meta.get("arch", "x86_64"), job.suite)
     res = guest_results(shared / job.RESULTS, b, meta)
     if res is None:
         # The guest died first, or `ipclab run` failed before its first save.
@@ -289,13 +290,18 @@ def vm_suite(kern: variants.Variant | dict, job: vm.SuiteJob, out: Path | None =
 # --------------------------------------------------------------------------- ab
 
 
+def boot_parallelism(clock: vm.Clock) -> int:
+    """How many boots run at once: one timed; one per host CPU, at most 2, under icount."""
+    return max(1, min(2, os.cpu_count() or 1)) if clock.deterministic else 1
+
+
 def boot_in_order(order: list[tuple], one_boot, clock: vm.Clock) -> list:
     """one_boot(*item) for each item: one after another when timed; under icount side by
     side, one single-threaded QEMU per host CPU (at most 2), since guest instructions do not
     depend on what the host does."""
-    if not clock.deterministic or proc.is_dry_run():
+    if boot_parallelism(clock) == 1 or proc.is_dry_run():
         return [one_boot(*item) for item in order]
-    pool = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)))
+    pool = ThreadPoolExecutor(max_workers=boot_parallelism(clock))
     try:
         done = list(pool.map(lambda item: one_boot(*item), order))
     except BaseException:
@@ -373,6 +379,12 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
     order = [(i, side) for i in range(boots) for side in names]
     done = boot_in_order(order, one_boot, clock)
     if proc.is_dry_run():
+        step = times.boot_step(metas["A"].get("arch", "x86_64"), job.suite, clock.mode,
+                               cpus or vm.default_cpus(clock))
+        for line in times.plan_lines(times.Estimator(), list(metas.values()),
+                                     [("boots", step, len(order),
+                                                               boot_parallelism(clock), 1)]):
+            log(line)
         return None
 
     per_side: dict[str, list[dict]] = {"A": [], "B": []}

@@ -36,7 +36,7 @@ from ipclab import results, stats, suites
 from ipclab.deterministic import cost, floor
 from ipclab.progress import log
 
-from . import ab, gittree, kernel, variants, vm
+from . import ab, gittree, kernel, times, variants, vm
 from .metric import check_metric, find_cell, metric_path, metric_spec  # noqa: F401 (cli's)
 
 OLD, NEW, SKIP = "old", "new", "skip"
@@ -431,6 +431,7 @@ class LabMeasure:
         self.accel: str | None = None
         self._next: list[str] = []
         self._ahead: list[threading.Thread] = []
+        self.last_builds: list[dict] = []
 
     def variant(self, commit: str) -> variants.Variant:
         v = variants.resolve(commit, self.p.tree, config=self.p.config, arch=self.p.arch)
@@ -456,6 +457,23 @@ class LabMeasure:
         t.start()
         self._ahead.append(t)
 
+    def estimate(self, steps: int) -> list[str]:
+        """What GOOD and BAD (the last call's builds) and `steps` more commits will take,
+        each step an incremental build and its boots."""
+        builds = list(self.last_builds)
+        arch = builds[0].get("arch", "x86_64") if builds else self.p.arch
+        if builds and steps:
+            builds.append({"variant": "of each step", "arch": arch, "incremental": True,
+                           "config_flavour": builds[0].get("config_flavour"),
+                           "dry_run": True, "repeat": steps})
+        step = times.boot_step(arch, self.p.suite, self.clock.mode,
+                               self.p.cpus or vm.default_cpus(self.clock))
+        par = ab.boot_parallelism(self.clock)
+        boots = [("GOOD and BAD", step, 2 * self.p.boots, par, 1)]
+        if steps:
+            boots.append(("each step", step, self.p.boots, par, steps))
+        return times.plan_lines(times.Estimator(), builds, boots)
+
     def wait(self) -> None:
         """Let the builds ahead finish: a build killed half way leaves objects make trusts."""
         for t in self._ahead:
@@ -475,6 +493,7 @@ class LabMeasure:
                     raise
                 out[c].skip = f"does not build: {e}"
             out[c].seconds["build"] = round(time.monotonic() - t0, 1)
+        self.last_builds = list(metas.values())
         if metas and self.accel is None:
             self.accel = vm.accel_for(kernel.image_path(next(iter(metas.values()))), self.clock,
                                       self.p.arch)
@@ -547,6 +566,8 @@ def run(p: Params | None, outdir: Path, *, resume: bool = False, timeout: float 
     measure = LabMeasure(p, outdir, timeout=timeout, jobs=jobs)
     if proc.is_dry_run():
         measure([p.good, p.bad])
+        for line in measure.estimate(steps_left(commits, {p.bad: NEW})):
+            log(line)
         log("a dry run stops here: every step builds and boots one commit the same way")
         return None
     try:

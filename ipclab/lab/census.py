@@ -177,7 +177,7 @@ def run(kern: variants.Variant, *, workloads: list[str], clock: vm.Clock,
     boot or a workload failed. On arm64 a workload the guest cannot run is a marked row,
     and naming one is refused (exit 2) before anything is built."""
     names = select(workloads)
-    cpus = cpus or (vm.DETERMINISTIC_CPUS if clock.deterministic else vm.DEFAULT_CPUS)
+    cpus = cpus or vm.default_cpus(clock)
     if kern.arch == "arm64":
         with tempfile.TemporaryDirectory(prefix="ipclab-census-arm64-") as bindir:
             plan = arm64_census.plan(driver(), names, Path(bindir), named=bool(workloads))

@@ -238,6 +238,8 @@ def build(variant: str | Variant, tree: str | None = None, jobs: int | None = No
             config_stamp = config_digest(variant)
         for n in filter(None, notes):
             log(f"{variant.name}: {n}")
+        # A tree that holds a build recompiles only what changed: the estimate's two kinds.
+        incremental = (bdir / "vmlinux").is_file()
         logfile = cache_root() / "logs" / f"build-{slug(variant.name)}-{proc.stamp()}.log"
         configure(src, variant, bdir, logfile, config_stamp)
         built = ARCH_BUILD[variant.arch]
@@ -245,7 +247,8 @@ def build(variant: str | Variant, tree: str | None = None, jobs: int | None = No
         if proc.would_run(argv):
             return {"variant": variant.name, "key": key, "release": "?", "arch": variant.arch,
                     "patches": [{"name": p.name} for p in variant.patch_paths()],
-                    "commit": variant.commit, "dry_run": True}
+                    "commit": variant.commit, "config_flavour": variant.flavour,
+                    "incremental": incremental, "build_dir": str(bdir), "dry_run": True}
         log(f"{variant.name}: building in {bdir} (-j{jobs}, log {logfile})")
         source.run(argv, timeout=BUILD_TIMEOUT_S, cwd=src.tree, logfile=logfile)
         seconds = time.monotonic() - t0
@@ -253,7 +256,7 @@ def build(variant: str | Variant, tree: str | None = None, jobs: int | None = No
             # The image would be filed under inputs it was not built from.
             raise Error(f"{variant.name}: its patches or config changed during the build; "
                         "build again", EXIT_FAILED)
-        meta = _file_image(src, variant, bdir, key, round(seconds, 1), jobs)
+        meta = _file_image(src, variant, bdir, key, round(seconds, 1), jobs, incremental)
         log(f"{variant.name}: built {meta['release']} in {seconds:.0f} s -> "
             f"{image_path(meta)}")
         # Not kept in meta.json: this build's wait for others, for callers that time builds.
@@ -261,7 +264,7 @@ def build(variant: str | Variant, tree: str | None = None, jobs: int | None = No
 
 
 def _file_image(src: Source, variant: Variant, bdir: Path, key: str, seconds: float,
-                jobs: int) -> dict:
+                jobs: int, incremental: bool) -> dict:
     """Copy a finished build's image, config and System.map into the cache under key, and
     write its meta.json; returns the meta."""
     built = ARCH_BUILD[variant.arch]
@@ -292,6 +295,7 @@ def _file_image(src: Source, variant: Variant, bdir: Path, key: str, seconds: fl
         "config_sha256": sha256_file(d / "config"),
         "compiler": config_value(d / "config", "CC_VERSION_TEXT"),
         "build_seconds": seconds,
+        "incremental": incremental,
         "jobs": jobs,
         "built_at": proc.now_iso(),
     }

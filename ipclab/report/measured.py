@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ipclab import results
 from ipclab.deterministic import floor
+from ipclab.lab import times
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES_DIR = ROOT / "docs" / "measured"
@@ -78,6 +79,26 @@ def render_floor(record):
                        f" {_pct(bound)} | {f.modes.text() if f.modes else ''} |")
         out.append("")
     return "\n".join(out)
+
+
+def render_times(record):
+    data = times.reference(record)
+    out = _head(
+        "What the lab's steps take", record,
+        f"`{data['command']}` at commit {data['commit']} filled a cache on {data['machine']}"
+        f" ({data['host']['cpus']} host CPUs, {data['host']['arch']}), and `scripts/lab-times`"
+        " summarised every build and every successful suite boot it measured. Timed wall"
+        " clock on a shared machine: other tiers ran beside these steps, so they are what a"
+        " user of `make test`'s kind of load sees, not an idle machine's figures.")
+    out += ["A cold build is a tree's first; an incremental one rebuilds what a patch or a"
+            " commit changed in a tree that holds a build. A boot is one guest running one"
+            " suite, from QEMU's start to its exit. `ab --dry-run` and `bisect --dry-run`"
+            " print their estimate from the same figures, this machine's own first.", "",
+            "| step | median | min | max | n |", "|---|---:|---:|---:|---:|"]
+    for step, s in sorted(data["steps"].items()):
+        out.append(f"| {step} | {s['median']:.1f} s | {s['min']:.1f} s | {s['max']:.1f} s |"
+                   f" {s['n']} |")
+    return "\n".join(out) + "\n"
 
 
 PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),)

@@ -101,14 +101,20 @@ def test_conformance_inside_guest(base_built):
     assert r.returncode == (1 if failed else 0), r.stderr[-2000:]
 
 
-def test_tiny_suite_results_carry_variant_and_accel(base_built, tmp_path):
+@pytest.fixture(scope="module")
+def tiny_suite(base_built, tmp_path_factory):
+    """One timed boot of a tiny suite: its results."""
     if not (REPO / "bench" / "ipcbench").exists():
         pytest.skip("engine not built (make engine)")
-    out = tmp_path / "res.json"
+    out = tmp_path_factory.mktemp("tiny-suite") / "res.json"
     r = ipclab("vm", "run", PLAIN, "seed-exclusive-waits", "--reps", "2", "--warmups", "0",
                "--timeout", "1200", "-o", str(out), timeout=1500)
     assert r.returncode == 0, r.stderr[-3000:]
-    res = json.loads(out.read_text())
+    return json.loads(out.read_text())
+
+
+def test_tiny_suite_results_carry_variant_and_accel(tiny_suite):
+    res = tiny_suite
     meta = res["meta"]
     assert meta["variant"] == PLAIN and meta["kernel"] == RELEASE
     assert meta["build"]["base"]["name"] == TEST_BASE
@@ -118,3 +124,16 @@ def test_tiny_suite_results_carry_variant_and_accel(base_built, tmp_path):
     samples = [s for c in res["cells"] for s in c["samples"] if not s.get("warmup")]
     assert len(samples) >= 2
     assert all(s["env"]["accel"] == meta["accel"] for s in samples)
+
+
+def test_a_suite_boot_is_what_the_next_dry_run_estimates_from(tiny_suite):
+    """The suite's boot left its time in the cache (times.BOOT_RECORD); `ab --dry-run` of
+    the same suite prints an estimate from this machine's own figure."""
+    r = ipclab("ab", PLAIN, PLAIN, "--suite", "seed-exclusive-waits", "--boots", "3",
+               "--dry-run", timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = [line.removeprefix("ipclab: ") for line in r.stderr.splitlines()]
+    head = next(line for line in lines if line.startswith("estimate:"))
+    assert head.startswith("estimate: about "), lines
+    boots = next(line for line in lines if "6 x boot x86_64 seed-exclusive-waits timed" in line)
+    assert "this machine, n=" in boots, lines

@@ -5,7 +5,8 @@ instruction-counting plugin (plugin.py), and the job a suite boot hands the gues
 Their names are the package's."""
 
 from .accel import PROBE_TIMEOUT_S, accel_for, kvm_qemu_opts, machine_id, probe_accel
-from .boot import BAD_DMESG, BENIGN_DMESG, Boot, boot, ensure_symbols, map_from_kallsyms, scan
+from .boot import (BAD_DMESG, BENIGN_DMESG, Boot, boot, default_cpus, ensure_symbols,
+                   map_from_kallsyms, scan)
 from .clock import (DETERMINISTIC, DETERMINISTIC_CPUS, DETERMINISTIC_REPS, ICOUNT_SHIFT, TIMED,
                     Clock, qemu_version)
 from .job import FAULT_TASKS, SuiteJob, fault_injection, parse_faults, parse_size, suite_thp

@@ -162,6 +162,11 @@ def _failure(rc: int | None, status: dict, bad: list[str], timeout: float,
     return None
 
 
+def default_cpus(clock: Clock) -> int:
+    """A guest's vCPUs when the command line names none."""
+    return DETERMINISTIC_CPUS if clock.deterministic else DEFAULT_CPUS
+
+
 def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
          timeout: float = 900, faults: dict | None = None, kmemleak: bool = False,
          extra_env: dict | None = None, cpus: int | None = None,
@@ -182,7 +187,7 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
     if clock.deterministic:
         accel = "tcg"    # icount is a TCG feature
     if cpus is None:
-        cpus = DETERMINISTIC_CPUS if clock.deterministic else DEFAULT_CPUS
+        cpus = default_cpus(clock)
     if shared is None:
         shared = new_shared(variants.slug(meta["variant"]))
     job = _guest_job(meta, accel, argv, shared, clock, thp=thp, timeout=timeout,
