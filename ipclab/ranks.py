@@ -80,6 +80,11 @@ def mann_whitney_u(x, y, seed=0):
     def u_of(a, b, axis=-1):
         return a.sum(axis=axis) - offset
     splits = math.comb(n1 + n2, n1)
+    if min(n1, n2) == 1:
+        # scipy's permutation_test wants two values a side; one value a side has n1 + n2
+        # splits, few enough to count them all.
+        return MWU(float(u_of(ranks[:n1], None, axis=None)), _one_value_p(ranks, n1, offset),
+                   "exact-permutation")
     for stream, resamples in ((1, PERMUTATIONS), (2, TAIL_PERMUTATIONS)):
         r = ss.permutation_test((ranks[:n1], ranks[n1:]), u_of, n_resamples=resamples,
                                 vectorized=True, rng=_rng(seed, stream))
@@ -87,6 +92,22 @@ def mann_whitney_u(x, y, seed=0):
             break
     method = "exact-permutation" if splits <= resamples else "permutation"
     return MWU(float(r.statistic), min(1.0, float(r.pvalue)), method)
+
+
+def _one_value_p(ranks, n1, offset):
+    """The two-sided permutation p of U when one side holds one value: every split puts one
+    of the pooled values on that side."""
+    n = ranks.size
+    if n1 == 1:
+        us = ranks - offset
+        obs = ranks[0] - offset
+    else:
+        us = (ranks.sum() - ranks) - offset
+        obs = ranks[:n1].sum() - offset
+    tol = 1e-9 * max(1.0, abs(obs))
+    greater = np.count_nonzero(us >= obs - tol) / n
+    less = np.count_nonzero(us <= obs + tol) / n
+    return float(min(1.0, 2 * min(greater, less)))
 
 
 @functools.lru_cache(maxsize=64)

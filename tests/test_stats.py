@@ -138,3 +138,19 @@ def test_compare_samples_is_reproducible_per_seed():
 
 def test_noise_warning_text():
     assert stats.noise_warning(3, "9 cells").startswith("CV over 5% in 3 of 9 cells:")
+
+
+def test_one_value_a_side_has_a_p_value_and_no_traceback():
+    """`run --reps 1` with two sides compares one value with one: scipy's permutation test
+    refuses samples of one, so the lab counts the splits itself."""
+    from ipclab import ranks
+    import scipy.stats as ss
+    assert ranks.mann_whitney_u([1.0], [1.0]).p == 1.0
+    assert ranks.mann_whitney_u([1.0], [2.0, 2.0, 3.0]).p == 0.5
+    assert ranks.mann_whitney_u([5.0, 5.0, 1.0], [2.0]).p == 1.0
+    # Without ties, what scipy's exact test gives.
+    got = ranks.mann_whitney_u([1.0], [2.0, 3.0, 4.0, 5.0])
+    assert got.p == pytest.approx(ss.mannwhitneyu([1.0], [2.0, 3.0, 4.0, 5.0],
+                                                  method="exact").pvalue)
+    got = ranks.mann_whitney_u([1.0, 1.0, 2.0, 3.0], [9.0])
+    assert got.p == pytest.approx(0.4) and got.method == "exact-permutation"
