@@ -78,3 +78,28 @@ def test_a_reference_that_is_not_one_is_refused(tmp_path):
     with pytest.raises(Error, match="not a ipclab-lab-times/1 record"):
         times.reference(bad)
     assert times.reference(tmp_path / "none.json") == {}
+
+
+def test_the_reference_pools_caches_and_its_page_prints_it(cache, tmp_path_factory):
+    import subprocess
+    import sys
+    other = tmp_path_factory.mktemp("other")
+    _build(other, "p", "x86_64", 900.0, False, flavour="production")
+    _boot(other, "r9", 100.0)
+    out = tmp_path_factory.mktemp("out") / "ref.json"
+    r = subprocess.run([sys.executable, "scripts/lab-times", "--cache", str(cache), "--cache",
+                        str(other), "--machine", "test box", "--command", "a test", "-o",
+                        str(out)], capture_output=True, text=True, cwd=times.REFERENCE.parents[2])
+    assert r.returncode == 0, r.stderr
+    rec = times.reference(out)
+    step = times.boot_step("x86_64", "icount-check", "deterministic", 1)
+    assert rec["steps"][step] == {"median": 80.0, "min": 60.0, "max": 100.0, "n": 3}
+    assert rec["steps"]["build x86_64 production cold"]["n"] == 1
+    from ipclab.report import measured
+    page = measured.render_times(out)
+    assert "| build x86_64 production cold | 900.0 s | 900.0 s | 900.0 s | 1 |" in page
+    assert "test box" in page and "a test" in page
+    r = subprocess.run([sys.executable, "scripts/lab-times", "--cache", str(out.parent),
+                        "--machine", "m", "--command", "c", "-o", str(out)],
+                       capture_output=True, text=True, cwd=times.REFERENCE.parents[2])
+    assert r.returncode == 2 and "not an ipclab cache" in r.stderr

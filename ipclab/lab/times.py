@@ -83,11 +83,15 @@ def summary(values: list[float]) -> dict:
             "max": round(max(values), 1), "n": len(values)}
 
 
-def record(root: Path, *, machine: str, commit: str, command: str) -> dict:
-    """The reference record of a cache's steps (scripts/lab-times)."""
+def record(roots: list[Path], *, machine: str, commit: str, command: str) -> dict:
+    """The reference record of caches' steps, pooled (scripts/lab-times)."""
+    steps: dict[str, list[float]] = {}
+    for root in roots:
+        for k, v in measured(root).items():
+            steps.setdefault(k, []).extend(v)
     return {"schema": SCHEMA, "machine": machine, "commit": commit, "command": command,
             "host": {"cpus": os.cpu_count() or 1, "arch": platform.machine()},
-            "steps": {k: summary(v) for k, v in sorted(measured(root).items())}}
+            "steps": {k: summary(v) for k, v in sorted(steps.items())}}
 
 
 def reference(path: Path = REFERENCE) -> dict:

@@ -34,7 +34,7 @@ class Page:
 
 
 def _head(title, record, how):
-    rel = record.relative_to(ROOT)
+    rel = record.relative_to(ROOT) if record.is_relative_to(ROOT) else record
     return [f"# {title}", "",
             f"<!-- Written by {REWRITE} from {rel}; edit the record or the renderer"
             f" (ipclab/report/measured.py), never this page. -->", "",
