@@ -1,0 +1,431 @@
+# SPDX-License-Identifier: MIT
+"""The figures of the patch series in kernel/patches/: each table of a cover letter or a
+commit message is printed from a record under kernel/patches/records/, by
+`scripts/series-tables`, and checked against it by tests/test_series_tables.py, so that no
+figure in a mail is typed by hand and no measured row is left out.
+
+A record is a summary of the runs behind a table: per kernel and per cell, the median, the
+spread and the number of samples, with the command lines, the commit of this repository,
+the machine, the kernel base and config, the vCPUs, the architecture and the clock. It is
+written once from the runs' own files (`scripts/series-tables record ...`), never edited.
+
+A table is a record, the patch file that holds it, the kernels it shows as columns and a
+renderer. Its rows are every row of the record that the table's metrics select, in the
+record's order: a row cannot be left out by leaving it out of a list. In the patch file a
+table is the block of non-blank lines that holds its header line, which names no figure.
+"""
+
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from ipclab import Error, compare, proc, results
+
+ROOT = Path(__file__).resolve().parents[2]
+PATCHES = ROOT / "kernel" / "patches" / "mainline"
+RECORDS = ROOT / "kernel" / "patches" / "records"
+REWRITE = "scripts/series-tables --write"
+SCHEMA = "ipclab-series-record/1"
+DETERMINISTIC_ROWS = "deterministic-rows"
+CONFORMANCE_LINES = "conformance-lines"
+WIDTH = 75      # checkpatch's limit for a commit message's lines
+
+
+# ---- records -------------------------------------------------------------------------------
+
+
+def _git_commit():
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], check=True,
+                             capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain",
+                                "--untracked-files=no"], check=True, capture_output=True,
+                               text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return out + (" (with uncommitted changes)" if dirty else "")
+
+
+def _machine():
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
+    except (ValueError, OSError):
+        mem = math.nan
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan
+    return {"cpu": cpu, "cpus": os.cpu_count(), "mem_gib": round(mem, 1),
+            "arch": platform.machine(),
+            "load_when_recorded": round(load, 2)}
+
+
+def _finite(x):
+    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def _summary(s, spread):
+    return {"median": _finite(s.median), "min": _finite(s.min), "max": _finite(s.max),
+            "iqr": _finite(s.iqr), "spread": _finite(spread), "n": s.n}
+
+
+def _kernel_meta(res, path):
+    meta = res.get("meta", {})
+    build = meta.get("build") or {}
+    clock = meta.get("clock") or {}
+    lab = meta.get("lab") or {}
+    return {
+        "variant": results.variant(res, Path(path).stem),
+        "release": build.get("release") or meta.get("kernel"),
+        "base": (build.get("base") or {}).get("name"),
+        "base_version": (build.get("base") or {}).get("version"),
+        "config": build.get("config_flavour"),
+        "patches": [p.get("name") for p in build.get("patches", [])],
+        "compiler": build.get("compiler"),
+        "run": res.get("id"), "created": res.get("created"),
+        "raw": lab.get("shared") if isinstance(lab, dict) else None,
+        "arch": res.get("host", {}).get("machine"),
+        "cpus": clock.get("cpus"), "clock": res.get("env", {}).get("clock"),
+        "qemu": clock.get("qemu"), "mode": clock.get("mode"), "accel": meta.get("accel"),
+    }
+
+
+def summarise_results(paths, commands, title, commit=None):
+    """A record of deterministic runs: the first results file is the base, each other is
+    judged against it by the lab's own rule (ipclab/compare), whose verdict is kept."""
+    runs = [(p, results.load(p)) for p in paths]
+    base_path, base = runs[0]
+    kernels, rows = [], []
+    for path, res in runs:
+        k = _kernel_meta(res, path)
+        out = compare.compare_results(base, res, common=True)
+        if out.clock == compare.REAL:
+            raise Error(f"{path}: a timed run; this record takes deterministic runs only")
+        cells = {}
+        for r in out.judged:
+            key = f"{r.key} | {r.path}"
+            if r.key not in [x["key"] for x in rows if x["path"] == r.path] and path == base_path:
+                rows.append({"key": r.key, "path": r.path, "unit": r.unit,
+                             "primary": r.primary, "model": r.model})
+            cell = _summary(r.j.new, r.j.spread_new)
+            if path != base_path:
+                cell.update(delta=_finite(r.j.delta), verdict=r.verdict,
+                            floor=_finite(r.j.floor), floor_pairs=r.j.floor_pairs,
+                            threshold=_finite(r.j.threshold), note=r.j.note)
+            cells[key] = cell
+        k["cells"] = cells
+        kernels.append(k)
+    first = kernels[0]
+    return {"schema": SCHEMA, "kind": DETERMINISTIC_ROWS, "title": title,
+            "commands": list(commands), "commit": commit or _git_commit(),
+            "machine": _machine(), "recorded": proc.now_iso(),
+            "base": first["base"], "release": first["release"], "config": first["config"],
+            "cpus": first["cpus"], "arch": first["arch"], "clock": first["clock"],
+            "qemu": first["qemu"], "mode": first["mode"],
+            "against": first["variant"], "rows": rows, "kernels": kernels}
+
+
+# "# EAGAIN (O_NONBLOCK, full pipe): 10 pages allocated system-wide during 4096 writes"
+CONFORMANCE_LINE = re.compile(
+    r"^# (?P<case>[^:]+): (?P<pages>\d+) pages allocated system-wide during (?P<writes>\d+)"
+    r" writes$")
+
+
+def summarise_conformance(outs, records, commands, title, commit=None, config="tiny",
+                          arch="x86_64"):
+    """A record of one conformance test's own count lines, one boot per kernel: each OUT is
+    what `ipclab vm run VARIANT -- TEST` printed, each RECORD its --record file (which
+    names no config or architecture: the caller says them)."""
+    kernels, rows = [], []
+    for out, rec in zip(outs, records):
+        try:
+            text = Path(out).read_text()
+            boot = json.loads(Path(rec).read_text())
+        except (OSError, ValueError) as e:
+            raise Error(f"cannot read {out} or {rec}: {e}") from None
+        cells = {}
+        for line in text.splitlines():
+            m = CONFORMANCE_LINE.match(line.strip())
+            if m:
+                cells[m["case"]] = {"pages": int(m["pages"]), "writes": int(m["writes"]),
+                                    "n": 1}
+                if m["case"] not in rows:
+                    rows.append(m["case"])
+        if not cells:
+            raise Error(f"{out}: no count line of the conformance test in it")
+        clock = boot.get("clock") or {}
+        kernels.append({"variant": boot.get("variant"), "release": boot.get("kernel"),
+                        "rc": boot.get("guest", {}).get("rc"), "raw": boot.get("shared"),
+                        "cpus": clock.get("cpus"), "qemu": clock.get("qemu"),
+                        "mode": clock.get("mode"), "cells": cells})
+    first = kernels[0]
+    return {"schema": SCHEMA, "kind": CONFORMANCE_LINES, "title": title,
+            "commands": list(commands), "commit": commit or _git_commit(),
+            "machine": _machine(), "recorded": proc.now_iso(), "release": first["release"],
+            "config": config, "arch": arch, "cpus": first["cpus"],
+            "qemu": first["qemu"], "mode": first["mode"], "rows": rows, "kernels": kernels}
+
+
+def read(path):
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise Error(f"cannot read record {path}: {e}") from None
+    if data.get("schema") != SCHEMA:
+        raise Error(f"{path}: not a series record ({SCHEMA})")
+    return data
+
+
+def write(path, record):
+    proc.write_text_atomic(str(path), json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+
+# ---- tables --------------------------------------------------------------------------------
+
+# What a row is called in a mail. A row without a name here is printed under its key, so a
+# new cell in a record shows up in the table rather than being dropped.
+ROW_NAMES = {
+    "pipe-throughput/copies=1 | counters.task_clock_ns / metrics.loops":
+        "1-byte write+read loop",
+    "pipe-context/copies=1 | counters.task_clock_ns / metrics.round_trips":
+        "1-byte round trip",
+    "pipe-sweep/w=1,r=1 | counters.task_clock_ns / metrics.writes": "64 KiB write, 1x1",
+    "mq-latency/prio=constant | metrics.empty_send_ns": "mq send, empty queue",
+    "mq-latency/prio=constant | metrics.empty_recv_ns": "mq receive, empty queue",
+    "mq-latency/prio=constant | metrics.full_send_ns": "mq send, full queue",
+    "mq-latency/prio=constant | metrics.full_recv_ns": "mq receive, full queue",
+    "mq-latency/prio=constant | cost.atomics / cost.ops": "mq, locked insns",
+    "mq-latency/prio=constant | cost.irqflags / cost.ops": "mq, irq-flag changes",
+    "EAGAIN (O_NONBLOCK, full pipe)": "EAGAIN, O_NONBLOCK into a full pipe",
+    "EPIPE (no reader, full pipe)": "EPIPE, no reader, pipe full",
+    "EPIPE (no reader, empty pipe)": "EPIPE, no reader, pipe empty",
+}
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    patch: str                  # file name in kernel/patches/mainline
+    record: str                 # file name in kernel/patches/records
+    columns: tuple              # ((variant, column title), ...), the first the base
+    render: object              # (table, record) -> [lines]
+    rows: object = None         # (row dict) -> bool: which of the record's rows it shows
+
+    @property
+    def header(self):
+        """The words of the column header line, which name no figure: what finds the table
+        in its patch file, however its columns are spaced."""
+        titles = [t for _, t in self.columns]
+        if self.render is render_conformance:
+            titles.insert(1, PER_WRITE)
+        return " ".join(titles).split()
+
+    @property
+    def patch_path(self):
+        return PATCHES / self.patch
+
+    @property
+    def record_path(self):
+        return RECORDS / self.record
+
+
+def _kernel(record, variant, table):
+    for k in record["kernels"]:
+        if k["variant"] == variant:
+            return k
+    raise Error(f"{table.record}: no kernel {variant!r} for table {table.name}")
+
+
+def _num(x, places=1):
+    return "n/a" if x is None else f"{x:.{places}f}"
+
+
+def _pct(x):
+    return "n/a" if x is None else f"{x * 100:+.2f}%"
+
+
+def _layout(header, rows, align):
+    """Fixed-width lines, two spaces in front. `align` gives each column's "<" or ">"; a
+    header entry spans the columns up to the next one that is not None."""
+    widths = [max([len(r[i]) for r in rows] + [len(header[i] or "")
+                                                 if i + 1 == len(header) or header[i + 1]
+                                                 is not None else 0])
+              for i in range(len(align))]
+    lines = []
+    for r in rows:
+        cells = [c.ljust(w) if a == "<" else c.rjust(w) for c, w, a in zip(r, widths, align)]
+        lines.append(("  " + "  ".join(cells)).rstrip())
+    head, i = "", 0
+    while i < len(header):
+        j = i + 1
+        while j < len(header) and header[j] is None:
+            j += 1
+        span = sum(widths[i:j]) + 2 * (j - i - 1)
+        text = header[i] or ""
+        head += (text.rjust(span) if align[i] == ">" else text.ljust(span)) + "  "
+        i = j
+    return [("  " + head).rstrip()] + lines
+
+
+# How a mail names the lab's configs (ipclab/lab/variants.py, FLAVOURS).
+CONFIG_NAMES = {"tiny": "tinyconfig plus what the guest needs",
+                "production": "Debian's cloud-amd64 config"}
+
+
+def _caption(record):
+    """What every deterministic table says of how it was measured, from its record."""
+    first = record["kernels"][0]
+    n = sorted({c["n"] for k in record["kernels"] for c in k["cells"].values()})
+    ns = " or ".join(str(x) for x in n)
+    return (f"Guest instructions per operation (QEMU {record['qemu']} TCG, -icount"
+            f" {record['clock'].replace('icount ', '')}, not a time), median of {ns} samples,"
+            f" one boot per kernel, {first['release']} built from"
+            f" {CONFIG_NAMES.get(record['config'], record['config'] + ' config')},"
+            f" {record['cpus']} vCPU, {record['arch']}; each change against"
+            f" {first['release']}, judged by how far pairs of boots of {first['release']}"
+            f" alone differ:")
+
+
+def _wrap(text, width=WIDTH - 3):
+    words, lines, line = text.split(), [], ""
+    for w in words:
+        if line and len(line) + 1 + len(w) > width:
+            lines.append(line)
+            line = w
+        else:
+            line = f"{line} {w}" if line else w
+    return lines + [line]
+
+
+# The rule's verdicts (ipclab/deterministic/rule.py), one shortened to keep a mail's lines
+# under 76 columns; the mail says what each means.
+VERDICT = {"within noise": "in noise"}
+
+
+def render_deterministic(table, record):
+    base = _kernel(record, table.columns[0][0], table)
+    others = [(_kernel(record, v, table), title) for v, title in table.columns[1:]]
+    header = ["", table.columns[0][1]] + [t for _, t in others]
+    rows = []
+    for row in record["rows"]:
+        if table.rows and not table.rows(row):
+            continue
+        key = f"{row['key']} | {row['path']}"
+        places = 2 if row["model"] else 1
+        line = [ROW_NAMES.get(key, key), _num(base["cells"].get(key, {}).get("median"), places)]
+        for k, _ in others:
+            c = k["cells"].get(key)
+            line.append("-" if c is None else
+                        f"{_pct(c.get('delta')):>7} {VERDICT.get(c.get('verdict'), c.get('verdict'))}")
+        rows.append(line)
+    return _wrap(_caption(record)) + _layout(header, rows, "<>" + "<" * len(others))
+
+
+PER_WRITE = "per write"
+
+
+def render_conformance(table, record):
+    base = _kernel(record, table.columns[0][0], table)
+    others = [(_kernel(record, v, table), title) for v, title in table.columns[1:]]
+    header = ["", table.columns[0][1], PER_WRITE] + [t for _, t in others]
+    rows = []
+    for case in record["rows"]:
+        b = base["cells"].get(case)
+        line = [ROW_NAMES.get(case, case), "-" if b is None else str(b["pages"]),
+                "-" if b is None else f"{b['pages'] / b['writes']:.1f}"]
+        for k, _ in others:
+            c = k["cells"].get(case)
+            line.append("-" if c is None else str(c["pages"]))
+        rows.append(line)
+    return _layout(header, rows, "<" + ">" * (len(header) - 1))
+
+
+def _primary(row):
+    return row["primary"]
+
+
+def _mq_rows(row):
+    """Every cell's instructions, and the mq cells' locked instructions and irq-flag
+    changes, which the patch takes one of each off."""
+    return row["primary"] or row["key"].startswith("mq-") and row["path"] in (
+        "cost.atomics / cost.ops", "cost.irqflags / cost.ops")
+
+
+TABLES = (
+    Table("v4-icount", "pipe-0000-cover-letter.patch", "v4-icount-tiny.json",
+          (("mainline", "7.3.4"), ("mainline-failed-write-fix", "patch 1"),
+           ("mainline-series", "patches 1-2")),
+          render_deterministic, _primary),
+    Table("failed-writes", "pipe-0001-pipe-no-top-up-for-a-write-that-is-going-to-fail.patch",
+          "failed-writes-tiny.json",
+          (("mainline", "7.3.4"), ("mainline-failed-write-fix", "patched")),
+          render_conformance),
+    Table("mqueue-icount", "mqueue-0001-ipc-mqueue-skip-the-poll-wakeup-without-pollers.patch",
+          "v4-icount-tiny.json",
+          (("mainline", "7.3.4"), ("mainline-series", "patched")),
+          render_deterministic, _mq_rows),
+)
+
+
+def render(table):
+    """The table's lines, from its record."""
+    return table.render(table, read(table.record_path))
+
+
+# ---- the tables in the patch files ---------------------------------------------------------
+
+
+def _block(lines, header):
+    """(start, end) of the block of non-blank lines that holds the line of the words
+    `header`, or None."""
+    hits = [i for i, line in enumerate(lines) if line.split() == header]
+    if len(hits) != 1:
+        return None
+    i = j = hits[0]
+    while i > 0 and lines[i - 1].strip():
+        i -= 1
+    while j + 1 < len(lines) and lines[j + 1].strip():
+        j += 1
+    return i, j + 1
+
+
+def in_patch(table):
+    """The table as its patch file holds it now: [lines], or None when the file has no
+    block with the table's header line, or more than one."""
+    lines = table.patch_path.read_text().split("\n")
+    span = _block(lines, table.header)
+    return None if span is None else lines[span[0]:span[1]]
+
+
+def rewrite(table):
+    """Put the table, rendered from its record, in place of the block in its patch file.
+    True when the file changed."""
+    text = table.patch_path.read_text()
+    lines = text.split("\n")
+    span = _block(lines, table.header)
+    if span is None:
+        raise Error(f"{table.patch}: no single block with the header line of table"
+                    f" {table.name}; paste `scripts/series-tables {table.name}` there once")
+    new = "\n".join(lines[:span[0]] + render(table) + lines[span[1]:])
+    if new == text:
+        return False
+    proc.write_text_atomic(str(table.patch_path), new)
+    return True
+
+
+def by_name(names):
+    known = {t.name: t for t in TABLES}
+    for n in names:
+        if n not in known:
+            raise Error(f"no table {n!r}: one of {', '.join(known)}")
+    return [known[n] for n in names] if names else list(TABLES)

@@ -1,0 +1,99 @@
+# SPDX-License-Identifier: MIT
+"""Every table in the patch series is what its record gives (scripts/series-tables), and
+shows every row of the record that it selects: no figure in a mail is typed by hand, and no
+measured row, the worse ones included, is left out."""
+import json
+import re
+
+import pytest
+
+from ipclab import Error
+from ipclab.report import series
+
+
+@pytest.mark.parametrize("table", series.TABLES, ids=lambda t: t.name)
+def test_a_table_in_a_patch_is_its_record_rendered(table):
+    now = series.in_patch(table)
+    assert now is not None, f"{table.patch} has no table {table.name}: run {series.REWRITE}"
+    assert now == series.render(table), \
+        f"table {table.name} in {table.patch} differs from {table.record}: run {series.REWRITE}"
+
+
+@pytest.mark.parametrize("table", series.TABLES, ids=lambda t: t.name)
+def test_a_table_shows_every_row_and_kernel_of_its_record(table):
+    record = series.read(table.record_path)
+    text = "\n".join(series.render(table))
+    if record["kind"] == series.DETERMINISTIC_ROWS:
+        rows = [f"{r['key']} | {r['path']}" for r in record["rows"]
+                if table.rows is None or table.rows(r)]
+    else:
+        rows = record["rows"]
+    assert rows
+    for key in rows:
+        assert series.ROW_NAMES.get(key, key) in text
+    for variant, _ in table.columns:
+        assert any(k["variant"] == variant for k in record["kernels"])
+
+
+@pytest.mark.parametrize("name", sorted({t.record for t in series.TABLES}))
+def test_a_record_says_how_it_was_measured(name):
+    record = series.read(series.RECORDS / name)
+    for field in ("commands", "commit", "machine", "release", "cpus", "qemu", "mode"):
+        assert record.get(field), f"{name}: no {field}"
+    for k in record["kernels"]:
+        assert k.get("raw"), f"{name}: {k['variant']} does not say where its raw run is"
+        assert all(c.get("n") for c in k["cells"].values())
+
+
+def test_every_record_is_read_by_a_table():
+    used = {t.record for t in series.TABLES}
+    assert {p.name for p in series.RECORDS.glob("*.json")} <= used
+
+
+def test_a_changed_figure_is_caught(tmp_path, monkeypatch):
+    table = series.TABLES[0]
+    copy = tmp_path / table.patch
+    text = table.patch_path.read_text()
+    want = series.render(table)
+    line = next(x for x in want if re.search(r"\d+\.\d+%", x))
+    copy.write_text(text.replace(line, re.sub(r"(\d)%", lambda m: str((int(m[1]) + 1) % 10)
+                                              + "%", line, count=1)))
+    monkeypatch.setattr(series, "PATCHES", tmp_path)
+    assert series.in_patch(table) != want
+    assert series.rewrite(table)
+    assert series.in_patch(table) == want
+    assert copy.read_text() == text
+
+
+def test_a_table_missing_from_its_patch_is_a_one_line_error(tmp_path, monkeypatch):
+    table = series.TABLES[0]
+    (tmp_path / table.patch).write_text("Subject: [PATCH 0/2] nothing\n\nno table here\n")
+    monkeypatch.setattr(series, "PATCHES", tmp_path)
+    assert series.in_patch(table) is None
+    with pytest.raises(Error, match="no single block"):
+        series.rewrite(table)
+
+
+def test_a_record_of_another_schema_is_refused(tmp_path):
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps({"schema": "something-else/1"}))
+    with pytest.raises(Error, match="not a series record"):
+        series.read(p)
+
+
+def test_conformance_lines_are_read_as_the_test_prints_them(tmp_path):
+    out = tmp_path / "out.txt"
+    out.write_text("TAP version 13\n"
+                   "# EPIPE (no reader, full pipe): 11 pages allocated system-wide during"
+                   " 4096 writes\n# EPIPE (no reader, full pipe): memory.stat kernel +0 bytes\n")
+    boot = tmp_path / "boot.json"
+    boot.write_text(json.dumps({"variant": "v", "kernel": "7.3.4", "shared": "/x",
+                                "clock": {"cpus": 1, "qemu": "7.2.22",
+                                          "mode": "deterministic"}, "guest": {"rc": 0}}))
+    rec = series.summarise_conformance([out], [boot], ["cmd"], "t")
+    assert rec["rows"] == ["EPIPE (no reader, full pipe)"]
+    assert rec["kernels"][0]["cells"]["EPIPE (no reader, full pipe)"] == \
+        {"pages": 11, "writes": 4096, "n": 1}
+    out.write_text("nothing\n")
+    with pytest.raises(Error, match="no count line"):
+        series.summarise_conformance([out], [boot], ["cmd"], "t")
