@@ -97,3 +97,44 @@ def test_conformance_lines_are_read_as_the_test_prints_them(tmp_path):
     out.write_text("nothing\n")
     with pytest.raises(Error, match="no count line"):
         series.summarise_conformance([out], [boot], ["cmd"], "t")
+
+
+# A number in a mail's text: 24586, 2445.2, -4.26%; not a version (7.3.4) or a commit id.
+FIGURE = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?%?(?![\w.])")
+MAILS = sorted(p for p in series.PATCHES.glob("*.patch")
+               if re.fullmatch(r"[a-z][a-z0-9]*-\d{4}-.+\.patch", p.name))
+
+
+def typed_tables(path):
+    """Indented runs of two or more lines with two figures each that no table in
+    series.TABLES prints: a table typed by hand. [(first line number, lines)]"""
+    lines = path.read_text().split("\n---\n")[0].split("\n")
+    owned = set()
+    for t in series.TABLES:
+        if t.patch == path.name:
+            span = series._block(lines, t.header)
+            owned |= set(range(*span)) if span else set()
+    found, run = [], []
+    for i, line in enumerate(lines + [""]):
+        if i not in owned and line.startswith("  ") and len(FIGURE.findall(line)) >= 2:
+            run.append((i, line))
+            continue
+        if len(run) >= 2:
+            found.append((run[0][0] + 1, [x for _, x in run]))
+        run = []
+    return found
+
+
+@pytest.mark.parametrize("path", MAILS, ids=lambda p: p.name)
+def test_no_table_in_a_mail_is_typed_by_hand(path):
+    assert not typed_tables(path), \
+        f"{path.name}: a table no record prints (add it to ipclab/report/series.py TABLES)"
+
+
+def test_a_typed_table_is_found(tmp_path):
+    mail = tmp_path / "x-0001-y.patch"
+    mail.write_text("Subject: [PATCH] x\n\nCounts:\n\n               7.3.4  patched\n"
+                    "  loop         2445.2   2443.2\n  round trip  11090.6  11086.4\n"
+                    "\nSigned-off-by: A <a@b.c>\n---\n 1 file changed\n")
+    assert typed_tables(mail) == [(6, ["  loop         2445.2   2443.2",
+                                       "  round trip  11090.6  11086.4"])]
