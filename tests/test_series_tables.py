@@ -22,15 +22,19 @@ def test_a_table_in_a_patch_is_its_record_rendered(table):
 @pytest.mark.parametrize("table", series.TABLES, ids=lambda t: t.name)
 def test_a_table_shows_every_row_and_kernel_of_its_record(table):
     record = series.read(table.record_path)
-    text = "\n".join(series.render(table))
+    # Words as a mail wraps them: a workload the census never saw at a site is named in
+    # the caption, which wraps.
+    text = " ".join(" ".join(series.render(table)).split())
     if record["kind"] == series.DETERMINISTIC_ROWS:
-        rows = [f"{r['key']} | {r['path']}" for r in record["rows"]
+        rows = [series.row_name(f"{r['key']} | {r['path']}") for r in record["rows"]
                 if table.rows is None or table.rows(r)]
+    elif record["kind"] == series.CENSUS:
+        rows = [series.WORKLOAD_NAMES.get(r, r) for r in record["rows"]]
     else:
-        rows = record["rows"]
+        rows = [series.row_name(r) for r in record["rows"]]
     assert rows
-    for key in rows:
-        assert series.ROW_NAMES.get(key, key) in text
+    for name in rows:
+        assert " ".join(name.split()) in text
     for variant, _ in table.columns:
         assert any(k["variant"] == variant for k in record["kernels"])
 

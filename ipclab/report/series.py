@@ -33,6 +33,7 @@ REWRITE = "scripts/series-tables --write"
 SCHEMA = "ipclab-series-record/1"
 DETERMINISTIC_ROWS = "deterministic-rows"
 CONFORMANCE_LINES = "conformance-lines"
+CENSUS = "census"
 WIDTH = 75      # checkpatch's limit for a commit message's lines
 
 
@@ -105,6 +106,7 @@ def summarise_results(paths, commands, title, commit=None):
     judged against it by the lab's own rule (ipclab/compare), whose verdict is kept."""
     runs = [(p, results.load(p)) for p in paths]
     base_path, base = runs[0]
+    args = {c["key"]: c.get("args", []) for c in base.get("cells", [])}
     kernels, rows = [], []
     for path, res in runs:
         k = _kernel_meta(res, path)
@@ -116,7 +118,8 @@ def summarise_results(paths, commands, title, commit=None):
             key = f"{r.key} | {r.path}"
             if r.key not in [x["key"] for x in rows if x["path"] == r.path] and path == base_path:
                 rows.append({"key": r.key, "path": r.path, "unit": r.unit,
-                             "primary": r.primary, "model": r.model})
+                             "primary": r.primary, "model": r.model,
+                             "args": args.get(r.key, [])})
             cell = _summary(r.j.new, r.j.spread_new)
             if path != base_path:
                 cell.update(delta=_finite(r.j.delta), verdict=r.verdict,
@@ -176,6 +179,38 @@ def summarise_conformance(outs, records, commands, title, commit=None, config="t
             "qemu": first["qemu"], "mode": first["mode"], "rows": rows, "kernels": kernels}
 
 
+def summarise_census(path, commands, title, commit=None):
+    """A record of one census boot (`ipclab census VARIANT -o FILE`): per workload, the
+    calls of each wakeup site and how many found a sleeper."""
+    try:
+        census = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise Error(f"cannot read census {path}: {e}") from None
+    if census.get("schema") != "ipclab-census/1":
+        raise Error(f"{path}: not a census record (ipclab-census/1)")
+    build, clock = census.get("build") or {}, census.get("clock") or {}
+    rows, cells = [], {}
+    for w in census.get("workloads", []):
+        rows.append(w["workload"])
+        cells[w["workload"]] = {
+            "rc": w.get("rc"), "n": 1,
+            "sites": {f"{fam}/{site}": dict(v) for fam in census.get("sites", {})
+                      for site, v in (w.get(fam) or {}).items()}}
+    kernel = {"variant": census.get("variant"), "release": build.get("release") or
+              (build.get("base") or {}).get("release"),
+              "patches": [p.get("name") for p in build.get("patches", [])],
+              "raw": (census.get("boot") or {}).get("shared"), "cells": cells}
+    return {"schema": SCHEMA, "kind": CENSUS, "title": title, "commands": list(commands),
+            "commit": commit or _git_commit(), "machine": _machine(),
+            "recorded": proc.now_iso(), "measured": census.get("when"),
+            "base": (build.get("base") or {}).get("name"), "release": kernel["release"],
+            "config": build.get("config_flavour"), "arch": census.get("arch"),
+            "cpus": clock.get("cpus"), "qemu": clock.get("qemu"), "mode": clock.get("mode"),
+            "clock": "icount shift=0" if (clock.get("icount") or {}).get("shift") == 0
+            else clock.get("mode"),
+            "sites": census.get("sites"), "rows": rows, "kernels": [kernel]}
+
+
 def read(path):
     try:
         data = json.loads(Path(path).read_text())
@@ -212,6 +247,20 @@ ROW_NAMES = {
 }
 
 
+# pipe_bench's cells (ipclab/upstream.py) and the figures it prints, under its own names.
+PIPE_BENCH_ROW = re.compile(r"pipe_bench/w=(\d+),r=(\d+)(,pressure)? \| metrics\.(\w+)")
+PIPE_BENCH_NAMES = {"throughput_MBps": "throughput_MBps", "write_lat_avg_ns": "lat_avg_ns"}
+
+
+def row_name(key):
+    if key in ROW_NAMES:
+        return ROW_NAMES[key]
+    m = PIPE_BENCH_ROW.fullmatch(key)
+    if m and m[4] in PIPE_BENCH_NAMES:
+        return f"{m[1]}x{m[2]}{' pressure' if m[3] else ''} {PIPE_BENCH_NAMES[m[4]]}"
+    return key
+
+
 @dataclass(frozen=True)
 class Table:
     name: str
@@ -220,12 +269,16 @@ class Table:
     columns: tuple              # ((variant, column title), ...), the first the base
     render: object              # (table, record) -> [lines]
     rows: object = None         # (row dict) -> bool: which of the record's rows it shows
+    caption: object = None      # (record) -> text above a deterministic table
+    sites: tuple = ()           # census: ((FAMILY/SITE, column title), ...)
 
     @property
     def header(self):
         """The words of the column header line, which name no figure: what finds the table
         in its patch file, however its columns are spaced."""
         titles = [t for _, t in self.columns]
+        if self.sites:
+            titles = ["workload"] + [t for _, t in self.sites]
         if self.render is render_conformance:
             titles.insert(1, PER_WRITE)
         return " ".join(titles).split()
@@ -322,13 +375,14 @@ def render_deterministic(table, record):
             continue
         key = f"{row['key']} | {row['path']}"
         places = 2 if row["model"] else 1
-        line = [ROW_NAMES.get(key, key), _num(base["cells"].get(key, {}).get("median"), places)]
+        line = [row_name(key), _num(base["cells"].get(key, {}).get("median"), places)]
         for k, _ in others:
             c = k["cells"].get(key)
             line.append("-" if c is None else
                         f"{_pct(c.get('delta')):>7} {VERDICT.get(c.get('verdict'), c.get('verdict'))}")
         rows.append(line)
-    return _wrap(_caption(record)) + _layout(header, rows, "<>" + "<" * len(others))
+    return _wrap((table.caption or _caption)(record)) + \
+        _layout(header, rows, "<>" + "<" * len(others))
 
 
 PER_WRITE = "per write"
@@ -348,6 +402,82 @@ def render_conformance(table, record):
             line.append("-" if c is None else str(c["pages"]))
         rows.append(line)
     return _layout(header, rows, "<" + ">" * (len(header) - 1))
+
+
+# What the census's workloads (kernel/tests/wakeup-sites, kernel/tests/workloads) are, for
+# a reader who has never seen them.
+WORKLOAD_NAMES = {
+    "pipe-throughput": "1-byte write+read loop",
+    "pipe-context": "1-byte round trip",
+    "token-ring": "token ring, 64 processes",
+    "token-ring-jobserver": "jobserver-shaped token ring",
+    "pipe-sweep-1x1": "64 KiB writes, 1x1",
+    "pipe-sweep-5x10": "64 KiB writes, 5x10",
+    "fastpipe-write-read": "fast-pipes writer and reader",
+    "mq-latency": "mq send then receive",
+    "pipe_poll_race": "pipe I/O beside poll()",
+    "mq_poll_race": "mq I/O beside poll/epoll",
+    "hackbench-pipe": "perf bench sched messaging -p",
+    "io-uring-full-pipe": "io_uring into a full pipe",
+    "make-jobserver": "GNU make's jobserver",
+    "mqueue-selftests": "mq_open_tests, mq_perf_tests (cut)",
+    "pipe1": "will-it-scale pipe1 shape",
+    "self-loop": "one task, both ends",
+    "shell-pipeline": "shell pipeline",
+    "sleeping-reader": "reader asleep before each write",
+}
+
+
+def render_census(table, record):
+    k = record["kernels"][0]
+    shown, idle, failed = [], [], []
+    for name in record["rows"]:
+        c = k["cells"][name]
+        label = WORKLOAD_NAMES.get(name, name)
+        if c.get("rc"):
+            failed.append(f"{label} (exit {c['rc']})")
+            continue
+        counts = [c["sites"].get(site, {}) for site, _ in table.sites]
+        if not any(x.get("calls") for x in counts):
+            idle.append(label)
+            continue
+        shown.append([label] + [f"{x.get('sleepers', 0)} of {x.get('calls', 0)}"
+                                for x in counts])
+    cfg = CONFIG_NAMES.get(record["config"], f"{record['config']} config")
+    cap = (f"Calls of each wakeup site that found a sleeper, of all its calls, per"
+           f" workload, counted at the site in {record['release']} built from {cfg}, one"
+           f" boot, QEMU {record['qemu']} TCG with -icount"
+           f" {record['clock'].replace('icount ', '')}, {record['cpus']} vCPU,"
+           f" {record['arch']}. Workloads that never reached "
+           + ("this site" if len(table.sites) == 1 else "these sites") + ": "
+           + ("; ".join(idle) or "none") + "."
+           + (" Failed: " + "; ".join(failed) + "." if failed else ""))
+    header = ["workload"] + [t for _, t in table.sites]
+    return _wrap(cap) + _layout(header, shown, "<" + ">" * len(table.sites))
+
+
+def _pipe_bench_rows(row):
+    m = PIPE_BENCH_ROW.fullmatch(f"{row['key']} | {row['path']}")
+    return bool(m) and m[4] in PIPE_BENCH_NAMES
+
+
+def _pipe_bench_caption(record):
+    first = record["kernels"][0]
+    n = " or ".join(str(x) for x in sorted({c["n"] for k in record["kernels"]
+                                             for c in k["cells"].values()}))
+    secs = sorted({r["args"][r["args"].index("-d") + 1] for r in record["rows"]
+                   if "-d" in r.get("args", [])})
+    rel = first["release"]
+    return (f"pipe_bench's own figures, built from {rel}'s"
+            f" tools/testing/selftests/pipe, under QEMU {record['qemu']} TCG with -icount"
+            f" {record['clock'].replace('icount ', '')}, where its clock counts guest"
+            f" instructions: throughput_MBps is MiB written per 10^9 guest instructions and"
+            f" lat_avg_ns the guest instructions of a 64 KiB write, not times; median of"
+            f" {n} runs of -d {' or '.join(secs) or '?'} each, one boot per kernel, {rel}"
+            f" built from {CONFIG_NAMES.get(record['config'], record['config'] + ' config')},"
+            f" {record['cpus']} vCPU, {record['arch']}; each change against {rel}, judged"
+            f" by the spread of each side's runs alone (no pairs of boots of {rel} were"
+            f" made for pipe_bench):")
 
 
 def _primary(row):
@@ -370,6 +500,12 @@ TABLES = (
           "failed-writes-tiny.json",
           (("mainline", "7.3.4"), ("mainline-failed-write-fix", "patched")),
           render_conformance),
+    Table("wakeups", "pipe-0000-cover-letter.patch", "census-tiny.json",
+          (("mainline+wakeup-counters", "7.3.4"),), render_census,
+          sites=(("pipe/write-rd", "rd_wait wakeup, end of write"),)),
+    Table("mqueue-pollers", "mqueue-0001-ipc-mqueue-skip-the-poll-wakeup-without-pollers.patch",
+          "census-tiny.json", (("mainline+wakeup-counters", "7.3.4"),), render_census,
+          sites=(("mqueue/send-poll", "send site"), ("mqueue/recv-poll", "receive site"))),
     Table("mqueue-icount", "mqueue-0001-ipc-mqueue-skip-the-poll-wakeup-without-pollers.patch",
           "v4-icount-tiny.json",
           (("mainline", "7.3.4"), ("mainline-series", "patched")),
