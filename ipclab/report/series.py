@@ -249,15 +249,18 @@ ROW_NAMES = {
 
 # pipe_bench's cells (ipclab/upstream.py) and the figures it prints, under its own names.
 PIPE_BENCH_ROW = re.compile(r"pipe_bench/w=(\d+),r=(\d+)(,pressure)? \| metrics\.(\w+)")
-PIPE_BENCH_NAMES = {"throughput_MBps": "throughput_MBps", "write_lat_avg_ns": "lat_avg_ns"}
+# (metric, the name pipe_bench prints it under): its write rate and its average write
+# latency, the two figures of its output that ipclab compares.
+PIPE_BENCH_METRICS = (("writes_per_s", "rate"), ("write_lat_avg_ns", "lat_avg_ns"))
 
 
 def row_name(key):
+    """A row's name in a mail; a pipe_bench row is named by its cell, writers x readers."""
     if key in ROW_NAMES:
         return ROW_NAMES[key]
     m = PIPE_BENCH_ROW.fullmatch(key)
-    if m and m[4] in PIPE_BENCH_NAMES:
-        return f"{m[1]}x{m[2]}{' pressure' if m[3] else ''} {PIPE_BENCH_NAMES[m[4]]}"
+    if m:
+        return f"{m[1]}x{m[2]}{' pressure' if m[3] else ''}"
     return key
 
 
@@ -279,6 +282,9 @@ class Table:
         titles = [t for _, t in self.columns]
         if self.sites:
             titles = ["workload"] + [t for _, t in self.sites]
+        if self.render is render_pipe_bench:
+            titles = ["w x r"] + [x for _, name in PIPE_BENCH_METRICS
+                                  for x in [f"{name} {titles[0]}"] + titles[1:]]
         if self.render is render_conformance:
             titles.insert(1, PER_WRITE)
         return " ".join(titles).split()
@@ -458,7 +464,33 @@ def render_census(table, record):
 
 def _pipe_bench_rows(row):
     m = PIPE_BENCH_ROW.fullmatch(f"{row['key']} | {row['path']}")
-    return bool(m) and m[4] in PIPE_BENCH_NAMES
+    return bool(m) and m[4] in dict(PIPE_BENCH_METRICS)
+
+
+def render_pipe_bench(table, record):
+    """One line per cell: for each of pipe_bench's figures, 7.3.4's median, then each
+    other kernel's change."""
+    base = _kernel(record, table.columns[0][0], table)
+    others = [(_kernel(record, v, table), title) for v, title in table.columns[1:]]
+    header = ["w x r"]
+    for _, name in PIPE_BENCH_METRICS:
+        header += [f"{name} {table.columns[0][1]}"] + [t for _, t in others]
+    cells = []
+    for row in record["rows"]:
+        if _pipe_bench_rows(row) and row["key"] not in cells:
+            cells.append(row["key"])
+    rows = []
+    for key in cells:
+        line = [row_name(f"{key} | metrics.{PIPE_BENCH_METRICS[0][0]}")]
+        for metric, _ in PIPE_BENCH_METRICS:
+            k = f"{key} | metrics.{metric}"
+            line.append(_num(base["cells"].get(k, {}).get("median"), 1))
+            for other, _ in others:
+                c = other["cells"].get(k)
+                line.append("-" if c is None else _pct(c.get("delta")))
+        rows.append(line)
+    return _wrap(_pipe_bench_caption(record)) + \
+        _layout(header, rows, "<" + ">" * (len(header) - 1))
 
 
 def _pipe_bench_caption(record):
@@ -468,16 +500,22 @@ def _pipe_bench_caption(record):
     secs = sorted({r["args"][r["args"].index("-d") + 1] for r in record["rows"]
                    if "-d" in r.get("args", [])})
     rel = first["release"]
-    return (f"pipe_bench's own figures, built from {rel}'s"
-            f" tools/testing/selftests/pipe, under QEMU {record['qemu']} TCG with -icount"
-            f" {record['clock'].replace('icount ', '')}, where its clock counts guest"
-            f" instructions: throughput_MBps is MiB written per 10^9 guest instructions and"
-            f" lat_avg_ns the guest instructions of a 64 KiB write, not times; median of"
-            f" {n} runs of -d {' or '.join(secs) or '?'} each, one boot per kernel, {rel}"
-            f" built from {CONFIG_NAMES.get(record['config'], record['config'] + ' config')},"
-            f" {record['cpus']} vCPU, {record['arch']}; each change against {rel}, judged"
-            f" by the spread of each side's runs alone (no pairs of boots of {rel} were"
-            f" made for pipe_bench):")
+    spread = max(c["spread"] for k in record["kernels"] for key, c in k["cells"].items()
+                 if c.get("spread") is not None and PIPE_BENCH_ROW.fullmatch(key)
+                 and PIPE_BENCH_ROW.fullmatch(key)[4] in dict(PIPE_BENCH_METRICS))
+    return (f"pipe_bench's own figures (tools/testing/selftests/pipe of {rel}), under QEMU"
+            f" {record['qemu']} TCG with -icount {record['clock'].replace('icount ', '')},"
+            f" where its clock counts guest instructions: rate is writes of 64 KiB per"
+            f" 10^9 guest instructions, lat_avg_ns the guest instructions, the whole"
+            f" guest's, from a write's start to its return;"
+            f" they are instruction counts, not times. Median of {n} runs of -d"
+            f" {' or '.join(secs) or '?'} each (10^9 instructions a second), one boot per"
+            f" kernel, {rel} built from"
+            f" {CONFIG_NAMES.get(record['config'], record['config'] + ' config')},"
+            f" {record['cpus']} vCPU, {record['arch']}; each change against {rel}. The"
+            f" 95% interval of a median is at most {spread * 100:.2f}% wide on either side"
+            f" of it; no pairs of boots of {rel} alone were made for pipe_bench, so no"
+            f" change is judged against them:")
 
 
 def _primary(row):
@@ -494,8 +532,11 @@ def _mq_rows(row):
 TABLES = (
     Table("v4-icount", "pipe-0000-cover-letter.patch", "v4-icount-tiny.json",
           (("mainline", "7.3.4"), ("mainline-failed-write-fix", "patch 1"),
-           ("mainline-series", "patches 1-2")),
+           ("mainline-stack-arrays", "patches 1-2")),
           render_deterministic, _primary),
+    Table("pipe-bench", "pipe-0000-cover-letter.patch", "v4-pipe-bench-tiny.json",
+          (("mainline", "7.3.4"), ("mainline-series", "1-2")),
+          render_pipe_bench, _pipe_bench_rows),
     Table("failed-writes", "pipe-0001-pipe-no-top-up-for-a-write-that-is-going-to-fail.patch",
           "failed-writes-tiny.json",
           (("mainline", "7.3.4"), ("mainline-failed-write-fix", "patched")),
@@ -508,7 +549,7 @@ TABLES = (
           sites=(("mqueue/send-poll", "send site"), ("mqueue/recv-poll", "receive site"))),
     Table("mqueue-icount", "mqueue-0001-ipc-mqueue-skip-the-poll-wakeup-without-pollers.patch",
           "v4-icount-tiny.json",
-          (("mainline", "7.3.4"), ("mainline-series", "patched")),
+          (("mainline", "7.3.4"), ("mainline-mq-skip-poll-wakeup", "patched")),
           render_deterministic, _mq_rows),
 )
 
