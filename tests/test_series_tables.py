@@ -28,6 +28,8 @@ def test_a_table_shows_every_row_and_kernel_of_its_record(table):
     if record["kind"] == series.DETERMINISTIC_ROWS:
         rows = [series.row_name(f"{r['key']} | {r['path']}") for r in record["rows"]
                 if table.rows is None or table.rows(r)]
+    elif record["kind"] == series.DISASSEMBLY:
+        rows = [f"{f}()" for f in record["rows"]]
     elif record["kind"] == series.CENSUS:
         rows = [series.WORKLOAD_NAMES.get(r, r) for r in record["rows"]]
     else:
@@ -42,10 +44,13 @@ def test_a_table_shows_every_row_and_kernel_of_its_record(table):
 @pytest.mark.parametrize("name", sorted({t.record for t in series.TABLES}))
 def test_a_record_says_how_it_was_measured(name):
     record = series.read(series.RECORDS / name)
-    for field in ("commands", "commit", "machine", "release", "cpus", "qemu", "mode"):
+    booted = record["kind"] != series.DISASSEMBLY
+    for field in ("commands", "commit", "machine", "release", "config", "arch", "mode") + (
+            ("cpus", "qemu") if booted else ("compiler",)):
         assert record.get(field), f"{name}: no {field}"
     for k in record["kernels"]:
-        assert k.get("raw"), f"{name}: {k['variant']} does not say where its raw run is"
+        assert k.get("raw" if booted else "object"), \
+            f"{name}: {k['variant']} does not say where its raw run or object was"
         assert all(c.get("n") for c in k["cells"].values())
 
 

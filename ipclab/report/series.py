@@ -21,6 +21,7 @@ import os
 import platform
 import re
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +35,8 @@ SCHEMA = "ipclab-series-record/1"
 DETERMINISTIC_ROWS = "deterministic-rows"
 CONFORMANCE_LINES = "conformance-lines"
 CENSUS = "census"
+DISASSEMBLY = "disassembly"
+FASTPATH = ROOT / "scripts" / "fastpath-insns"
 WIDTH = 75      # checkpatch's limit for a commit message's lines
 
 
@@ -211,6 +214,43 @@ def summarise_census(path, commands, title, commit=None):
             "sites": census.get("sites"), "rows": rows, "kernels": [kernel]}
 
 
+FASTPATH_LINE = re.compile(r"^(?P<func>\S+): (?P<insns>\d+) instructions, (?P<reps>\d+)"
+                           r" rep-string$")
+
+
+def _fastpath(obj, func):
+    """{"instructions", "rep"} of func's fast path in obj (scripts/fastpath-insns), or
+    {"inlined": True} when the object has no such function."""
+    r = subprocess.run([sys.executable, str(FASTPATH), str(obj), func], capture_output=True,
+                       text=True)
+    if r.returncode == 2 and f"no function {func}" in r.stderr:
+        return {"inlined": True, "n": 1}
+    m = FASTPATH_LINE.match(r.stdout.strip())
+    if r.returncode or not m:
+        raise Error(f"fastpath-insns {obj} {func}: {(r.stderr.strip() or r.stdout.strip())}")
+    return {"instructions": int(m["insns"]), "rep": int(m["reps"]), "n": 1}
+
+
+def summarise_disassembly(objects, functions, commands, title, config, compiler,
+                          release, commit=None):
+    """A record of one object file built several ways (objects: [(kernel name, path)]):
+    for each function, the instructions on its fast path from the entry to the return or
+    the tail call, as scripts/fastpath-insns counts them (the first conditional jump
+    taken), or that the function is not in the object."""
+    kernels = []
+    for name, obj in objects:
+        if not Path(obj).is_file():
+            raise Error(f"no object file {obj}")
+        kernels.append({"variant": name, "object": str(obj), "release": release,
+                        "cells": {f: _fastpath(obj, f) for f in functions}})
+    return {"schema": SCHEMA, "kind": DISASSEMBLY, "title": title, "commands": list(commands),
+            "commit": commit or _git_commit(), "machine": _machine(),
+            "recorded": proc.now_iso(), "release": release, "config": config,
+            "compiler": compiler, "arch": platform.machine(), "cpus": None,
+            "mode": "static: objdump of an object file, no run", "qemu": None,
+            "rows": list(functions), "kernels": kernels}
+
+
 def read(path):
     try:
         data = json.loads(Path(path).read_text())
@@ -287,6 +327,8 @@ class Table:
                                   for x in [f"{name} {titles[0]}"] + titles[1:]]
         if self.render is render_conformance:
             titles.insert(1, PER_WRITE)
+        if self.render is render_disassembly:
+            titles.insert(0, "path when the pool needs nothing")
         return " ".join(titles).split()
 
     @property
@@ -338,7 +380,8 @@ def _layout(header, rows, align):
 
 # How a mail names the lab's configs (ipclab/lab/variants.py, FLAVOURS).
 CONFIG_NAMES = {"tiny": "tinyconfig plus what the guest needs",
-                "production": "Debian's cloud-amd64 config"}
+                "production": "Debian's cloud-amd64 config",
+                "debian-cloud-amd64": "Debian's cloud-amd64 config"}
 
 
 def _caption(record):
@@ -462,6 +505,30 @@ def render_census(table, record):
     return _wrap(cap) + _layout(header, shown, "<" + ">" * len(table.sites))
 
 
+def render_disassembly(table, record):
+    kernels = [(_kernel(record, v, table), title) for v, title in table.columns]
+    header = ["path when the pool needs nothing"] + [t for _, t in kernels]
+    rows = []
+    for func in record["rows"]:
+        line = [f"{func}()"]
+        for k, _ in kernels:
+            c = k["cells"].get(func, {})
+            if c.get("inlined"):
+                line.append("inlined")
+            else:
+                line.append(f"{c['instructions']}" + (f", {c['rep']} rep stos" if c["rep"]
+                                                      else ""))
+        rows.append(line)
+    cfg = CONFIG_NAMES.get(record["config"], record["config"])
+    cap = (f"Instructions of a call that finds the pool as it needs it, from the entry to"
+           f" the tail call of mutex_lock() or mutex_unlock() (objdump -d of fs/pipe.o,"
+           f" {record['release']}"
+           f" built from {cfg} with {record['compiler']}); a \"rep stos\" counts once,"
+           f" however many stores it repeats; \"inlined\": the object has no such"
+           f" function left:")
+    return _wrap(cap) + _layout(header, rows, "<" + ">" * len(kernels))
+
+
 def _pipe_bench_rows(row):
     m = PIPE_BENCH_ROW.fullmatch(f"{row['key']} | {row['path']}")
     return bool(m) and m[4] in dict(PIPE_BENCH_METRICS)
@@ -537,6 +604,14 @@ TABLES = (
     Table("pipe-bench", "pipe-0000-cover-letter.patch", "v4-pipe-bench-tiny.json",
           (("mainline", "7.3.4"), ("mainline-series", "1-2")),
           render_pipe_bench, _pipe_bench_rows),
+    Table("fastpath-fix", "pipe-0001-pipe-no-top-up-for-a-write-that-is-going-to-fail.patch",
+          "v4-fastpath-debian.json", (("7.3.4", "7.3.4"), ("patch-1", "patched")),
+          render_disassembly),
+    Table("fastpath-helpers",
+          "pipe-0002-pipe-move-the-page-pool-s-refill-and-trim-into-noinline-helpers.patch",
+          "v4-fastpath-debian.json",
+          (("7.3.4", "7.3.4"), ("patch-1", "patch 1"), ("patches-1-2", "patched")),
+          render_disassembly),
     Table("failed-writes", "pipe-0001-pipe-no-top-up-for-a-write-that-is-going-to-fail.patch",
           "failed-writes-tiny.json",
           (("mainline", "7.3.4"), ("mainline-failed-write-fix", "patched")),
