@@ -4,11 +4,13 @@ shows every row of the record that it selects: no figure in a mail is typed by h
 measured row, the worse ones included, is left out."""
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 
 from ipclab import Error
-from ipclab.report import series
+from ipclab.report import series, series_records
 
 
 @pytest.mark.parametrize("table", series.TABLES, ids=lambda t: t.name)
@@ -99,13 +101,13 @@ def test_conformance_lines_are_read_as_the_test_prints_them(tmp_path):
     boot.write_text(json.dumps({"variant": "v", "kernel": "7.3.4", "shared": "/x",
                                 "clock": {"cpus": 1, "qemu": "7.2.22",
                                           "mode": "deterministic"}, "guest": {"rc": 0}}))
-    rec = series.summarise_conformance([out], [boot], ["cmd"], "t")
+    rec = series_records.summarise_conformance([out], [boot], ["cmd"], "t")
     assert rec["rows"] == ["EPIPE (no reader, full pipe)"]
     assert rec["kernels"][0]["cells"]["EPIPE (no reader, full pipe)"] == \
         {"pages": 11, "writes": 4096, "n": 1}
     out.write_text("nothing\n")
     with pytest.raises(Error, match="no count line"):
-        series.summarise_conformance([out], [boot], ["cmd"], "t")
+        series_records.summarise_conformance([out], [boot], ["cmd"], "t")
 
 
 # A number in a mail's text: 24586, 2445.2, -4.26%; not a version (7.3.4) or a commit id.
@@ -147,3 +149,15 @@ def test_a_typed_table_is_found(tmp_path):
                     "\nSigned-off-by: A <a@b.c>\n---\n 1 file changed\n")
     assert typed_tables(mail) == [(6, ["  loop         2445.2   2443.2",
                                        "  round trip  11090.6  11086.4"])]
+
+
+def test_the_command_prints_and_checks_and_refuses_bad_input_in_one_line():
+    script = [sys.executable, str(series.ROOT / "scripts" / "series-tables")]
+    out = subprocess.run(script + ["failed-writes"], capture_output=True, text=True)
+    assert out.returncode == 0
+    table = series.by_name(["failed-writes"])[0]
+    assert out.stdout.rstrip("\n").split("\n") == series.render(table)
+    assert subprocess.run(script + ["--check"], capture_output=True).returncode == 0
+    bad = subprocess.run(script + ["no-such-table"], capture_output=True, text=True)
+    assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1
+    assert "no table 'no-such-table'" in bad.stderr
