@@ -81,12 +81,16 @@ class Table:
     rows: object = None         # (row dict) -> bool: which of the record's rows it shows
     caption: object = None      # (record) -> text above a deterministic table
     sites: tuple = ()           # census: ((FAMILY/SITE, column title), ...)
+    title: str = ""             # deterministic: over the rows' names; tells apart two tables
+                                # of one mail
 
     @property
     def header(self):
         """The words of the column header line, which name no figure: what finds the table
         in its patch file, however its columns are spaced."""
         titles = [t for _, t in self.columns]
+        if self.render is render_deterministic and self.title:
+            titles.insert(0, self.title)
         if self.sites:
             titles = ["workload"] + [t for _, t in self.sites]
         if self.render is render_pipe_bench:
@@ -161,8 +165,23 @@ def _caption(record):
             f" one boot per kernel, {first['release']} built from"
             f" {CONFIG_NAMES.get(record['config'], record['config'] + ' config')},"
             f" {record['cpus']} vCPU, {record['arch']}; each change against"
-            f" {first['release']}, judged by how far pairs of boots of {first['release']}"
-            f" alone differ:")
+            f" {first['release']}, {_judged_by(record)}:")
+
+
+def _judged_by(record):
+    """What the verdicts were judged against: the A/A floor's pairs of boots of the base
+    (ipclab/reference/icount-floor.json), where the lab has them for this kernel, config
+    and vCPUs, else each side's own samples."""
+    rel = record["kernels"][0]["release"]
+    pairs = [c.get("floor_pairs") or 0 for k in record["kernels"][1:]
+             for c in k["cells"].values() if c.get("verdict")]
+    if pairs and all(pairs):
+        return f"judged by how far pairs of boots of {rel} alone differ"
+    if any(pairs):
+        return (f"judged by how far pairs of boots of {rel} alone differ where such pairs"
+                f" were made, else by the spread of each side's samples alone")
+    return (f"judged by the spread of each side's samples alone (no pairs of boots of"
+            f" {rel} were made on this config)")
 
 
 def _wrap(text, width=WIDTH - 3):
@@ -184,7 +203,7 @@ VERDICT = {"within noise": "in noise"}
 def render_deterministic(table, record):
     base = _kernel(record, table.columns[0][0], table)
     others = [(_kernel(record, v, table), title) for v, title in table.columns[1:]]
-    header = ["", table.columns[0][1]] + [t for _, t in others]
+    header = [table.title, table.columns[0][1]] + [t for _, t in others]
     rows = []
     for row in record["rows"]:
         if table.rows and not table.rows(row):
