@@ -93,27 +93,39 @@ def _kernel_meta(res, path):
     }
 
 
+def _named(arg):
+    """NAME=FILE names a kernel's runs (a second boot of the base, say); FILE alone is
+    named by its variant."""
+    name, sep, path = arg.partition("=")
+    if sep and name and "/" not in name:
+        return name, path
+    return None, arg
+
+
 def summarise_results(paths, commands, title, commit=None):
     """A record of deterministic runs: the first results file is the base, each other is
-    judged against it by the lab's own rule (ipclab/compare), whose verdict is kept."""
-    runs = [(p, results.load(p)) for p in paths]
-    base_path, base = runs[0]
+    judged against it by the lab's own rule (ipclab/compare), whose verdict is kept. A path
+    may be NAME=FILE, to tell apart two boots of one variant."""
+    named = [_named(p) for p in paths]
+    runs = [(name, p, results.load(p)) for name, p in named]
+    _, _, base = runs[0]
     args = {c["key"]: c.get("args", []) for c in base.get("cells", [])}
     kernels, rows = [], []
-    for path, res in runs:
+    for i, (name, path, res) in enumerate(runs):
         k = _kernel_meta(res, path)
+        k["name"] = name or k["variant"]
         out = compare.compare_results(base, res, common=True)
         if out.clock == compare.REAL:
             raise Error(f"{path}: a timed run; this record takes deterministic runs only")
         cells = {}
         for r in out.judged:
             key = f"{r.key} | {r.path}"
-            if r.key not in [x["key"] for x in rows if x["path"] == r.path] and path == base_path:
+            if r.key not in [x["key"] for x in rows if x["path"] == r.path] and i == 0:
                 rows.append({"key": r.key, "path": r.path, "unit": r.unit,
                              "primary": r.primary, "model": r.model,
                              "args": args.get(r.key, [])})
             cell = _summary(r.j.new, r.j.spread_new)
-            if path != base_path:
+            if i:
                 cell.update(delta=_finite(r.j.delta), verdict=r.verdict,
                             floor=_finite(r.j.floor), floor_pairs=r.j.floor_pairs,
                             threshold=_finite(r.j.threshold), note=r.j.note)
