@@ -1,0 +1,492 @@
+# SPDX-License-Identifier: MIT
+"""The figures of the patch series in kernel/patches/: each table of a cover letter or a
+commit message is printed from a record under kernel/patches/records/, by
+`scripts/series-tables`, and checked against it by tests/test_series_tables.py, so that no
+figure in a mail is typed by hand and no measured row is left out.
+
+A record is a summary of the runs behind a table: per kernel and per cell, the median, the
+spread and the number of samples, with the command lines, the commit of this repository,
+the machine, the kernel base and config, the vCPUs, the architecture and the clock. It is
+written once from the runs' own files (`scripts/series-tables record ...`,
+ipclab/report/series_records.py), never edited.
+
+A table is a record, the patch file that holds it, the kernels it shows as columns and a
+renderer. Its rows are every row of the record that the table's metrics select, in the
+record's order: a row cannot be left out by leaving it out of a list. In the patch file a
+table is the block of non-blank lines that holds its header line, which names no figure.
+"""
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ipclab import Error, proc
+# The kinds of record, re-exported for the tests, which read records by kind.
+from ipclab.report.series_records import (CENSUS, CONFORMANCE_LINES,  # noqa: F401
+                                          DETERMINISTIC_ROWS, DISASSEMBLY, read)
+
+ROOT = Path(__file__).resolve().parents[2]
+PATCHES = ROOT / "kernel" / "patches" / "mainline"
+RECORDS = ROOT / "kernel" / "patches" / "records"
+REWRITE = "scripts/series-tables --write"
+WIDTH = 75      # checkpatch's limit for a commit message's lines
+
+
+# ---- tables --------------------------------------------------------------------------------
+
+# What a row is called in a mail. A row without a name here is printed under its key, so a
+# new cell in a record shows up in the table rather than being dropped.
+ROW_NAMES = {
+    "pipe-throughput/copies=1 | counters.task_clock_ns / metrics.loops":
+        "1-byte write+read loop",
+    "pipe-context/copies=1 | counters.task_clock_ns / metrics.round_trips":
+        "1-byte round trip",
+    "pipe-sweep/w=1,r=1 | counters.task_clock_ns / metrics.writes": "64 KiB write, 1x1",
+    "mq-latency/prio=constant | metrics.empty_send_ns": "mq send, empty queue",
+    "mq-latency/prio=constant | metrics.empty_recv_ns": "mq receive, empty queue",
+    "mq-latency/prio=constant | metrics.full_send_ns": "mq send, full queue",
+    "mq-latency/prio=constant | metrics.full_recv_ns": "mq receive, full queue",
+    "mq-latency/prio=constant | cost.atomics / cost.ops": "mq, locked insns",
+    "mq-latency/prio=constant | cost.irqflags / cost.ops": "mq, irq-flag changes",
+    "EAGAIN (O_NONBLOCK, full pipe)": "EAGAIN, O_NONBLOCK into a full pipe",
+    "EPIPE (no reader, full pipe)": "EPIPE, no reader, pipe full",
+    "EPIPE (no reader, empty pipe)": "EPIPE, no reader, pipe empty",
+}
+
+
+# pipe_bench's cells (ipclab/upstream.py) and the figures it prints, under its own names.
+PIPE_BENCH_ROW = re.compile(r"pipe_bench/w=(\d+),r=(\d+)(,pressure)? \| metrics\.(\w+)")
+# (metric, the name pipe_bench prints it under): its write rate and its average write
+# latency, the two figures of its output that ipclab compares.
+PIPE_BENCH_METRICS = (("writes_per_s", "rate"), ("write_lat_avg_ns", "lat_avg_ns"))
+
+
+def row_name(key):
+    """A row's name in a mail; a pipe_bench row is named by its cell, writers x readers."""
+    if key in ROW_NAMES:
+        return ROW_NAMES[key]
+    m = PIPE_BENCH_ROW.fullmatch(key)
+    if m:
+        return f"{m[1]}x{m[2]}{' pressure' if m[3] else ''}"
+    return key
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    patch: str                  # file name in kernel/patches/mainline
+    record: str                 # file name in kernel/patches/records
+    columns: tuple              # ((variant, column title), ...), the first the base
+    render: object              # (table, record) -> [lines]
+    rows: object = None         # (row dict) -> bool: which of the record's rows it shows
+    caption: object = None      # (record) -> text above a deterministic table
+    sites: tuple = ()           # census: ((FAMILY/SITE, column title), ...)
+    title: str = ""             # deterministic: over the rows' names; tells apart two tables
+                                # of one mail
+
+    @property
+    def header(self):
+        """The words of the column header line, which name no figure: what finds the table
+        in its patch file, however its columns are spaced."""
+        titles = [t for _, t in self.columns]
+        if self.render is render_deterministic and self.title:
+            titles.insert(0, self.title)
+        if self.sites:
+            titles = ["workload"] + [t for _, t in self.sites]
+        if self.render is render_pipe_bench:
+            titles = ["w x r"] + [x for _, name in PIPE_BENCH_METRICS
+                                  for x in [f"{name} {titles[0]}"] + titles[1:]]
+        if self.render is render_conformance:
+            titles.insert(1, PER_WRITE)
+        if self.render is render_disassembly:
+            titles.insert(0, "path when the pool needs nothing")
+        return " ".join(titles).split()
+
+    @property
+    def patch_path(self):
+        return PATCHES / self.patch
+
+    @property
+    def record_path(self):
+        return RECORDS / self.record
+
+
+def _kernel(record, variant, table):
+    for k in record["kernels"]:
+        if k.get("name", k["variant"]) == variant:
+            return k
+    raise Error(f"{table.record}: no kernel {variant!r} for table {table.name}")
+
+
+def _num(x, places=1):
+    return "n/a" if x is None else f"{x:.{places}f}"
+
+
+def _pct(x):
+    return "n/a" if x is None else f"{x * 100:+.2f}%"
+
+
+def _layout(header, rows, align):
+    """Fixed-width lines, two spaces in front. `align` gives each column's "<" or ">"; a
+    header entry spans the columns up to the next one that is not None."""
+    widths = [max([len(r[i]) for r in rows] + [len(header[i] or "")
+                                                 if i + 1 == len(header) or header[i + 1]
+                                                 is not None else 0])
+              for i in range(len(align))]
+    lines = []
+    for r in rows:
+        cells = [c.ljust(w) if a == "<" else c.rjust(w) for c, w, a in zip(r, widths, align)]
+        lines.append(("  " + "  ".join(cells)).rstrip())
+    head, i = "", 0
+    while i < len(header):
+        j = i + 1
+        while j < len(header) and header[j] is None:
+            j += 1
+        span = sum(widths[i:j]) + 2 * (j - i - 1)
+        text = header[i] or ""
+        head += (text.rjust(span) if align[i] == ">" else text.ljust(span)) + "  "
+        i = j
+    return [("  " + head).rstrip()] + lines
+
+
+# How a mail names the lab's configs (ipclab/lab/variants.py, FLAVOURS).
+CONFIG_NAMES = {"tiny": "tinyconfig plus what the guest needs",
+                "production": "Debian's cloud-amd64 config plus what the guest needs",
+                "debian-cloud-amd64": "Debian's cloud-amd64 config"}
+
+
+def _caption(record):
+    """What every deterministic table says of how it was measured, from its record."""
+    first = record["kernels"][0]
+    n = sorted({c["n"] for k in record["kernels"] for c in k["cells"].values()})
+    ns = " or ".join(str(x) for x in n)
+    return (f"Guest instructions per operation (QEMU {record['qemu']} TCG, -icount"
+            f" {record['clock'].replace('icount ', '')}, not a time), median of {ns} samples,"
+            f" one boot per kernel, {first['release']} built from"
+            f" {CONFIG_NAMES.get(record['config'], record['config'] + ' config')},"
+            f" {record['cpus']} vCPU, {record['arch']}; each change against"
+            f" {first['release']}, {_judged_by(record)}:")
+
+
+def _judged_by(record):
+    """What the verdicts were judged against: the A/A floor's pairs of boots of the base
+    (ipclab/reference/icount-floor.json), where the lab has them for this kernel, config
+    and vCPUs, else each side's own samples."""
+    rel = record["kernels"][0]["release"]
+    pairs = [c.get("floor_pairs") or 0 for k in record["kernels"][1:]
+             for c in k["cells"].values() if c.get("verdict")]
+    if pairs and all(pairs):
+        return f"judged by how far pairs of boots of {rel} alone differ"
+    if any(pairs):
+        return (f"judged by how far pairs of boots of {rel} alone differ where such pairs"
+                f" were made, else by the spread of each side's samples alone")
+    return (f"judged by the spread of each side's samples alone (no pairs of boots of"
+            f" {rel} were made on this config)")
+
+
+def _wrap(text, width=WIDTH - 3):
+    words, lines, line = text.split(), [], ""
+    for w in words:
+        if line and len(line) + 1 + len(w) > width:
+            lines.append(line)
+            line = w
+        else:
+            line = f"{line} {w}" if line else w
+    return lines + [line]
+
+
+# The rule's verdicts (ipclab/deterministic/rule.py), one shortened to keep a mail's lines
+# under 76 columns; the mail says what each means.
+VERDICT = {"within noise": "in noise"}
+
+
+def render_deterministic(table, record):
+    base = _kernel(record, table.columns[0][0], table)
+    others = [(_kernel(record, v, table), title) for v, title in table.columns[1:]]
+    header = [table.title, table.columns[0][1]] + [t for _, t in others]
+    rows = []
+    for row in record["rows"]:
+        if table.rows and not table.rows(row):
+            continue
+        key = f"{row['key']} | {row['path']}"
+        places = 2 if row["model"] else 1
+        line = [row_name(key), _num(base["cells"].get(key, {}).get("median"), places)]
+        for k, _ in others:
+            c = k["cells"].get(key)
+            line.append("-" if c is None else
+                        f"{_pct(c.get('delta')):>7} {VERDICT.get(c.get('verdict'), c.get('verdict'))}")
+        rows.append(line)
+    return _wrap((table.caption or _caption)(record)) + \
+        _layout(header, rows, "<>" + "<" * len(others))
+
+
+PER_WRITE = "per write"
+
+
+def render_conformance(table, record):
+    base = _kernel(record, table.columns[0][0], table)
+    others = [(_kernel(record, v, table), title) for v, title in table.columns[1:]]
+    header = ["", table.columns[0][1], PER_WRITE] + [t for _, t in others]
+    rows = []
+    for case in record["rows"]:
+        b = base["cells"].get(case)
+        line = [ROW_NAMES.get(case, case), "-" if b is None else str(b["pages"]),
+                "-" if b is None else f"{b['pages'] / b['writes']:.1f}"]
+        for k, _ in others:
+            c = k["cells"].get(case)
+            line.append("-" if c is None else str(c["pages"]))
+        rows.append(line)
+    return _layout(header, rows, "<" + ">" * (len(header) - 1))
+
+
+# What the census's workloads (kernel/tests/wakeup-sites, kernel/tests/workloads) are, for
+# a reader who has never seen them.
+WORKLOAD_NAMES = {
+    "pipe-throughput": "1-byte write+read loop",
+    "pipe-context": "1-byte round trip",
+    "token-ring": "token ring, 64 processes",
+    "token-ring-jobserver": "jobserver-shaped token ring",
+    "pipe-sweep-1x1": "64 KiB writes, 1x1",
+    "pipe-sweep-5x10": "64 KiB writes, 5x10",
+    "fastpipe-write-read": "fast-pipes writer and reader",
+    "mq-latency": "mq send then receive",
+    "pipe_poll_race": "pipe I/O beside poll()",
+    "mq_poll_race": "mq I/O beside poll/epoll",
+    "hackbench-pipe": "perf bench sched messaging -p",
+    "io-uring-full-pipe": "io_uring into a full pipe",
+    "make-jobserver": "GNU make's jobserver",
+    "mqueue-selftests": "mq_open_tests, mq_perf_tests (cut)",
+    "pipe1": "will-it-scale pipe1 shape",
+    "self-loop": "one task, both ends",
+    "shell-pipeline": "shell pipeline",
+    "sleeping-reader": "reader asleep before each write",
+}
+
+
+def render_census(table, record):
+    k = record["kernels"][0]
+    shown, idle, failed = [], [], []
+    for name in record["rows"]:
+        c = k["cells"][name]
+        label = WORKLOAD_NAMES.get(name, name)
+        if c.get("rc"):
+            failed.append(f"{label} (exit {c['rc']})")
+            continue
+        counts = [c["sites"].get(site, {}) for site, _ in table.sites]
+        if not any(x.get("calls") for x in counts):
+            idle.append(label)
+            continue
+        shown.append([label] + [f"{x.get('sleepers', 0)} of {x.get('calls', 0)}"
+                                for x in counts])
+    cfg = CONFIG_NAMES.get(record["config"], f"{record['config']} config")
+    cap = (f"Calls of each wakeup site that found a sleeper, of all its calls, per"
+           f" workload, counted at the site in {record['release']} built from {cfg}, one"
+           f" boot, QEMU {record['qemu']} TCG with -icount"
+           f" {record['clock'].replace('icount ', '')}, {record['cpus']} vCPU,"
+           f" {record['arch']}. Workloads that never reached "
+           + ("this site" if len(table.sites) == 1 else "these sites") + ": "
+           + ("; ".join(idle) or "none") + "."
+           + (" Failed: " + "; ".join(failed) + "." if failed else ""))
+    header = ["workload"] + [t for _, t in table.sites]
+    return _wrap(cap) + _layout(header, shown, "<" + ">" * len(table.sites))
+
+
+def render_disassembly(table, record):
+    kernels = [(_kernel(record, v, table), title) for v, title in table.columns]
+    header = ["path when the pool needs nothing"] + [t for _, t in kernels]
+    rows = []
+    for func in record["rows"]:
+        line = [f"{func}()"]
+        for k, _ in kernels:
+            c = k["cells"].get(func, {})
+            if c.get("inlined"):
+                line.append("inlined")
+            else:
+                line.append(f"{c['instructions']}" + (f", {c['rep']} rep stos" if c["rep"]
+                                                      else ""))
+        rows.append(line)
+    cfg = CONFIG_NAMES.get(record["config"], record["config"])
+    cap = (f"Instructions of a call that finds the pool as it needs it, from the entry to"
+           f" the tail call of mutex_lock() or mutex_unlock() (objdump -d of fs/pipe.o,"
+           f" {record['release']}"
+           f" built from {cfg} with {record['compiler']}); a \"rep stos\" counts once,"
+           f" however many stores it repeats; \"inlined\": the object has no such"
+           f" function left:")
+    return _wrap(cap) + _layout(header, rows, "<" + ">" * len(kernels))
+
+
+def _pipe_bench_rows(row):
+    m = PIPE_BENCH_ROW.fullmatch(f"{row['key']} | {row['path']}")
+    return bool(m) and m[4] in dict(PIPE_BENCH_METRICS)
+
+
+def render_pipe_bench(table, record):
+    """One line per cell: for each of pipe_bench's figures, 7.3.4's median, then each
+    other kernel's change."""
+    base = _kernel(record, table.columns[0][0], table)
+    others = [(_kernel(record, v, table), title) for v, title in table.columns[1:]]
+    header = ["w x r"]
+    for _, name in PIPE_BENCH_METRICS:
+        header += [f"{name} {table.columns[0][1]}"] + [t for _, t in others]
+    cells = []
+    for row in record["rows"]:
+        if _pipe_bench_rows(row) and row["key"] not in cells:
+            cells.append(row["key"])
+    rows = []
+    for key in cells:
+        line = [row_name(f"{key} | metrics.{PIPE_BENCH_METRICS[0][0]}")]
+        for metric, _ in PIPE_BENCH_METRICS:
+            k = f"{key} | metrics.{metric}"
+            line.append(_num(base["cells"].get(k, {}).get("median"), 1))
+            for other, _ in others:
+                c = other["cells"].get(k)
+                line.append("-" if c is None else _pct(c.get("delta")))
+        rows.append(line)
+    return _wrap(_pipe_bench_caption(table, record)) + \
+        _layout(header, rows, "<" + ">" * (len(header) - 1))
+
+
+def _pipe_bench_caption(table, record):
+    first = record["kernels"][0]
+    n = " or ".join(str(x) for x in sorted({c["n"] for k in record["kernels"]
+                                             for c in k["cells"].values()}))
+    secs = sorted({r["args"][r["args"].index("-d") + 1] for r in record["rows"]
+                   if "-d" in r.get("args", [])})
+    rel = first["release"]
+    spread = max(c["spread"] for k in record["kernels"] for key, c in k["cells"].items()
+                 if c.get("spread") is not None and PIPE_BENCH_ROW.fullmatch(key)
+                 and PIPE_BENCH_ROW.fullmatch(key)[4] in dict(PIPE_BENCH_METRICS))
+    return (f"pipe_bench's own figures (tools/testing/selftests/pipe of {rel}), under QEMU"
+            f" {record['qemu']} TCG with -icount {record['clock'].replace('icount ', '')},"
+            f" where its clock counts guest instructions: rate is writes of 64 KiB per"
+            f" 10^9 guest instructions, lat_avg_ns the guest instructions, the whole"
+            f" guest's, from a write's start to its return;"
+            f" they are instruction counts, not times. Median of {n} runs of -d"
+            f" {' or '.join(secs) or '?'} each (10^9 instructions a second), one boot per"
+            f" kernel, {rel} built from"
+            f" {CONFIG_NAMES.get(record['config'], record['config'] + ' config')},"
+            f" {record['cpus']} vCPU, {record['arch']}; each change against {rel}. The"
+            f" 95% interval of a median is at most {spread * 100:.2f}% wide on either side"
+            f" of it. " + _again(table, record))
+
+
+def _again(table, record):
+    """What the table says of boot-to-boot noise: a column that is another boot of the base
+    shows it; the lab has no A/A floor for pipe_bench to judge a change by."""
+    base = _kernel(record, table.columns[0][0], table)
+    again = [t for v, t in table.columns[1:]
+             if _kernel(record, v, table)["variant"] == base["variant"]]
+    if again:
+        return (f"\"{again[0]}\" is another boot of {base['release']}, how far two boots"
+                f" of the unpatched kernel differ; with no more pairs than that, no change is"
+                f" judged:")
+    return (f"No pairs of boots of {base['release']} alone were made for pipe_bench, so no"
+            f" change is judged:")
+
+
+def _primary(row):
+    return row["primary"]
+
+
+def _mq_rows(row):
+    """Every cell's instructions, and the mq cells' locked instructions and irq-flag
+    changes, which the patch takes one of each off."""
+    return row["primary"] or row["key"].startswith("mq-") and row["path"] in (
+        "cost.atomics / cost.ops", "cost.irqflags / cost.ops")
+
+
+TABLES = (
+    Table("v4-icount", "pipe-0000-cover-letter.patch", "v4-icount-tiny.json",
+          (("mainline", "7.3.4"), ("mainline-failed-write-fix", "patch 1"),
+           ("mainline-stack-arrays", "patches 1-2")),
+          render_deterministic, _primary, title="tinyconfig"),
+    Table("v4-icount-production", "pipe-0000-cover-letter.patch", "v4-icount-production.json",
+          (("mainline", "7.3.4"), ("mainline-failed-write-fix", "patch 1"),
+           ("mainline-stack-arrays", "patches 1-2")),
+          render_deterministic, _primary, title="Debian config"),
+    Table("pipe-bench", "pipe-0000-cover-letter.patch", "v4-pipe-bench-tiny.json",
+          (("mainline", "7.3.4"), ("mainline-again", "again"),
+           ("mainline-stack-arrays", "1-2")),
+          render_pipe_bench, _pipe_bench_rows),
+    Table("fastpath-fix", "pipe-0001-pipe-no-top-up-for-a-write-that-is-going-to-fail.patch",
+          "v4-fastpath-debian.json", (("7.3.4", "7.3.4"), ("patch-1", "patched")),
+          render_disassembly),
+    Table("fastpath-helpers",
+          "pipe-0002-pipe-move-the-page-pool-s-refill-and-trim-into-noinline-helpers.patch",
+          "v4-fastpath-debian.json",
+          (("7.3.4", "7.3.4"), ("patch-1", "patch 1"), ("patches-1-2", "patched")),
+          render_disassembly),
+    Table("failed-writes", "pipe-0001-pipe-no-top-up-for-a-write-that-is-going-to-fail.patch",
+          "failed-writes-tiny.json",
+          (("mainline", "7.3.4"), ("mainline-failed-write-fix", "patched")),
+          render_conformance),
+    Table("wakeups", "pipe-0000-cover-letter.patch", "census-tiny.json",
+          (("mainline+wakeup-counters", "7.3.4"),), render_census,
+          sites=(("pipe/write-rd", "rd_wait wakeup, end of write"),)),
+    Table("mqueue-pollers", "mqueue-0001-ipc-mqueue-skip-the-poll-wakeup-without-pollers.patch",
+          "census-tiny.json", (("mainline+wakeup-counters", "7.3.4"),), render_census,
+          sites=(("mqueue/send-poll", "send site"), ("mqueue/recv-poll", "receive site"))),
+    Table("mqueue-icount-production",
+          "mqueue-0001-ipc-mqueue-skip-the-poll-wakeup-without-pollers.patch",
+          "v4-icount-production.json",
+          (("mainline", "7.3.4"), ("mainline-mq-skip-poll-wakeup", "patched")),
+          render_deterministic, _mq_rows, title="Debian config"),
+    Table("mqueue-icount", "mqueue-0001-ipc-mqueue-skip-the-poll-wakeup-without-pollers.patch",
+          "v4-icount-tiny.json",
+          (("mainline", "7.3.4"), ("mainline-mq-skip-poll-wakeup", "patched")),
+          render_deterministic, _mq_rows, title="tinyconfig"),
+)
+
+
+def render(table):
+    """The table's lines, from its record."""
+    return table.render(table, read(table.record_path))
+
+
+# ---- the tables in the patch files ---------------------------------------------------------
+
+
+def _block(lines, header):
+    """(start, end) of the block of non-blank lines that holds the line of the words
+    `header`, or None."""
+    hits = [i for i, line in enumerate(lines) if line.split() == header]
+    if len(hits) != 1:
+        return None
+    i = j = hits[0]
+    while i > 0 and lines[i - 1].strip():
+        i -= 1
+    while j + 1 < len(lines) and lines[j + 1].strip():
+        j += 1
+    return i, j + 1
+
+
+def in_patch(table):
+    """The table as its patch file holds it now: [lines], or None when the file has no
+    block with the table's header line, or more than one."""
+    lines = table.patch_path.read_text().split("\n")
+    span = _block(lines, table.header)
+    return None if span is None else lines[span[0]:span[1]]
+
+
+def rewrite(table):
+    """Put the table, rendered from its record, in place of the block in its patch file.
+    True when the file changed."""
+    text = table.patch_path.read_text()
+    lines = text.split("\n")
+    span = _block(lines, table.header)
+    if span is None:
+        raise Error(f"{table.patch}: no single block with the header line of table"
+                    f" {table.name}; paste `scripts/series-tables {table.name}` there once")
+    new = "\n".join(lines[:span[0]] + render(table) + lines[span[1]:])
+    if new == text:
+        return False
+    proc.write_text_atomic(str(table.patch_path), new)
+    return True
+
+
+def by_name(names):
+    known = {t.name: t for t in TABLES}
+    for n in names:
+        if n not in known:
+            raise Error(f"no table {n!r}: one of {', '.join(known)}")
+    return [known[n] for n in names] if names else list(TABLES)

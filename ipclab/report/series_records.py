@@ -1,0 +1,266 @@
+# SPDX-License-Identifier: MIT
+"""The records behind the patch series' tables (kernel/patches/records/): each is written
+once from the runs' own files by `scripts/series-tables record KIND ...`, never edited, and
+read by ipclab/report/series.py, which prints the tables.
+
+A record says how it was measured as the pages under docs/measured/ do: the command lines,
+the commit of this repository, the machine, the kernel release, base and config, the
+vCPUs, the architecture, the clock, and per kernel where its raw run is kept. Per kernel and
+cell it keeps the median, the spread and the number of samples (deterministic runs, with
+the verdict of the lab's rule against the first kernel), or the counts that one boot
+printed (a conformance test's lines, the wakeup census), or the instructions of a function's
+fast path in an object file (a disassembly).
+"""
+
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from ipclab import Error, compare, proc, results
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = "ipclab-series-record/1"
+DETERMINISTIC_ROWS = "deterministic-rows"
+CONFORMANCE_LINES = "conformance-lines"
+CENSUS = "census"
+DISASSEMBLY = "disassembly"
+FASTPATH = ROOT / "scripts" / "fastpath-insns"
+
+
+def _git_commit():
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], check=True,
+                             capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain",
+                                "--untracked-files=no"], check=True, capture_output=True,
+                               text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return out + (" (with uncommitted changes)" if dirty else "")
+
+
+def _machine():
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
+    except (ValueError, OSError):
+        mem = math.nan
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan
+    return {"cpu": cpu, "cpus": os.cpu_count(), "mem_gib": round(mem, 1),
+            "arch": platform.machine(),
+            "load_when_recorded": round(load, 2)}
+
+
+def _finite(x):
+    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def _summary(s, spread):
+    return {"median": _finite(s.median), "min": _finite(s.min), "max": _finite(s.max),
+            "iqr": _finite(s.iqr), "spread": _finite(spread), "n": s.n}
+
+
+def _kernel_meta(res, path):
+    meta = res.get("meta", {})
+    build = meta.get("build") or {}
+    clock = meta.get("clock") or {}
+    lab = meta.get("lab") or {}
+    return {
+        "variant": results.variant(res, Path(path).stem),
+        "release": build.get("release") or meta.get("kernel"),
+        "base": (build.get("base") or {}).get("name"),
+        "base_version": (build.get("base") or {}).get("version"),
+        "config": build.get("config_flavour"),
+        "patches": [p.get("name") for p in build.get("patches", [])],
+        "compiler": build.get("compiler"),
+        "run": res.get("id"), "created": res.get("created"),
+        "raw": lab.get("shared") if isinstance(lab, dict) else None,
+        "arch": res.get("host", {}).get("machine"),
+        "cpus": clock.get("cpus"), "clock": res.get("env", {}).get("clock"),
+        "qemu": clock.get("qemu"), "mode": clock.get("mode"), "accel": meta.get("accel"),
+    }
+
+
+def _named(arg):
+    """NAME=FILE names a kernel's runs (a second boot of the base, say); FILE alone is
+    named by its variant."""
+    name, sep, path = arg.partition("=")
+    if sep and name and "/" not in name:
+        return name, path
+    return None, arg
+
+
+def summarise_results(paths, commands, title, commit=None):
+    """A record of deterministic runs: the first results file is the base, each other is
+    judged against it by the lab's own rule (ipclab/compare), whose verdict is kept. A path
+    may be NAME=FILE, to tell apart two boots of one variant."""
+    named = [_named(p) for p in paths]
+    runs = [(name, p, results.load(p)) for name, p in named]
+    _, _, base = runs[0]
+    args = {c["key"]: c.get("args", []) for c in base.get("cells", [])}
+    kernels, rows = [], []
+    for i, (name, path, res) in enumerate(runs):
+        k = _kernel_meta(res, path)
+        k["name"] = name or k["variant"]
+        out = compare.compare_results(base, res, common=True)
+        if out.clock == compare.REAL:
+            raise Error(f"{path}: a timed run; this record takes deterministic runs only")
+        cells = {}
+        for r in out.judged:
+            key = f"{r.key} | {r.path}"
+            if r.key not in [x["key"] for x in rows if x["path"] == r.path] and i == 0:
+                rows.append({"key": r.key, "path": r.path, "unit": r.unit,
+                             "primary": r.primary, "model": r.model,
+                             "args": args.get(r.key, [])})
+            cell = _summary(r.j.new, r.j.spread_new)
+            if i:
+                cell.update(delta=_finite(r.j.delta), verdict=r.verdict,
+                            floor=_finite(r.j.floor), floor_pairs=r.j.floor_pairs,
+                            threshold=_finite(r.j.threshold), note=r.j.note)
+            cells[key] = cell
+        k["cells"] = cells
+        kernels.append(k)
+    first = kernels[0]
+    return {"schema": SCHEMA, "kind": DETERMINISTIC_ROWS, "title": title,
+            "commands": list(commands), "commit": commit or _git_commit(),
+            "machine": _machine(), "recorded": proc.now_iso(),
+            "base": first["base"], "release": first["release"], "config": first["config"],
+            "cpus": first["cpus"], "arch": first["arch"], "clock": first["clock"],
+            "qemu": first["qemu"], "mode": first["mode"],
+            "against": first["variant"], "rows": rows, "kernels": kernels}
+
+
+# "# EAGAIN (O_NONBLOCK, full pipe): 10 pages allocated system-wide during 4096 writes"
+CONFORMANCE_LINE = re.compile(
+    r"^# (?P<case>[^:]+): (?P<pages>\d+) pages allocated system-wide during (?P<writes>\d+)"
+    r" writes$")
+
+
+def summarise_conformance(outs, records, commands, title, commit=None, config="tiny",
+                          arch="x86_64"):
+    """A record of one conformance test's own count lines, one boot per kernel: each OUT is
+    what `ipclab vm run VARIANT -- TEST` printed, each RECORD its --record file (which
+    names no config or architecture: the caller says them)."""
+    kernels, rows = [], []
+    for out, rec in zip(outs, records):
+        try:
+            text = Path(out).read_text()
+            boot = json.loads(Path(rec).read_text())
+        except (OSError, ValueError) as e:
+            raise Error(f"cannot read {out} or {rec}: {e}") from None
+        cells = {}
+        for line in text.splitlines():
+            m = CONFORMANCE_LINE.match(line.strip())
+            if m:
+                cells[m["case"]] = {"pages": int(m["pages"]), "writes": int(m["writes"]),
+                                    "n": 1}
+                if m["case"] not in rows:
+                    rows.append(m["case"])
+        if not cells:
+            raise Error(f"{out}: no count line of the conformance test in it")
+        clock = boot.get("clock") or {}
+        kernels.append({"variant": boot.get("variant"), "release": boot.get("kernel"),
+                        "rc": boot.get("guest", {}).get("rc"), "raw": boot.get("shared"),
+                        "cpus": clock.get("cpus"), "qemu": clock.get("qemu"),
+                        "mode": clock.get("mode"), "cells": cells})
+    first = kernels[0]
+    return {"schema": SCHEMA, "kind": CONFORMANCE_LINES, "title": title,
+            "commands": list(commands), "commit": commit or _git_commit(),
+            "machine": _machine(), "recorded": proc.now_iso(), "release": first["release"],
+            "config": config, "arch": arch, "cpus": first["cpus"],
+            "qemu": first["qemu"], "mode": first["mode"], "rows": rows, "kernels": kernels}
+
+
+def summarise_census(path, commands, title, commit=None):
+    """A record of one census boot (`ipclab census VARIANT -o FILE`): per workload, the
+    calls of each wakeup site and how many found a sleeper."""
+    try:
+        census = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise Error(f"cannot read census {path}: {e}") from None
+    if census.get("schema") != "ipclab-census/1":
+        raise Error(f"{path}: not a census record (ipclab-census/1)")
+    build, clock = census.get("build") or {}, census.get("clock") or {}
+    rows, cells = [], {}
+    for w in census.get("workloads", []):
+        rows.append(w["workload"])
+        cells[w["workload"]] = {
+            "rc": w.get("rc"), "n": 1,
+            "sites": {f"{fam}/{site}": dict(v) for fam in census.get("sites", {})
+                      for site, v in (w.get(fam) or {}).items()}}
+    kernel = {"variant": census.get("variant"), "release": build.get("release") or
+              (build.get("base") or {}).get("release"),
+              "patches": [p.get("name") for p in build.get("patches", [])],
+              "raw": (census.get("boot") or {}).get("shared"), "cells": cells}
+    return {"schema": SCHEMA, "kind": CENSUS, "title": title, "commands": list(commands),
+            "commit": commit or _git_commit(), "machine": _machine(),
+            "recorded": proc.now_iso(), "measured": census.get("when"),
+            "base": (build.get("base") or {}).get("name"), "release": kernel["release"],
+            "config": build.get("config_flavour"), "arch": census.get("arch"),
+            "cpus": clock.get("cpus"), "qemu": clock.get("qemu"), "mode": clock.get("mode"),
+            "clock": "icount shift=0" if (clock.get("icount") or {}).get("shift") == 0
+            else clock.get("mode"),
+            "sites": census.get("sites"), "rows": rows, "kernels": [kernel]}
+
+
+FASTPATH_LINE = re.compile(r"^(?P<func>\S+): (?P<insns>\d+) instructions, (?P<reps>\d+)"
+                           r" rep-string$")
+
+
+def _fastpath(obj, func):
+    """{"instructions", "rep"} of func's fast path in obj (scripts/fastpath-insns), or
+    {"inlined": True} when the object has no such function."""
+    r = subprocess.run([sys.executable, str(FASTPATH), str(obj), func], capture_output=True,
+                       text=True)
+    if r.returncode == 2 and f"no function {func}" in r.stderr:
+        return {"inlined": True, "n": 1}
+    m = FASTPATH_LINE.match(r.stdout.strip())
+    if r.returncode or not m:
+        raise Error(f"fastpath-insns {obj} {func}: {(r.stderr.strip() or r.stdout.strip())}")
+    return {"instructions": int(m["insns"]), "rep": int(m["reps"]), "n": 1}
+
+
+def summarise_disassembly(objects, functions, commands, title, config, compiler,
+                          release, commit=None):
+    """A record of one object file built several ways (objects: [(kernel name, path)]):
+    for each function, the instructions on its fast path from the entry to the return or
+    the tail call, as scripts/fastpath-insns counts them (the first conditional jump
+    taken), or that the function is not in the object."""
+    kernels = []
+    for name, obj in objects:
+        if not Path(obj).is_file():
+            raise Error(f"no object file {obj}")
+        kernels.append({"variant": name, "object": str(obj), "release": release,
+                        "cells": {f: _fastpath(obj, f) for f in functions}})
+    return {"schema": SCHEMA, "kind": DISASSEMBLY, "title": title, "commands": list(commands),
+            "commit": commit or _git_commit(), "machine": _machine(),
+            "recorded": proc.now_iso(), "release": release, "config": config,
+            "compiler": compiler, "arch": platform.machine(), "cpus": None,
+            "mode": "static: objdump of an object file, no run", "qemu": None,
+            "rows": list(functions), "kernels": kernels}
+
+
+def read(path):
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise Error(f"cannot read record {path}: {e}") from None
+    if data.get("schema") != SCHEMA:
+        raise Error(f"{path}: not a series record ({SCHEMA})")
+    return data
+
+
+def write(path, record):
+    proc.write_text_atomic(str(path), json.dumps(record, indent=1, sort_keys=True) + "\n")
