@@ -21,11 +21,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ipclab import EXIT_FAILED, Error, compare, proc, profile, results, runner, suites
-from ipclab import upstream
+from ipclab import step_times, upstream
 from ipclab.deterministic import cost
 from ipclab.progress import log
 
-from . import arm64, arm64_conformance, faults as fault_runs, kernel, times, variants, vm
+from . import arm64, arm64_conformance, faults as fault_runs, kernel, variants, vm
 
 
 def suite_job(suite: str, clock: vm.Clock = vm.TIMED, *, full: bool = False,
@@ -129,7 +129,7 @@ def run_suite_boot(meta: dict, accel: str, job: vm.SuiteJob, out: Path, *,
                     clock=clock, cpus=cpus, insn_counts=insn_counts, plugin_memory=memory)
     if proc.is_dry_run():
         return None, b
-    times.note_boot(shared, b.record(), meta.get("arch", "x86_64"), job.suite)
+    step_times.note_boot(shared, b.record(), meta.get("arch", "x86_64"), job.suite)
     res = guest_results(shared / job.RESULTS, b, meta)
     if res is None:
         # The guest died first, or `ipclab run` failed before its first save.
@@ -379,9 +379,9 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
     order = [(i, side) for i in range(boots) for side in names]
     done = boot_in_order(order, one_boot, clock)
     if proc.is_dry_run():
-        step = times.boot_step(metas["A"].get("arch", "x86_64"), job.suite, clock.mode,
+        step = step_times.boot_step(metas["A"].get("arch", "x86_64"), job.suite, clock.mode,
                                cpus or vm.default_cpus(clock))
-        for line in times.plan_lines(times.Estimator(), list(metas.values()),
+        for line in step_times.plan_lines(step_times.Estimator(), list(metas.values()),
                                      [("boots", step, len(order),
                                                                boot_parallelism(clock), 1)]):
             log(line)

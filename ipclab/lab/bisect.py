@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Callable
 
 from ipclab import EXIT_FAILED, EXIT_USAGE, Error, deterministic, fmt, metrics, power, proc
-from ipclab import results, stats, suites
+from ipclab import results, stats, step_times, suites
 from ipclab.deterministic import cost, floor
 from ipclab.progress import log
 
-from . import ab, gittree, kernel, times, variants, vm
+from . import ab, gittree, kernel, variants, vm
 from .metric import check_metric, find_cell, metric_path, metric_spec  # noqa: F401 (cli's)
 
 OLD, NEW, SKIP = "old", "new", "skip"
@@ -466,13 +466,13 @@ class LabMeasure:
             builds.append({"variant": "of each step", "arch": arch, "incremental": True,
                            "config_flavour": builds[0].get("config_flavour"),
                            "dry_run": True, "repeat": steps})
-        step = times.boot_step(arch, self.p.suite, self.clock.mode,
+        step = step_times.boot_step(arch, self.p.suite, self.clock.mode,
                                self.p.cpus or vm.default_cpus(self.clock))
         par = ab.boot_parallelism(self.clock)
         boots = [("GOOD and BAD", step, 2 * self.p.boots, par, 1)]
         if steps:
             boots.append(("each step", step, self.p.boots, par, steps))
-        return times.plan_lines(times.Estimator(), builds, boots)
+        return step_times.plan_lines(step_times.Estimator(), builds, boots)
 
     def wait(self) -> None:
         """Let the builds ahead finish: a build killed half way leaves objects make trusts."""

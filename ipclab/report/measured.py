@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ipclab import results
 from ipclab.deterministic import floor
-from ipclab.lab import times
+from ipclab import step_times
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES_DIR = ROOT / "docs" / "measured"
@@ -82,7 +82,7 @@ def render_floor(record):
 
 
 def render_times(record):
-    data = times.reference(record)
+    data = step_times.reference(record)
     out = _head(
         "What the lab's steps take", record,
         f"`{data['command']}` at commit {data['commit']} filled a cache on {data['machine']}"

@@ -22,7 +22,7 @@ from ipclab import Error, proc, stats
 from ipclab.cachedir import cache_root
 
 BOOT_RECORD = "boot.json"
-REFERENCE = Path(__file__).resolve().parents[1] / "reference" / "lab-times.json"
+REFERENCE = Path(__file__).resolve().parent / "reference" / "lab-times.json"
 SCHEMA = "ipclab-lab-times/1"
 
 

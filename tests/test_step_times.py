@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ipclab import Error
-from ipclab.lab import times
+from ipclab import step_times as times
 
 
 def _build(root, key, arch, seconds, incremental, flavour="tiny"):
