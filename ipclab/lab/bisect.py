@@ -41,7 +41,8 @@ from ipclab.progress import log
 from . import ab, gittree, kernel, variants, vm
 from .bisect_rule import (NEW, OLD, SKIP, Measurement, StepRule, check_power,  # noqa: F401
                           check_timed_boots, decide, default_threshold, noise_text, row_of)
-from .metric import check_metric, find_cell, metric_path, metric_spec  # noqa: F401 (cli's)
+from .metric import (better_of, check_metric, find_cell, metric_path,  # noqa: F401 (cli's)
+                     metric_spec)
 LOG_NAME = "bisect.jsonl"
 
 
@@ -439,9 +440,7 @@ class LabMeasure:
                 continue
             path_, m.unit = metric_path(cell, self.path, self.p.deterministic)
             m.key, m.path = cell["key"], path_
-            # Instructions per operation: fewer is better, as compare's primaries say.
-            m.better = "lower" if self.p.deterministic and path_ in {
-                q for q, _ in deterministic.op_paths(cell)} else metrics.metric_info(cell, path_)[1]
+            m.better = better_of(cell, path_, self.p.deterministic)
             if self.p.deterministic:
                 floors, _ = floor.load(deterministic.clock_of(res), results.guest_cpus(res),
                                        results.kernel_base(res))
