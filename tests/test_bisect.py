@@ -320,3 +320,34 @@ def test_an_arm64_bisect_builds_and_resumes_for_arm64(tmp_path):
     log = b.BisectLog(tmp_path / b.LOG_NAME)
     log.start(p)
     assert log.read()[0].arch == "arm64"       # --resume builds for the same architecture
+
+
+def test_each_step_is_read_from_a_comparison_record_kept_in_the_log(tmp_path):
+    """GOOD -> BAD and every step are judged from a comparison record (compare's rule, its
+    thresholds): the step's line says the record's verdict, the log keeps the row beside
+    the measurements, and a resume still reads the measurements alone."""
+    import json
+    res, measure, text = run(tmp_path, SEEDS)
+    lines = [json.loads(x) for x in (tmp_path / b.LOG_NAME).read_text().splitlines()]
+    judged = {x["judged"]["commit"]: x["judged"] for x in lines if "judged" in x}
+    assert set(judged) == set(measure.calls) - {COMMITS[0]}       # GOOD is the reference
+    for c, j in judged.items():
+        assert j["schema"] == "ipclab-comparison/1" and j["verdict"] == res.verdicts[c]
+        assert j["row"]["rule"]["kind"] == "deterministic" and j["row"]["threshold"] > 0
+        assert j["delta"] == j["row"]["delta"] == res.deltas[c]
+    assert judged[COMMITS[2]]["row"]["verdict"] == "better"          # 0003: fewer insn
+    assert "-2.70% against GOOD (better): new" in text
+    _, done = b.BisectLog(tmp_path / b.LOG_NAME).read()
+    assert set(done) == set(measure.calls)
+
+
+def test_a_timed_step_at_a_threshold_of_zero_has_a_verdict():
+    """--threshold 0 is the timed rule's min-change: a change of any size counts (the next
+    run's design, which cannot aim at 0, is left out)."""
+    good = b.Measurement("g", [[1000.0 + i for i in range(5)]] * 4 + [[1001.0] * 5],
+                         unit="ns", better="lower")
+    step = b.Measurement("s", [[1100.0 + i for i in range(5)]] * 4 + [[1102.0] * 5],
+                         unit="ns", better="lower")
+    v, d, note, rec = b.StepRule(good, False, 0.0, 1).verdict(step)
+    assert (v, note) == (b.NEW, "") and d > 0.09
+    assert b.row_of(rec)["verdict"] == "worse" and rec["min_change"] == 0

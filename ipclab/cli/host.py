@@ -36,7 +36,7 @@ def _finish(sides, args):
     stdout, the report written, paths printed."""
     out = sys.stdout
     out.write("\n")
-    outcomes = None     # the comparison, computed once for the text and the report
+    outcomes = records = None   # the comparison and its record, once for text and report
     if len(sides) == 1:
         report.show(sides[0].res, out)
         loaded, report_id = [(sides[0].path, sides[0].res)], sides[0].res["id"]
@@ -45,13 +45,14 @@ def _finish(sides, args):
         loaded, report_id = [(s.path, s.res) for s in sides], sides[0].res["pair"]["id"]
         try:
             outcomes = [compare.compare_results(sides[0].res, sides[1].res, names=names)]
-            report.render_compare(outcomes[0], out, names=names)
+            records = [compare.outcome_record(outcomes[0])]
+            report.render_compare(outcomes[0], out, names=names, record=records[0])
         except Error as e:     # e.g. a side whose every cell failed
             out.write(f"no comparison: {e}\n")
     if not args.no_report:
         try:
             md = report.write_report(loaded, _report_dir(report_id, args.report_dir),
-                                     outcomes=outcomes)
+                                     outcomes=outcomes, records=records)
             out.write(f"\nreport:  {md}\n")
         except Exception as e:  # a plot failing must not lose the run's summary
             out.write(f"\nwarning: report not written: {e}\n")

@@ -295,7 +295,12 @@ def add_lab_parsers(sub):
     a = sub.add_parser("ab", help="kernel A/B: boot BASE and NEW alternately, compare",
                        description="BASE and NEW are variants (kernel/series), refs of --tree's"
                        " git tree, NAME+FILE.patch, or --kernel images (which fill the places"
-                       " the names leave).")
+                       " the names leave).",
+                       epilog="Exit status: 0 no change beyond the threshold, 3 better, 4"
+                       " worse, 5 mixed (changes both ways), 6 inconclusive: the overall"
+                       " verdict of the comparison record (compare.json); 1 when a boot"
+                       " failed, whatever the verdict; 2 bad input, before anything is"
+                       " built.")
     a.add_argument("base", metavar="BASE", nargs="?")
     a.add_argument("new", metavar="NEW", nargs="?")
     a.add_argument("--suite", default="seeds",

@@ -8,7 +8,8 @@ a 95% CI and a p-value, Holm-corrected across the cells' primaries (timed.py).  
 deterministic clock each row is judged against the noise instead (deterministic.py), and the
 lab's cost-model counts per operation are secondary rows under the same rule.  The seed views
 (writers x readers, the ladder, ...) get their entries' changes too, with the seed's own
-published change beside them (views.py).
+published change beside them (views.py).  One metric given as values by boot (bisect's
+steps) is compared by the same rules in values.py.
 """
 
 from ipclab import Error, stats
@@ -17,11 +18,13 @@ from ipclab.compare.deterministic import deterministic_rows, fill_judged
 from ipclab.compare.outcome import MIN_CHANGE, Outcome
 from ipclab.compare.record import build as outcome_record
 from ipclab.compare.timed import fill_tested, measured_costs, verdict
+from ipclab.compare.values import compare_values
 from ipclab.compare.views import view_changes
 # Not `deterministic`: in this package that name is the submodule compare/deterministic.py.
 from ipclab.deterministic import REAL, floor
 
-__all__ = ["MIN_CHANGE", "Outcome", "check_clocks", "compare_results", "deterministic_rows",
+__all__ = ["MIN_CHANGE", "Outcome", "check_clocks", "compare_results", "compare_values",
+           "deterministic_rows",
            "match_cells", "measured_costs", "outcome_record", "units_of", "verdict"]
 
 

@@ -23,6 +23,18 @@ def deterministic_rows(cell):
     return rows
 
 
+def judge_values(xb, xn, better, fl, boots):
+    """One row by the rule: each side's values, judged against the A/A floor `fl` (or none);
+    a cell the floor shows bimodal is tested over its boots instead, given BIMODAL_BOOTS a
+    side (`boots()`: each side's values by boot)."""
+    j = deterministic.judge(xb, xn, better, fl)
+    if j.verdict == deterministic.BIMODAL:
+        boots_b, boots_n = boots()
+        if min(len(boots_b), len(boots_n)) >= deterministic.BIMODAL_BOOTS:
+            j = deterministic.judge_boots(boots_b, boots_n, better, fl)
+    return j
+
+
 def fill_judged(out, pairs, floor_file):
     """Fill `out` (a comparison under a deterministic clock) with its judged rows: per cell
     its instructions per operation (primary) and the metrics compare tests, then the cost
@@ -46,13 +58,9 @@ def fill_judged(out, pairs, floor_file):
             fl = floors.get(floor.key(b["key"], path))
             label = "cost" if primary and path in deterministic.OP_PATHS else \
                 metrics.metric_label(b, path).split(".", 1)[-1]
-            j = deterministic.judge(xb, xn, better, fl)
-            if j.verdict == deterministic.BIMODAL:
-                boots_b, boots_n = (
-                    [metrics.metric_values({"samples": v}, path)
-                     for _, v in sorted(units_of(c, "lab_boot").items())] for c in (b, n))
-                if min(len(boots_b), len(boots_n)) >= deterministic.BIMODAL_BOOTS:
-                    j = deterministic.judge_boots(boots_b, boots_n, better, fl)
+            j = judge_values(xb, xn, better, fl, lambda: (
+                [metrics.metric_values({"samples": v}, path)
+                 for _, v in sorted(units_of(c, "lab_boot").items())] for c in (b, n)))
             if not primary:
                 # A verdict per row at the rule's level would multiply the false positives
                 # by the metrics of a cell: only the primaries get one, as in the timed mode.

@@ -8,7 +8,8 @@ The record is strict JSON by construction: a value that is not finite is written
 and its reason is given beside it, in the object's `null_reasons` ({field: why}).  `dumps`
 refuses NaN and infinity, so a value that slipped through raises rather than writing
 invalid JSON.  `compare --json/--csv`, `ab` (compare.json and its exit status) and the
-reports read the verdicts from here.
+reports read the verdicts from here, and `bisect` decides each step from one
+(lab/bisect.py).
 
 Versions of "ipclab-comparison":
   1  the first: schema, rules, null_reasons, view verdicts, overall verdict.
@@ -49,7 +50,7 @@ def overall(verdicts, bound):
     for v in verdicts:
         counts[verdict_class(v)] += 1
     if counts[CHANGED] or (counts[BETTER] and counts[WORSE]):
-        v = "mixed"
+        v = MIXED
     elif counts[BETTER]:
         v = BETTER
     elif counts[WORSE]:
@@ -59,6 +60,21 @@ def overall(verdicts, bound):
     else:
         v = INCONCLUSIVE
     return {"verdict": v, "counts": counts, "rows": len(verdicts)}
+
+
+# `ab`'s exit status from the record's overall verdict (`exit_status`). 1 and 2 keep their
+# meaning for every command (a boot failed, bad input), so a verdict takes codes of its own.
+MIXED = "mixed"
+EXIT_NO_CHANGE, EXIT_BETTER, EXIT_WORSE, EXIT_MIXED, EXIT_INCONCLUSIVE = 0, 3, 4, 5, 6
+EXIT_STATUSES = {NO_CHANGE: EXIT_NO_CHANGE, BETTER: EXIT_BETTER, WORSE: EXIT_WORSE,
+                 MIXED: EXIT_MIXED, INCONCLUSIVE: EXIT_INCONCLUSIVE}
+
+
+def exit_status(rec):
+    """The exit status a comparison record's overall verdict means: 0 no change beyond the
+    threshold, 3 better, 4 worse, 5 mixed, 6 inconclusive (EXIT_STATUSES)."""
+    v = rec["overall"]["verdict"]
+    return EXIT_STATUSES[NO_CHANGE if v.startswith(NO_CHANGE) else v]
 
 
 def _timed_rule(outcome, r):

@@ -47,6 +47,17 @@ def fill_tested(out, pairs):
             label = metrics.metric_label(b, path).split(".", 1)[-1]
             out.rows.append(Row(b["key"], b.get("suite", ""), b.get("workload", ""), path,
                                 label, unit, better, c, primary=i == 0))
+    judge_rows(out)
+    out.warnings = quality_warnings(out.rows) + host_warnings(out.base, out.new)
+    if out.unit == "sample" and out.rows and not same_run(out.base, out.new):
+        out.warnings.append("unpaired: the two files are separate runs, so whatever drifted"
+                            " between them (load, thermal state, a reboot) is part of every"
+                            " difference; measure both sides in one run (`run --side`) or one `ab`")
+
+
+def judge_rows(out):
+    """The tested rows of `out` judged: Holm over the primaries, then each row's MDE, each
+    primary's verdict and (boots) the next run's design."""
     stats.apply_holm([r.cmp for r in out.rows if r.primary])
     if out.unit == "boot":
         out.costs = measured_costs(out.base, out.new)
@@ -55,11 +66,6 @@ def fill_tested(out, pairs):
         if out.unit == "boot" and r.primary:
             r.cmp.plan = _plan(r, out)
         r.verdict = verdict(r, out.min_change) if r.primary else ""
-    out.warnings = quality_warnings(out.rows) + host_warnings(out.base, out.new)
-    if out.unit == "sample" and out.rows and not same_run(out.base, out.new):
-        out.warnings.append("unpaired: the two files are separate runs, so whatever drifted"
-                            " between them (load, thermal state, a reboot) is part of every"
-                            " difference; measure both sides in one run (`run --side`) or one `ab`")
 
 
 def same_run(base, new):
@@ -116,6 +122,12 @@ def _paired_comparison(unit, bu, nu, path, level, family, paired_test, seed):
     family of `family`."""
     vb = {k: metrics.metric_values({"samples": v}, path) for k, v in sorted(bu.items())}
     vn = {k: metrics.metric_values({"samples": v}, path) for k, v in sorted(nu.items())}
+    return paired_values(unit, vb, vn, level, family, paired_test, seed)
+
+
+def paired_values(unit, vb, vn, level, family, paired_test, seed):
+    """The PairedComparison of one metric's values by unit on each side ({unit number:
+    [values]}); None when a side has none."""
     if not any(vb.values()) or not any(vn.values()):
         return None
     common = [k for k in vb if k in vn]
@@ -172,7 +184,9 @@ def _plan(row, out):
     level, with the costs measured (or a boot as 60 repetitions when nothing measured
     them)."""
     p = row.cmp.components
-    if not (math.isfinite(p.cv_between) and math.isfinite(p.cv_within)):
+    # No design targets a change of 0 (--min-change 0): it would need boots without end.
+    if not (math.isfinite(p.cv_between) and math.isfinite(p.cv_within)) or \
+            not out.min_change > 0:
         return None
     costs = out.costs
     rep = costs.rep_s.get(row.key) if costs.measured else None

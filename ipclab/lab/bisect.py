@@ -8,13 +8,16 @@ Three parts, each testable alone:
   did not build or boot), it names the next commit to test, or the first 'new' one once it
   is known, or, as `git bisect skip` does, the commits it could be when only skipped ones
   are left between the last old and the first new;
-- the rule (`Rule`) turns a commit's measurement into a verdict against GOOD's: in the
-  deterministic mode a change beyond both the threshold and the noise
-  (deterministic.judge: the A/A floor, or how far a median could be off), in the timed mode
-  a significant paired t over boots beyond the threshold; either way in BAD's direction;
+- the rule (`StepRule`, bisect_rule.py) turns a commit's measurement into a verdict against GOOD's: it
+  builds the comparison record of GOOD's values against the commit's with compare's own
+  rules (compare.compare_values, compare/record.py) and reads the row's verdict and change
+  from it.  A commit has moved when the row is a change (deterministic: beyond the noise of
+  the A/A floor, or how far a median could be off; timed: a significant paired test over
+  the boots at the threshold as its min-change), beyond the threshold, in BAD's direction;
 - `Bisect` drives them: measures GOOD and BAD, sets the rule, asks `measure(commit)` for
-  each step, prints each step, and keeps a log (one JSON line per measured commit) from
-  which an interrupted bisect resumes without measuring anything twice. The lab's
+  each step, prints each step, and keeps a log (one JSON line per measured commit, and one
+  per judged commit with its record's row) from which an interrupted bisect resumes
+  without measuring anything twice. The lab's
   `measure` (`LabMeasure`) builds the commit of the user's tree (incrementally, in the
   lab's clone) and boots it with the suite; a build or boot failure is a skip.
 """
@@ -31,15 +34,16 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ipclab import EXIT_FAILED, EXIT_USAGE, Error, deterministic, fmt, metrics, power, proc
-from ipclab import results, stats, step_times, suites
+from ipclab import EXIT_FAILED, Error, deterministic, fmt, metrics, proc, results, stats
+from ipclab import step_times, suites
 from ipclab.deterministic import cost, floor
 from ipclab.progress import log
 
 from . import ab, gittree, kernel, variants, vm
-from .metric import check_metric, find_cell, metric_path, metric_spec  # noqa: F401 (cli's)
-
-OLD, NEW, SKIP = "old", "new", "skip"
+from .bisect_rule import (NEW, OLD, SKIP, Measurement, StepRule, check_power,  # noqa: F401
+                          check_timed_boots, decide, default_threshold, noise_text, row_of)
+from .metric import (better_of, check_metric, find_cell, metric_path,  # noqa: F401 (cli's)
+                     metric_spec)
 LOG_NAME = "bisect.jsonl"
 
 
@@ -84,108 +88,6 @@ def steps_left(commits: list[str], verdicts: dict[str, str]) -> int:
     return math.ceil(math.log2(n + 1)) if n else 0
 
 
-# --------------------------------------------------------------------------- the rule
-
-
-@dataclasses.dataclass
-class Measurement:
-    """One commit measured: the metric's samples per boot, or why it was skipped."""
-    commit: str
-    boots: list[list[float]] = dataclasses.field(default_factory=list)
-    skip: str | None = None
-    results: list[str] = dataclasses.field(default_factory=list)
-    seconds: dict = dataclasses.field(default_factory=dict)
-    unit: str = ""
-    floor: object = None            # the metric's A/A floor (floor.Floor), when measured
-    # The cell's cost-model medians per operation (deterministic): {row name: value}.
-    costs: dict = dataclasses.field(default_factory=dict)
-    cost_unit: str = ""
-    cost_model: dict | None = None  # the model the costs were counted with (meta.cost_model)
-
-    def __post_init__(self):
-        # Read back from a bisect log, the floor is the dict asdict made of it.
-        self.floor = floor.revive(self.floor)
-
-    @property
-    def samples(self) -> list[float]:
-        return [v for b in self.boots for v in b]
-
-    @property
-    def value(self) -> float:
-        """The commit's figure: the median of its samples (one boot), or of its boots'
-        medians."""
-        if len(self.boots) == 1:
-            return stats.median(self.boots[0])
-        return stats.median([stats.median(b) for b in self.boots if b])
-
-
-@dataclasses.dataclass
-class Rule:
-    """When a commit has moved, against GOOD, like BAD did."""
-    good: Measurement
-    deterministic: bool
-    threshold: float            # relative, >= 0
-    direction: int              # +1: BAD is higher than GOOD; -1: lower
-    floor: object = None        # the metric's A/A floor (floor.Floor; deterministic)
-
-    def delta(self, m: Measurement) -> tuple[float, float]:
-        """(relative change against GOOD, the smallest change that is not noise)."""
-        if self.deterministic:
-            j = deterministic.judge(self.good.samples, m.samples, "lower", self.floor)
-            # No threshold (too few samples, a bimodal cell): nothing is beyond the noise.
-            return j.ratio - 1, j.threshold if math.isfinite(j.threshold) else math.inf
-        t = stats.paired_log_ratio(stats.per_unit_values(self.good.boots),
-                                   stats.per_unit_values(m.boots))
-        # Not significant: no change can be told from the noise.
-        noise = 0.0 if t.can_claim and t.p < stats.ALPHA else math.inf
-        return t.effect - 1, noise
-
-    def verdict(self, m: Measurement) -> tuple[str, float, str]:
-        """(old or new, the change against GOOD, a note)."""
-        d, noise = self.delta(m)
-        if not math.isfinite(d):
-            return SKIP, d, "no value"
-        beyond = abs(d) > max(self.threshold, noise)
-        if beyond and (d > 0) == (self.direction > 0):
-            return NEW, d, ""
-        return OLD, d, "moved the other way" if beyond else ""
-
-
-def default_threshold(bad_delta: float) -> float:
-    """Half of GOOD -> BAD: a commit counts as moved once it is nearer BAD than GOOD."""
-    return abs(bad_delta) / 2
-
-
-def check_timed_boots(units: int) -> None:
-    """Refuse, before any boot, a timed bisect too small for any claim."""
-    if units < stats.MIN_PAIRS:
-        raise Error(f"a timed bisect needs at least {stats.MIN_PAIRS} boots per step (a paired"
-                    f" t test on {units} boots cannot claim a change); give --boots "
-                    f"{stats.MIN_PAIRS} or more, or bisect in the deterministic mode")
-
-
-def check_power(good: Measurement, bad: Measurement, threshold: float) -> None:
-    """Refuse a timed bisect whose steps would miss a change of `threshold` (Error, exit 2,
-    saying why): the noise is GOOD's and BAD's, split into boot-to-boot and within-boot
-    parts, and a step is as many boots of as many samples as GOOD."""
-    units = len(good.boots)
-    check_timed_boots(units)
-    reps = max(1, min(len(b) for b in good.boots + bad.boots))
-    cvs = [stats.variance_components(m.boots) for m in (good, bad)]
-    cvb = max(c.cv_between if math.isfinite(c.cv_between) else 0.0 for c in cvs)
-    cvw = max((c.cv_within for c in cvs if math.isfinite(c.cv_within)), default=math.nan)
-    if not math.isfinite(cvw):
-        raise Error("a timed bisect needs 2 or more samples per boot to estimate its noise")
-    chance = power.detection_power(threshold, cvb, cvw, reps, units)
-    if chance < stats.POWER:
-        mde = power.minimum_detectable_effect(cvb, cvw, reps, units)
-        raise Error(f"a timed bisect at a threshold of {threshold * 100:.3g}% would find such a"
-                    f" change in {chance * 100:.0f}% of steps (wanted {stats.POWER * 100:.0f}%):"
-                    f" CV {cvb * 100:.2g}% between boots and {cvw * 100:.2g}% within, {units}"
-                    f" boots of {reps} samples per step find {mde * 100:.3g}%; use more"
-                    " --boots, a larger --threshold, or --deterministic", EXIT_USAGE)
-
-
 # --------------------------------------------------------------------------- the driver
 
 
@@ -220,10 +122,23 @@ class BisectLog:
                                    json.dumps({"params": dataclasses.asdict(params)}) + "\n")
 
     def add(self, m: Measurement) -> None:
+        self._line({"measured": dataclasses.asdict(m)})
+
+    def judged(self, commit: str, verdict: str, delta: float, rec: dict | None) -> None:
+        """What a commit was judged against GOOD, and the row of the comparison record it
+        was read from (a resume judges again from the measurements: read() skips these)."""
+        row = row_of(rec) if rec else None
+        self._line({"judged": {
+            "commit": commit, "verdict": verdict,
+            "delta": delta if math.isfinite(delta) else None,
+            "schema": rec["schema"] if rec else None,
+            "overall": rec["overall"]["verdict"] if rec else None, "row": row}})
+
+    def _line(self, obj: dict) -> None:
         if proc.is_dry_run():
             return
         with open(self.path, "a") as f:
-            f.write(json.dumps({"measured": dataclasses.asdict(m)}) + "\n")
+            f.write(json.dumps(obj) + "\n")
 
     def read(self) -> tuple[Params, dict[str, Measurement]]:
         try:
@@ -275,6 +190,7 @@ class Bisect:
         self.log = logfile
         self.out = out
         self.done: dict[str, Measurement] = {}
+        self.said: dict[str, str] = {}     # commit -> its record row's verdict
 
     def _measure(self, commits: list[str]) -> list[Measurement]:
         todo = [c for c in commits if c not in self.done]
@@ -302,18 +218,28 @@ class Bisect:
         # Instruction counts repeat to a tenth; timed figures to about three digits.
         return fmt.count(v) if self.p.deterministic else fmt.num(v)
 
-    def rule(self, good: Measurement, bad: Measurement) -> Rule:
-        probe = Rule(good, self.p.deterministic, self.p.threshold or 0.0, 1, good.floor)
-        bad_delta, noise = probe.delta(bad)
+    def rule(self, good: Measurement, bad: Measurement) -> StepRule:
+        """The rule of every step, from GOOD -> BAD's record: its direction, and the
+        threshold (by default half of GOOD -> BAD); Error (exit 1) when BAD is no change
+        beyond the threshold against GOOD."""
+        probe = StepRule(good, self.p.deterministic, self.p.threshold or 0.0, 1, self.p.metric)
+        row = row_of(probe.record(bad))
+        bad_delta = row["delta"] if row and row["delta"] is not None else math.nan
         threshold = (default_threshold(bad_delta) if self.p.threshold is None
                      else self.p.threshold)
-        if not self.p.deterministic:
+        if not self.p.deterministic and math.isfinite(threshold):
             check_power(good, bad, threshold)
-        if not (math.isfinite(bad_delta) and abs(bad_delta) > max(threshold, noise)):
+        rule = StepRule(good, self.p.deterministic, threshold, 1 if bad_delta > 0 else -1,
+                        self.p.metric)
+        verdict, _, _, rec = rule.verdict(bad) if math.isfinite(bad_delta) else \
+            (SKIP, bad_delta, "", None)
+        if verdict != NEW:
+            row = row_of(rec) if rec else row
             raise Error(f"GOOD -> BAD moves the metric by {pct(bad_delta)}, not beyond"
-                        f" the threshold ({threshold * 100:.3g}%) and the noise"
-                        f" ({noise * 100:.3g}%): nothing to bisect", EXIT_FAILED)
-        return Rule(good, self.p.deterministic, threshold, 1 if bad_delta > 0 else -1, good.floor)
+                        f" the threshold ({threshold * 100:.3g}%) and {noise_text(row)}:"
+                        " nothing to bisect", EXIT_FAILED)
+        self._judged(bad, verdict, bad_delta, rec)
+        return rule
 
     def _prepare(self, verdicts: dict[str, str], c: str | None = None) -> None:
         """Tell the measure what may come after `c` (either verdict), or first of all."""
@@ -336,7 +262,7 @@ class Bisect:
                 raise Error(f"{which.strip()} {m.commit[:12]}: {m.skip}; a bisect needs both"
                             " ends measured", EXIT_FAILED)
         rule = self.rule(good, bad)
-        bad_delta = rule.delta(bad)[0]
+        bad_delta = row_of(rule.record(bad))["delta"]
         self._say(f"GOOD -> BAD: {pct(bad_delta)}; a commit has moved when it is more than"
                   f" {rule.threshold * 100:.3g}% {'above' if rule.direction > 0 else 'below'}"
                   " GOOD"
@@ -355,8 +281,10 @@ class Bisect:
             self._prepare(verdicts, c)
             [m] = self._measure([c])
             verdicts[c], deltas[c] = self._judge(rule, m)
+            said = self.said.get(c)
             what = (f"skipped: {m.skip}" if m.skip else
-                    f"{self._value(m)}, {pct(deltas[c])} against GOOD: {verdicts[c]}")
+                    f"{self._value(m)}, {pct(deltas[c])} against GOOD"
+                    f"{f' ({said})' if said else ''}: {verdicts[c]}")
             self._say(f"step {step} (about {left} to go): {self.describe(c)}: {what}")
             self._costs(m)
         first = conclude(self.commits, verdicts)
@@ -365,15 +293,23 @@ class Bisect:
         self._report(out, rule, time.monotonic() - t0)
         return out
 
-    def _judge(self, rule: Rule, m: Measurement) -> tuple[str, float]:
+    def _judge(self, rule: StepRule, m: Measurement) -> tuple[str, float]:
         if m.skip:
             return SKIP, math.nan
-        v, d, note = rule.verdict(m)
+        v, d, note, rec = rule.verdict(m)
+        self._judged(m, v, d, rec)
         if note:
             self._say(f"note: {m.commit[:12]} {note} ({pct(d)} against GOOD)")
         return v, d
 
-    def _report(self, out: Finding, rule: Rule, seconds: float) -> None:
+    def _judged(self, m: Measurement, verdict: str, delta: float, rec: dict) -> None:
+        """Keep what the record said of a commit: its row's verdict for the step's line, and
+        the row in the log beside the measurement."""
+        row = row_of(rec)
+        self.said[m.commit] = row["verdict"] if row else ""
+        self.log.judged(m.commit, verdict, delta, rec)
+
+    def _report(self, out: Finding, rule: StepRule, seconds: float) -> None:
         self._say("")
         if not out.found:
             self._say(f"only skipped commits are left: the first commit that moves the metric"
@@ -523,6 +459,8 @@ class LabMeasure:
                 m.skip = f"{cell['key']} failed: {(cell.get('error') or '?').splitlines()[0]}"
                 continue
             path_, m.unit = metric_path(cell, self.path, self.p.deterministic)
+            m.key, m.path = cell["key"], path_
+            m.better = better_of(cell, path_, self.p.deterministic)
             if self.p.deterministic:
                 floors, _ = floor.load(deterministic.clock_of(res), results.guest_cpus(res),
                                        results.kernel_base(res))

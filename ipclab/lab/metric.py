@@ -44,6 +44,14 @@ def metric_path(cell: dict, path: str | None, is_deterministic: bool) -> tuple[s
     return found[0], unit
 
 
+def better_of(cell: dict, path: str, is_deterministic: bool) -> str:
+    """Which way the metric is better ("lower", "higher", "none"), as compare's row of it
+    says: instructions per operation are better lower."""
+    if is_deterministic and path in {p for p, _ in deterministic.op_paths(cell)}:
+        return "lower"
+    return metrics.metric_info(cell, path)[1]
+
+
 def check_metric(suite: str, spec: str, deterministic_mode: bool = True,
                  probe: bool = True) -> None:
     """Before anything is built: the suite exists, CELL is one of its cells, and PATH is one

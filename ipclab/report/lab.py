@@ -8,6 +8,7 @@ import json
 import sys
 
 from ipclab import EXIT_FAILED, deterministic, results
+from ipclab.compare import record as comparison
 from ipclab.deterministic import cost
 from ipclab.report.compare import render_compare
 from ipclab.report.profile import render_profile_diff
@@ -58,8 +59,9 @@ def vm_suite(run, out=sys.stdout):
 
 def ab(run, out=sys.stdout, as_json=False):
     """`ab BASE NEW`: the comparison (as `compare` prints it, or its --json record) under a
-    heading that says what was booted, then, with --profile, where the instructions went;
-    1 when a boot failed."""
+    heading that says what was booted, then, with --profile, where the instructions went.
+    Its exit status: 1 when a boot failed, else what the record's overall verdict means
+    (compare.record.exit_status: 0 no change, 3 better, 4 worse, 5 mixed, 6 inconclusive)."""
     if run is None:
         return 0
     names = run.names
@@ -77,7 +79,7 @@ def ab(run, out=sys.stdout, as_json=False):
             render_profile_diff(run.profiles[0], run.profiles[1], out,
                                        unit="insn" if run.clock.deterministic else "ns")
     out.flush()
-    return EXIT_FAILED if run.failures else 0
+    return EXIT_FAILED if run.failures else comparison.exit_status(run.record)
 
 
 def bisect(finding):

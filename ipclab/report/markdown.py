@@ -18,12 +18,28 @@ MANIFEST = ".ipclab-report.json"     # what ipclab wrote in a report folder: its
 MANIFEST_SCHEMA = "ipclab-report/1"
 
 
-def write_report(paths_and_results, out_dir, peers=None, outcomes=None, force=False):
+def _compare_section(w, written, plot, first, res, outcome, rec, out_dir):
+    """One comparison's section: its text and its plot, both printing the verdicts of one
+    record (`rec`, or built here once)."""
+    rec = rec if rec is not None else compare.outcome_record(outcome)
+    buf = io.StringIO()
+    render_compare(outcome, buf, record=rec)
+    w(f"## Compare: {first.get('id')} -> {res.get('id')}\n")
+    w("```\n" + buf.getvalue().rstrip() + "\n```\n")
+    png = plot.compare_plot(outcome, out_dir, record=rec)
+    if png:
+        written.append(png.name)
+        w(f"![baseline -> new: each delta with its interval]({png.name})\n")
+
+
+def write_report(paths_and_results, out_dir, peers=None, outcomes=None, force=False,
+                 records=None):
     """report.md plus PNG plots in out_dir; returns the Markdown path.
 
     One results file: its tables and plots.  Several: each one's tables,
     then every later file compared against the first (`outcomes`: those comparisons, when
-    the caller has computed them already; they are not computed again).  peers: a peers run
+    the caller has computed them already; they are not computed again; `records`: their
+    comparison records, whose verdicts the text and the plots print).  peers: a peers run
     whose peer figures stand beside ours in the seed tables.  A folder that holds files
     but no report of ipclab's is refused unless force; either way only the plots ipclab
     recorded as its own (MANIFEST) are ever removed.
@@ -80,15 +96,9 @@ def write_report(paths_and_results, out_dir, peers=None, outcomes=None, force=Fa
             written.append(png.name)
             w(f"![{caption}]({png.name})\n")
     for i, (path, res) in enumerate(paths_and_results[1:]):
-        buf = io.StringIO()
         outcome = outcomes[i] if outcomes else compare.compare_results(first, res)
-        render_compare(outcome, buf)
-        w(f"## Compare: {first.get('id')} -> {res.get('id')}\n")
-        w("```\n" + buf.getvalue().rstrip() + "\n```\n")
-        png = plot.compare_plot(outcome, out_dir)
-        if png:
-            written.append(png.name)
-            w(f"![baseline -> new: each delta with its interval]({png.name})\n")
+        _compare_section(w, written, plot, first, res, outcome,
+                         records[i] if records else None, out_dir)
     path = out_dir / "report.md"
     proc.write_text_atomic(path, "\n".join(md).rstrip() + "\n")
     proc.write_json_atomic(out_dir / MANIFEST, {"schema": MANIFEST_SCHEMA,

@@ -142,16 +142,26 @@ def run_plots(res, out_dir):
     return out
 
 
-def judged_plot(outcome, out_dir):
+VERDICT_COLOUR = {"better": "tab:green", "worse": "tab:red", "changed": "tab:orange"}
+
+
+def verdict_colours(outcome, rows, record=None):
+    """Each row's colour from its verdict as the comparison record (given, or built) says:
+    green better, red worse, orange a change of unknown direction or (timed) a significant
+    difference that is no verdict's change, grey the rest."""
+    verdict = row_verdicts(outcome, record)
+    return [VERDICT_COLOUR.get(verdict[id(r)], "tab:orange" if not outcome.judged and
+                               r.cmp.significant else "tab:gray") for r in rows]
+
+
+def judged_plot(outcome, out_dir, record=None):
     """Deterministic A/B: delta % of each primary row, with the band it had to leave."""
     rows = [r for r in outcome.judged if r.primary and math.isfinite(r.j.ratio)]
     if not rows:
         return None
     fig, ax = plt.subplots(figsize=(9, 0.28 * len(rows) + 1.5))
     y = list(range(len(rows)))
-    verdict = row_verdicts(outcome)
-    colors = [{"better": "tab:green", "worse": "tab:red", "changed": "tab:orange"}.get(
-        verdict[id(r)], "tab:gray") for r in rows]
+    colors = verdict_colours(outcome, rows, record)
     ax.barh(y, [r.j.delta * 100 for r in rows], color=colors)
     ax.errorbar([0] * len(rows), y, xerr=[r.j.threshold * 100 if math.isfinite(r.j.threshold)
                                           else 0 for r in rows], fmt="none",
@@ -186,20 +196,20 @@ def _scale(deltas, intervals):
     return max([abs(d) for d in deltas] + [keep, 1.0]) * 1.1
 
 
-def compare_plot(outcome, out_dir):
+def compare_plot(outcome, out_dir, record=None):
     """Delta % of each row with its interval (the primary rows' at the family's level);
-    colours name a verdict; a row without an interval is drawn hollow, and an interval
-    beyond the axis ends in an arrow with its bound."""
+    colours name a verdict, as the comparison record (given, or built) says it; a row
+    without an interval is drawn hollow, and an interval beyond the axis ends in an arrow
+    with its bound."""
     if outcome.judged:
-        return judged_plot(outcome, out_dir)
+        return judged_plot(outcome, out_dir, record)
     rows = [r for r in outcome.rows if math.isfinite(r.cmp.ratio)]
     if not rows:
         return None
     d = [r.cmp.delta * 100 for r in rows]
     iv = [_interval(r) for r in rows]
     half = _scale(d, [i for i in iv if i])
-    colors = [{"better": "tab:green", "worse": "tab:red"}.get(r.verdict,
-              "tab:orange" if r.cmp.significant else "tab:gray") for r in rows]
+    colors = verdict_colours(outcome, rows, record)
     fig, ax = plt.subplots(figsize=(9, 0.28 * len(rows) + 1.5))
     y = list(range(len(rows)))
     for i, (r, delta, inter) in enumerate(zip(rows, d, iv)):

@@ -94,6 +94,16 @@ def ipclab(*argv, timeout=1800):
         lab_command_time(argv, time.monotonic() - t0)
 
 
+def assert_ab_verdict(r, out):
+    """`ab` ran to a verdict: its exit status is the one its comparison record's overall
+    verdict means (compare.record.exit_status), not a failure (1) or bad input (2)."""
+    import json
+    from ipclab.compare import record
+    assert r.returncode not in (1, 2), r.stdout[-3000:] + r.stderr[-3000:]
+    rec = json.loads((Path(out) / "compare.json").read_text())
+    assert r.returncode == record.exit_status(rec), (r.returncode, rec["overall"])
+
+
 def ipclab_side_by_side(*argvs, timeout=1800):
     """Boots of one vCPU each at once, one per host core, as `ab` boots its pairs: their
     CompletedProcesses in order. Their wall time counts once."""

@@ -32,7 +32,7 @@ import pytest
 from conftest import ARM64_BESIDE
 from ipclab import compare, profile, results
 from ipclab.lab import arm64_conformance
-from .conftest import KNOWN_ANSWER_REPS, ROLES, aa_bound, ipclab, missing_prereq
+from .conftest import KNOWN_ANSWER_REPS, ROLES, aa_bound, assert_ab_verdict, ipclab, missing_prereq
 
 ARM64 = ("--arch", "arm64")
 PLAIN, SMP_MB, WRITE_COST = "mainline", "mainline-smp-mb", "mainline-write-cost"
@@ -77,7 +77,7 @@ def ab(tmp_path_factory, a, b, *opts):
     out = tmp_path_factory.mktemp(f"arm64-{a}-{b}")
     r = ipclab("ab", a, b, "--suite", "icount-check", "--deterministic", *KNOWN_ANSWER_REPS,
                *ARM64, "-o", str(out), *opts, timeout=3600)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert_ab_verdict(r, out)
     return out, r.stdout
 
 

@@ -17,7 +17,8 @@ import pytest
 
 from ipclab import compare, results
 from ipclab.deterministic import cost
-from .conftest import KNOWN_ANSWER_REPS, PLAIN, REPO, ROLE, aa_bound, ipclab, missing_prereq
+from .conftest import (KNOWN_ANSWER_REPS, PLAIN, REPO, ROLE, aa_bound, assert_ab_verdict, ipclab,
+                       missing_prereq)
 
 pytestmark = pytest.mark.skipif(missing_prereq() is not None, reason=str(missing_prereq()))
 
@@ -34,7 +35,7 @@ def aa(tmp_path_factory):
     out = tmp_path_factory.mktemp("aa")
     r = ipclab("ab", PLAIN, PLAIN, "--suite", "icount-check", "--deterministic",
                *KNOWN_ANSWER_REPS, "-o", str(out), timeout=2400)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert_ab_verdict(r, out)
     return out, r.stdout
 
 
@@ -79,7 +80,7 @@ def patched(aa, tmp_path_factory):
     if ROLE.get("smp_mb"):
         r = ipclab("ab", ROLE["write_cost"], ROLE["smp_mb"], "--suite", "icount-check",
                    "--deterministic", *KNOWN_ANSWER_REPS, "-o", str(out), timeout=2400)
-        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        assert_ab_verdict(r, out)
         return {"write_cost": next(out.glob("A-*-boot1.json")),
                 "smp_mb": next(out.glob("B-*-boot1.json"))}
     wc = out / "write-cost.json"
@@ -175,7 +176,7 @@ def with_cost(aa, tmp_path_factory):
     r = ipclab("ab", PLAIN, ROLE["write_cost"], "--suite", "seed-skip-wakeups",
                "--cell", "pipe-throughput/copies=1", "--deterministic", "--cost",
                *KNOWN_ANSWER_REPS, "-o", str(out), timeout=3600)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert_ab_verdict(r, out)
     return json.loads((out / "compare.json").read_text())["rows"], r.stdout
 
 

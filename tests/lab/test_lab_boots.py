@@ -440,15 +440,17 @@ def test_ab_prints_the_comparison_it_was_handed():
     import io
     from ipclab.report import lab as labreport
     run = _ab_run()
+    assert run.record["overall"]["verdict"] == "better"
     buf = io.StringIO()
-    assert labreport.ab(run, buf) == 0
+    assert labreport.ab(run, buf) == 3          # the record's overall verdict: better
     text = buf.getvalue()
     assert text.startswith("ipclab ab mainline -> mainline-series: suite seeds, 5 boots each,"
                            " accel=kvm, timed clock\n  A: 7.3.4, no patches")
     assert "geometric mean of ratios" in text
     buf = io.StringIO()
-    assert labreport.ab(run, buf, as_json=True) == 0
+    assert labreport.ab(run, buf, as_json=True) == 3
     assert json.loads(buf.getvalue()) == run.record
+    # A failed boot is 1 whatever the verdict of the boots that were measured.
     assert labreport.ab(_ab_run(["A boot 2: guest killed"]), io.StringIO()) == 1
     assert labreport.ab(None) == 0          # a dry run
 

@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: MIT
+"""A comparison of one metric given as its values by boot rather than as two results files:
+`bisect` compares GOOD's values with each step's here.  The outcome has that one primary
+row, judged by the rule `compare` judges a cell's primary with under the same clock (the
+deterministic rule against the A/A floor, tested over the boots when the floor is bimodal;
+the timed paired test over the boots at `min_change`), so its record (record.build) says of
+that row what `compare` would."""
+
+from ipclab.compare.deterministic import judge_values
+from ipclab.compare.outcome import MIN_CHANGE, JudgedRow, Outcome, Row
+from ipclab.compare.timed import judge_rows, paired_values
+from ipclab import stats
+from ipclab.deterministic import REAL
+
+
+def compare_values(key, path, unit, better, base_boots, new_boots, *, clock=REAL,
+                   floor=None, min_change=MIN_CHANGE, paired_test="auto", ids=(None, None)):
+    """The outcome of `new_boots` against `base_boots` (each a list of boots, each a list of
+    the metric's values) for cell `key`'s metric `path`: under a deterministic `clock`
+    ("icount shift=N") judged against `floor` (floor.Floor, or None), under real time
+    tested with the boot as the unit (2 boots a side or more; else the sample).  `better`
+    is the metric's direction ("lower" or "higher"), which names a change better or worse;
+    `ids` name the two sides in the record."""
+    base_boots = [list(b) for b in base_boots if b]
+    new_boots = [list(b) for b in new_boots if b]
+    out = Outcome(base={"id": ids[0], "env": {"clock": clock}},
+                  new={"id": ids[1], "env": {"clock": clock}}, clock=clock,
+                  min_change=min_change, paired_test=paired_test)
+    label = path.rsplit(".", 1)[-1]
+    xb = [x for b in base_boots for x in b]
+    xn = [x for b in new_boots for x in b]
+    if clock != REAL:
+        j = judge_values(xb, xn, better, floor, lambda: (base_boots, new_boots))
+        out.judged.append(JudgedRow(key, path, label, unit, True, j))
+        return out
+    out.family, out.level = 1, 1 - stats.ALPHA
+    seed = stats.stable_seed(key + path)
+    if min(len(base_boots), len(new_boots)) >= 2:
+        out.unit = "boot"
+        c = paired_values("boot", dict(enumerate(base_boots, 1)),
+                          dict(enumerate(new_boots, 1)), out.level, 1, paired_test, seed)
+    elif xb and xn:
+        c = stats.compare_samples(xb, xn, seed=seed, level=out.level)
+    else:
+        c = None
+    if c is not None:
+        out.rows.append(Row(key, "", "", path, label, unit, better, c))
+        judge_rows(out)
+    else:
+        out.skipped.append((key, "no measured samples"))
+    return out
