@@ -26,6 +26,7 @@ from ipclab.deterministic import cost
 from ipclab.progress import log
 
 from . import arm64, arm64_conformance, faults as fault_runs, kernel, variants, vm
+from . import executor as executors
 
 
 def suite_job(suite: str, clock: vm.Clock = vm.TIMED, *, full: bool = False,
@@ -339,10 +340,11 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
            boots: int | None = None, thp: str | None = None, timeout: float = 1800,
            clock: vm.Clock = vm.TIMED, cpus: int | None = None,
            outdir: Path | None = None, min_change: float = compare.MIN_CHANGE,
-           memory: str = vm.DEFAULT_PLUGIN_MEMORY) -> ABRun | None:
+           memory: str = vm.DEFAULT_PLUGIN_MEMORY, executor=None) -> ABRun | None:
     """`ab BASE NEW --suite SUITE`: boot both variants `boots` times each, pool each side's
-    boots and compare them (and, with a profile, keep where the instructions went). None in
-    a dry run."""
+    boots and compare them (and, with a profile, keep where the instructions went). The
+    boots run where `executor` (executors.choose) puts them: here by default. None in a dry
+    run."""
     t0 = time.monotonic()
     # Under icount a boot repeats to the instruction, so one boot per side is the method.
     # Timed boots vary by tens of percent: the boot is the unit of the comparison, and a
@@ -359,19 +361,16 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
     outdir = Path(outdir or Path("results") / f"{proc.stamp()}-ab-{variants.slug(names['A'])}-"
                   f"{variants.slug(names['B'])}-{job.suite}")
 
-    def one_boot(i: int, side: str):
-        meta = metas[side]
-        out = outdir / f"{side}-{variants.slug(meta['variant'])}-boot{i + 1}.json"
-        log(f"ab: boot {i + 1}/{boots} of {side} ({meta['variant']}, {clock.mode})")
-        res, b = run_suite_boot(meta, accel, job, out, thp=thp, timeout=timeout, clock=clock,
-                                cpus=cpus, memory=memory)
-        if not proc.is_dry_run():
-            report_boot(b, None)
-        return res, b, out
-
     # A B A B ...: drift in the host (other jobs, thermal, caches) hits both sides alike.
     order = [(i, side) for i in range(boots) for side in names]
-    done = boot_in_order(order, one_boot, clock)
+    planned = [executors.SuiteBoot(
+        f"boot {i + 1}/{boots} of {side}", metas[side],
+        outdir / f"{side}-{variants.slug(metas[side]['variant'])}-boot{i + 1}.json")
+        for i, side in order]
+    opts = executors.BootOpts(accel, job, clock, thp=thp, timeout=timeout, cpus=cpus,
+                              memory=memory)
+    done = [(res, b, p.out) for (res, b), p in
+            zip((executor or executors.Local()).run_boots(planned, opts), planned)]
     if proc.is_dry_run():
         return None
 
