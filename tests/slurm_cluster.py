@@ -106,6 +106,7 @@ class Cluster:
     alone, its parents searchable by everyone (munged's socket)."""
 
     def __init__(self, d: Path | None = None, start_timeout: float = START_TIMEOUT_S):
+        self.made = d is None
         self.d = Path(d or tempfile.mkdtemp(prefix="ipclab-slurm-"))
         self.start_timeout = start_timeout
         self.procs: dict[str, subprocess.Popen] = {}
@@ -225,8 +226,15 @@ class Cluster:
                 p.wait()
         self.procs.clear()
 
+    def remove(self) -> None:
+        """stop(), and the directory gone if this cluster made it (a cluster that failed to
+        start keeps it: its logs are the evidence)."""
+        self.stop()
+        if self.made:
+            shutil.rmtree(self.d, ignore_errors=True)
+
     def __enter__(self) -> "Cluster":
         return self.start()
 
     def __exit__(self, *exc) -> None:
-        self.stop()
+        self.remove()

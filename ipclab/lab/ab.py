@@ -17,7 +17,6 @@ import contextlib
 import dataclasses
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ipclab import EXIT_FAILED, Error, compare, proc, profile, results, runner, suites
@@ -290,22 +289,8 @@ def vm_suite(kern: variants.Variant | dict, job: vm.SuiteJob, out: Path | None =
 # --------------------------------------------------------------------------- ab
 
 
-def boot_in_order(order: list[tuple], one_boot, clock: vm.Clock) -> list:
-    """one_boot(*item) for each item: one after another when timed; under icount side by
-    side, one single-threaded QEMU per host CPU (at most 2), since guest instructions do not
-    depend on what the host does."""
-    if not clock.deterministic or proc.is_dry_run():
-        return [one_boot(*item) for item in order]
-    pool = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)))
-    try:
-        done = list(pool.map(lambda item: one_boot(*item), order))
-    except BaseException:
-        # Ctrl-C: no more boots, and the running guests go now, not when they finish.
-        pool.shutdown(wait=False, cancel_futures=True)
-        proc.kill_all()
-        raise
-    pool.shutdown()
-    return done
+# bisect boots through it too.
+boot_in_order = executors.boot_in_order
 
 
 TIMED_PAIRS = 5
@@ -369,8 +354,19 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
         for i, side in order]
     opts = executors.BootOpts(accel, job, clock, thp=thp, timeout=timeout, cpus=cpus,
                               memory=memory)
+
+    def boot_here(p: executors.SuiteBoot):
+        log(f"ab: {p.label} ({p.meta['variant']}, {clock.mode})")
+        res, b = run_suite_boot(p.meta, accel, job, p.out, thp=thp, timeout=timeout,
+                                clock=clock, cpus=cpus, memory=memory)
+        if not proc.is_dry_run():
+            report_boot(b, None)
+        return res, b
+
+    here = executors.Here(boot_here, lambda p, b, run_id: no_results(job, b, p.meta, run_id),
+                          lambda b: report_boot(b, None))
     done = [(res, b, p.out) for (res, b), p in
-            zip((executor or executors.Local()).run_boots(planned, opts), planned)]
+            zip((executor or executors.Local()).run_boots(planned, opts, here), planned)]
     if proc.is_dry_run():
         return None
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Kernel lab, where boots run: the executor of `ab`'s boots.
 
-    local   this machine, as `ab` always did (ab.boot_in_order): the default
+    local   this machine, as `ab` always did (boot_in_order): the default
     slurm   each boot one Slurm batch job, on a node of the cluster the Slurm commands here
             reach (SLURM_CONF): `vm run NAME SUITE --built KEY -o OUT --record REC` of this
             checkout's `python -m ipclab`, which boots the very build the submitting side
@@ -28,12 +28,14 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Callable
 
 from ipclab import EXIT_FAILED, Error, proc, results, suites
 from ipclab.progress import log
 
-from . import vm
+from . import variants, vm
 
 NAMES = ("local", "slurm")
 ENV = "IPCLAB_EXECUTOR"
@@ -89,23 +91,41 @@ def choose(name: str | None = None, *, partition: str | None = None,
     return Slurm(partition=partition, account=account, time_limit=time_limit)
 
 
+@dataclasses.dataclass(frozen=True)
+class Here:
+    """What an executor asks of `ab` (which imports this module, so not the other way):
+    boot(SuiteBoot) -> (results, Boot) boots here and reports it (ab.run_suite_boot);
+    failed(SuiteBoot, Boot, run_id) -> results is the one failed cell of a boot that left no
+    results (ab.no_results); report(Boot) says how a boot went (ab.report_boot)."""
+    boot: Callable
+    failed: Callable
+    report: Callable
+
+
+def boot_in_order(order: list[tuple], one_boot, clock: vm.Clock) -> list:
+    """one_boot(*item) for each item: one after another when timed; under icount side by
+    side, one single-threaded QEMU per host CPU (at most 2), since guest instructions do not
+    depend on what the host does."""
+    if not clock.deterministic or proc.is_dry_run():
+        return [one_boot(*item) for item in order]
+    pool = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)))
+    try:
+        done = list(pool.map(lambda item: one_boot(*item), order))
+    except BaseException:
+        # Ctrl-C: no more boots, and the running guests go now, not when they finish.
+        pool.shutdown(wait=False, cancel_futures=True)
+        proc.kill_all()
+        raise
+    pool.shutdown()
+    return done
+
+
 class Local:
     """Boots on this machine: one after another when timed, side by side under icount."""
     name = "local"
 
-    def run_boots(self, boots: list[SuiteBoot], o: BootOpts) -> list[tuple]:
-        from . import ab    # ab imports this module
-
-        def one(b: SuiteBoot):
-            log(f"ab: {b.label} ({b.meta['variant']}, {o.clock.mode})")
-            res, boot = ab.run_suite_boot(b.meta, o.accel, o.job, b.out, thp=o.thp,
-                                          timeout=o.timeout, clock=o.clock, cpus=o.cpus,
-                                          memory=o.memory)
-            if not proc.is_dry_run():
-                ab.report_boot(boot, None)
-            return res, boot
-
-        return ab.boot_in_order([(b,) for b in boots], one, o.clock)
+    def run_boots(self, boots: list[SuiteBoot], o: BootOpts, here: Here) -> list[tuple]:
+        return boot_in_order([(b,) for b in boots], here.boot, o.clock)
 
 
 # --------------------------------------------------------------------------- slurm
@@ -117,7 +137,7 @@ def vm_run_argv(b: SuiteBoot, o: BootOpts, record: Path) -> list[str]:
     meta, job = b.meta, o.job
     argv = [sys.executable, "-m", "ipclab", "vm", "run", meta["variant"], job.suite,
             "--built", meta["key"], "-o", str(b.out.resolve()), "--record", str(record),
-            "--timeout", f"{o.timeout:g}", "--arch", meta.get("arch", "x86_64")]
+            "--timeout", f"{o.timeout:g}", "--arch", meta.get("arch", variants.DEFAULT_ARCH)]
     if job.mode == suites.FULL:
         argv.append("--full")
     if o.clock.deterministic:
@@ -174,7 +194,7 @@ class Slurm:
         d = b.out.resolve().parent / "slurm"
         return {"log": d / f"{b.out.stem}.log", "record": d / f"{b.out.stem}.boot.json"}
 
-    def run_boots(self, boots: list[SuiteBoot], o: BootOpts) -> list[tuple]:
+    def run_boots(self, boots: list[SuiteBoot], o: BootOpts, here: Here) -> list[tuple]:
         if proc.is_dry_run():
             for b in boots:
                 proc.would_run(self.sbatch_argv(b, o))
@@ -192,7 +212,7 @@ class Slurm:
         except BaseException:
             self.cancel()
             raise
-        return [self.collect(b, o, *ended[i]) for i, b in enumerate(boots)]
+        return [self.collect(b, o, here, *ended[i]) for i, b in enumerate(boots)]
 
     def submit(self, b: SuiteBoot, o: BootOpts, index: int) -> str:
         self.files(b)["log"].parent.mkdir(parents=True, exist_ok=True)
@@ -250,12 +270,10 @@ class Slurm:
             log(f"warning: scancel {' '.join(ids)}: {e}")
         self.live.clear()
 
-    def collect(self, b: SuiteBoot, o: BootOpts, job_id: str, state: str) -> tuple:
+    def collect(self, b: SuiteBoot, o: BootOpts, here: Here, job_id: str, state: str) -> tuple:
         """(results, boot) of an ended job, as a local boot returns them: the job's results
         file and boot record; a job that left none (cancelled, out of time, a node lost)
         is a failed boot whose one failed cell says which job and why."""
-        from . import ab    # ab imports this module
-
         files = self.files(b)
         boot = None
         try:
@@ -278,9 +296,9 @@ class Slurm:
         if res is None:
             if boot.ok:
                 boot.ok, boot.reason = False, f"slurm job {job_id} {state.lower()}: no results"
-            res = ab.no_results(o.job, boot, b.meta, f"slurm-{job_id}")
+            res = here.failed(b, boot, f"slurm-{job_id}")
             results.save(res, b.out)
-        ab.report_boot(boot, None)
+        here.report(boot)
         return res, boot
 
     @staticmethod

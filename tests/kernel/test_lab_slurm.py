@@ -55,7 +55,7 @@ def cluster():
     try:
         yield c
     finally:
-        c.stop()
+        c.remove()
         if old is None:
             os.environ.pop("SLURM_CONF", None)
         else:

@@ -19,7 +19,7 @@ import pytest
 
 from ipclab import Error, results, suites
 from ipclab.cli.parser import build_parser
-from ipclab.lab import executor, vm
+from ipclab.lab import ab, executor, vm
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -87,6 +87,17 @@ def opts(clock=vm.DETERMINISTIC, **kw):
     return executor.BootOpts("tcg", job, clock, **kw)
 
 
+def here(o):
+    """What ab gives the executor: here no local boot, its failed results, no report."""
+    return executor.Here(lambda p: pytest.fail("booted locally"),
+                         lambda p, b, run_id: ab.no_results(o.job, b, p.meta, run_id),
+                         lambda b: None)
+
+
+def run_boots(planned, o, poll_s=0.01):
+    return executor.Slurm(poll_s=poll_s).run_boots(planned, o, here(o))
+
+
 def boots(tmp_path, n=2):
     out = tmp_path / "ab"
     out.mkdir(exist_ok=True)
@@ -148,7 +159,7 @@ def test_results_come_back_where_a_local_boot_writes_them(fake, tmp_path, monkey
     monkeypatch.setenv("FAKE_WRITE", "1")
     res, boot = write_job_files(fake, tmp_path)
     planned = boots(tmp_path)
-    done = executor.Slurm(poll_s=0.01).run_boots(planned, opts())
+    done = run_boots(planned, opts())
     assert [r["cells"] for r, _ in done] == [res["cells"]] * 2
     assert [b.record() for _, b in done] == [boot.record()] * 2
     for b in planned:
@@ -164,7 +175,7 @@ def test_results_come_back_where_a_local_boot_writes_them(fake, tmp_path, monkey
 def test_timed_boots_are_submitted_one_after_another(fake, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_WRITE", "1")
     write_job_files(fake, tmp_path)
-    executor.Slurm(poll_s=0.01).run_boots(boots(tmp_path), opts(vm.TIMED))
+    run_boots(boots(tmp_path), opts(vm.TIMED))
     names = [c[0].rsplit("/", 1)[-1] for c in calls(fake)]
     assert names == ["sbatch", "squeue", "sbatch", "squeue"]
 
@@ -176,7 +187,7 @@ def test_a_job_that_left_nothing_is_a_failed_boot_that_says_which_job(fake, tmp_
     log = executor.Slurm.files(planned[0])["log"]
     log.parent.mkdir(parents=True)
     log.write_text("slurmstepd: error: *** JOB 100 CANCELLED DUE TO TIME LIMIT ***\n")
-    [(res, b)] = executor.Slurm(poll_s=0.01).run_boots(planned, opts())
+    [(res, b)] = run_boots(planned, opts())
     assert not b.ok and "slurm job 100 timeout" in b.reason and "TIME LIMIT" in b.reason
     [cell] = res["cells"]
     assert cell["status"] == "failed" and "slurm job 100 timeout" in cell["error"]
@@ -189,7 +200,7 @@ def test_ctrl_c_cancels_the_jobs_it_submitted_and_nothing_else(fake, tmp_path, m
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            executor.Slurm(poll_s=0.05).run_boots(boots(tmp_path), opts())
+            run_boots(boots(tmp_path), opts(), poll_s=0.05)
     finally:
         timer.cancel()
     cancels = [c[1:] for c in calls(fake) if c[0].endswith("scancel")]
