@@ -215,7 +215,11 @@ class Slurm:
         return [self.collect(b, o, here, *ended[i]) for i, b in enumerate(boots)]
 
     def submit(self, b: SuiteBoot, o: BootOpts, index: int) -> str:
-        self.files(b)["log"].parent.mkdir(parents=True, exist_ok=True)
+        files = self.files(b)
+        files["log"].parent.mkdir(parents=True, exist_ok=True)
+        # What an earlier run left at these paths (the same -o) must not pass for this job's.
+        for f in (b.out, files["record"]):
+            f.unlink(missing_ok=True)
         r = self._run(self.sbatch_argv(b, o))
         job_id = r.stdout.strip().split(";")[0]
         if r.returncode != 0 or not job_id.isdigit():

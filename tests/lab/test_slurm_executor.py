@@ -187,6 +187,10 @@ def test_a_job_that_left_nothing_is_a_failed_boot_that_says_which_job(fake, tmp_
     log = executor.Slurm.files(planned[0])["log"]
     log.parent.mkdir(parents=True)
     log.write_text("slurmstepd: error: *** JOB 100 CANCELLED DUE TO TIME LIMIT ***\n")
+    # An earlier run's files at the same paths are not this job's.
+    write_job_files(fake, tmp_path)
+    planned[0].out.write_text((fake / "results.json").read_text())
+    executor.Slurm.files(planned[0])["record"].write_text((fake / "record.json").read_text())
     [(res, b)] = run_boots(planned, opts())
     assert not b.ok and "slurm job 100 timeout" in b.reason and "TIME LIMIT" in b.reason
     [cell] = res["cells"]
