@@ -12,6 +12,7 @@
 #                       lab variants cross-built and booted (icount)
 #   make test-arm64-census  the census on arm64 (opt-in: one more arm64 boot)
 #   make test-arm64-faults  arm64 fault runs of the series' debug build (not in `make test`)
+#   make test-slurm     ab through a one-node Slurm cluster started here (opt-in, not in `make test`)
 #   make test-flaky     reruns the Python tier FLAKY_N times (20) under `stress-ng --cpu 2` and the
 #                       kernel tier's A/A tests FLAKY_K times (5); prints every test that failed
 #   make test-fresh     `make test` as a new user runs it: a fresh clone, empty caches, no venv
@@ -23,7 +24,7 @@ SUITE  ?= seeds
 
 .PHONY: all deps lab-deps reference-deps engine conformance run test test-engine \
 	test-conformance test-python test-kernel test-lts test-bisect test-arm64 test-arm64-census \
-	test-arm64-faults test-census test-smp test-flaky test-fresh engine-checks clean
+	test-arm64-faults test-census test-smp test-slurm test-flaky test-fresh engine-checks clean
 
 all: engine
 
@@ -70,6 +71,11 @@ test-lts: lab-deps engine
 # Too slow for `make test`: builds and boots several kernels (tests/README.md says how long).
 test-bisect: lab-deps engine
 	IPCLAB_TEST_BISECT=1 $(PY) -m pytest -q tests/kernel/test_lab_bisect.py
+
+# Opt-in, not in `make test` yet: a one-node Slurm cluster started here (slurm-wlm, munge),
+# and the same deterministic `ab` locally and through it (docs/lab.md, Slurm).
+test-slurm: lab-deps engine
+	IPCLAB_TEST_SLURM=1 $(PY) -m pytest -q tests/kernel/test_lab_slurm.py
 
 # The SMP known answer alone (it is also part of `make test`); its two-vCPU half needs a host
 # with two idle cores for the guest's vCPU threads and skips without (docs/lab.md, SMP).

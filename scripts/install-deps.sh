@@ -4,7 +4,8 @@
 #   install-deps.sh host   engine + CLI: build tools, the Python virtualenv, and the peer programs
 #                          the peers suite runs (perf from linux-perf, stress-ng, pmqtest from
 #                          rt-tests)
-#   install-deps.sh lab    kernel lab: build deps, QEMU (virtme-ng is in the venv), and each base's
+#   install-deps.sh lab    kernel lab: build deps, QEMU (virtme-ng is in the venv), Slurm and
+#                          munge (--executor slurm, and its tests' one-node cluster), and each base's
 #                          kernel source and Debian config (kernel/bases), downloaded into the
 #                          lab's cache by `ipclab kernel fetch` with the system's own Debian mirror
 #   install-deps.sh reference
@@ -23,7 +24,10 @@ VIRTIOFSD_VERSION=1.14.0
 lab_pkgs=(flex bison bc libelf-dev libssl-dev patch qemu-system-x86 busybox-static cpio
 	  xz-utils kmod liburing-dev libpopt-dev
 	  # arm64 (--arch arm64): the cross compiler, its libc for static guest programs, QEMU
-	  gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross qemu-system-arm)
+	  gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross qemu-system-arm
+	  # --executor slurm: Slurm's commands and daemons, and munge, its authentication; the
+	  # slurm tier starts a one-node cluster of its own from them (tests/slurm_cluster.py)
+	  slurm-wlm munge)
 
 apt_install() {
 	local missing=() p name

@@ -9,6 +9,7 @@ from pathlib import Path
 from ipclab import Error, proc, report
 from ipclab.lab import ab, arm64_conformance, bases, census, gittree, kernel, variants, vm
 from ipclab.lab import bisect as lab_bisect
+from ipclab.lab import executor as executors
 from ipclab.report import lab as labreport
 
 
@@ -202,7 +203,15 @@ def cmd_vm_run(args):
                     cpus=args.cpus, record=args.record, kmemleak=args.kmemleak,
                     faults=vm.fault_injection(args.fail_page_alloc, args.failslab,
                                               args.fault_tasks))
-        [kern] = _kernels(args, [args.variant], 1)
+        if args.built:
+            if args.kernel or args.tree or args.patch or args.config:
+                raise Error("--built names a build of the lab's cache: no --kernel, --tree,"
+                            " --patch or --config besides it")
+            if not args.variant:
+                raise Error("--built KEY wants the VARIANT name the build is known by")
+            kern = kernel.cached(args.built, args.variant)
+        else:
+            [kern] = _kernels(args, [args.variant], 1)
         if tests is not None:
             return labreport.vm_command(ab.vm_conformance(kern, tests, **opts))
         if command:
@@ -231,6 +240,8 @@ def _conformance_tests(args, command: list[str] | None) -> list[str]:
 def cmd_ab(args):
     _no_command(args, "ab")
     clock = _clock(args)
+    executor = executors.choose(args.executor, partition=args.partition,
+                                account=args.account, time_limit=args.time_limit)
     with proc.dry_run(args.dry_run):
         job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
                            warmups=args.warmups, profile=args.profile, cells=tuple(args.cell),
@@ -238,7 +249,8 @@ def cmd_ab(args):
         base, new = _kernels(args, [args.base, args.new], 2)
         run = ab.run_ab(base, new, job, boots=args.boots, thp=args.thp, timeout=args.timeout,
                         clock=clock, cpus=args.cpus, outdir=args.output_dir,
-                        min_change=args.min_change / 100, memory=_cost(args))
+                        min_change=args.min_change / 100, memory=_cost(args),
+                        executor=executor)
     return labreport.ab(run, as_json=args.json)
 
 

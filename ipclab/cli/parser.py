@@ -218,6 +218,17 @@ def _add_arch(p):
                         "Debian's gcc-aarch64-linux-gnu, booted on QEMU's virt machine)")
 
 
+def _add_executor(p):
+    p.add_argument("--executor", metavar="local|slurm",
+                   help="where the boots run: here (local, the default), or each boot a Slurm "
+                        "batch job (slurm; docs/lab.md, Slurm). Default: $IPCLAB_EXECUTOR, "
+                        "else local")
+    p.add_argument("--partition", help="the Slurm partition of the jobs (sbatch --partition)")
+    p.add_argument("--account", help="the Slurm account of the jobs (sbatch --account)")
+    p.add_argument("--time", dest="time_limit", metavar="LIMIT",
+                   help="each job's Slurm time limit (sbatch --time, e.g. 30 or 1:00:00)")
+
+
 def _add_dry_run(p):
     p.add_argument("--dry-run", action="store_true", help="show what would run, run nothing")
 
@@ -317,6 +328,7 @@ def add_lab_parsers(sub):
     a.add_argument("-o", "--output-dir", type=Path,
                    help="where to keep per-boot and merged results")
     _add_kernel_sources(a, patch_side="NEW")
+    _add_executor(a)
     _add_dry_run(a)
     a.set_defaults(func=cmd_ab)
 
@@ -355,6 +367,9 @@ def add_vm_parser(sub):
     r.add_argument("--kmemleak", action="store_true",
                    help="scan kmemleak after the command; leaks fail the run (debug variant)")
     r.add_argument("--record", type=Path, help="write the lab's JSON record of the boot here")
+    r.add_argument("--built", metavar="KEY",
+                   help="boot the lab cache's build KEY (images/KEY), named VARIANT, without "
+                        "resolving or building anything: what `ab --executor slurm` submits")
     _add_kernel_sources(r)
     _add_dry_run(r)
     r.set_defaults(func=cmd_vm_run, engine_args=None)

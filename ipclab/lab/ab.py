@@ -17,7 +17,6 @@ import contextlib
 import dataclasses
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ipclab import EXIT_FAILED, Error, compare, proc, profile, results, runner, suites
@@ -26,6 +25,7 @@ from ipclab.deterministic import cost
 from ipclab.progress import log
 
 from . import arm64, arm64_conformance, faults as fault_runs, kernel, variants, vm
+from . import executor as executors
 
 
 def suite_job(suite: str, clock: vm.Clock = vm.TIMED, *, full: bool = False,
@@ -290,27 +290,9 @@ def vm_suite(kern: variants.Variant | dict, job: vm.SuiteJob, out: Path | None =
 # --------------------------------------------------------------------------- ab
 
 
-def boot_parallelism(clock: vm.Clock) -> int:
-    """How many boots run at once: one timed; one per host CPU, at most 2, under icount."""
-    return max(1, min(2, os.cpu_count() or 1)) if clock.deterministic else 1
-
-
-def boot_in_order(order: list[tuple], one_boot, clock: vm.Clock) -> list:
-    """one_boot(*item) for each item: one after another when timed; under icount side by
-    side, one single-threaded QEMU per host CPU (at most 2), since guest instructions do not
-    depend on what the host does."""
-    if boot_parallelism(clock) == 1 or proc.is_dry_run():
-        return [one_boot(*item) for item in order]
-    pool = ThreadPoolExecutor(max_workers=boot_parallelism(clock))
-    try:
-        done = list(pool.map(lambda item: one_boot(*item), order))
-    except BaseException:
-        # Ctrl-C: no more boots, and the running guests go now, not when they finish.
-        pool.shutdown(wait=False, cancel_futures=True)
-        proc.kill_all()
-        raise
-    pool.shutdown()
-    return done
+# bisect boots through them too.
+boot_in_order = executors.boot_in_order
+boot_parallelism = executors.boot_parallelism
 
 
 TIMED_PAIRS = 5
@@ -345,10 +327,11 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
            boots: int | None = None, thp: str | None = None, timeout: float = 1800,
            clock: vm.Clock = vm.TIMED, cpus: int | None = None,
            outdir: Path | None = None, min_change: float = compare.MIN_CHANGE,
-           memory: str = vm.DEFAULT_PLUGIN_MEMORY) -> ABRun | None:
+           memory: str = vm.DEFAULT_PLUGIN_MEMORY, executor=None) -> ABRun | None:
     """`ab BASE NEW --suite SUITE`: boot both variants `boots` times each, pool each side's
-    boots and compare them (and, with a profile, keep where the instructions went). None in
-    a dry run."""
+    boots and compare them (and, with a profile, keep where the instructions went). The
+    boots run where `executor` (executors.choose) puts them: here by default. None in a dry
+    run."""
     t0 = time.monotonic()
     # Under icount a boot repeats to the instruction, so one boot per side is the method.
     # Timed boots vary by tens of percent: the boot is the unit of the comparison, and a
@@ -365,25 +348,33 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
     outdir = Path(outdir or Path("results") / f"{proc.stamp()}-ab-{variants.slug(names['A'])}-"
                   f"{variants.slug(names['B'])}-{job.suite}")
 
-    def one_boot(i: int, side: str):
-        meta = metas[side]
-        out = outdir / f"{side}-{variants.slug(meta['variant'])}-boot{i + 1}.json"
-        log(f"ab: boot {i + 1}/{boots} of {side} ({meta['variant']}, {clock.mode})")
-        res, b = run_suite_boot(meta, accel, job, out, thp=thp, timeout=timeout, clock=clock,
-                                cpus=cpus, memory=memory)
-        if not proc.is_dry_run():
-            report_boot(b, None)
-        return res, b, out
-
     # A B A B ...: drift in the host (other jobs, thermal, caches) hits both sides alike.
     order = [(i, side) for i in range(boots) for side in names]
-    done = boot_in_order(order, one_boot, clock)
+    planned = [executors.SuiteBoot(
+        f"boot {i + 1}/{boots} of {side}", metas[side],
+        outdir / f"{side}-{variants.slug(metas[side]['variant'])}-boot{i + 1}.json")
+        for i, side in order]
+    opts = executors.BootOpts(accel, job, clock, thp=thp, timeout=timeout, cpus=cpus,
+                              memory=memory)
+
+    def boot_here(p: executors.SuiteBoot):
+        log(f"ab: {p.label} ({p.meta['variant']}, {clock.mode})")
+        res, b = run_suite_boot(p.meta, accel, job, p.out, thp=thp, timeout=timeout,
+                                clock=clock, cpus=cpus, memory=memory)
+        if not proc.is_dry_run():
+            report_boot(b, None)
+        return res, b
+
+    here = executors.Here(boot_here, lambda p, b, run_id: no_results(job, b, p.meta, run_id),
+                          lambda b: report_boot(b, None))
+    done = [(res, b, p.out) for (res, b), p in
+            zip((executor or executors.Local()).run_boots(planned, opts, here), planned)]
     if proc.is_dry_run():
         step = step_times.boot_step(metas["A"].get("arch", "x86_64"), job.suite, clock.mode,
-                               cpus or vm.default_cpus(clock))
+                                    cpus or vm.default_cpus(clock))
+        boots_at_once = boot_parallelism(clock)
         for line in step_times.plan_lines(step_times.Estimator(), list(metas.values()),
-                                     [("boots", step, len(order),
-                                                               boot_parallelism(clock), 1)]):
+                                          [("boots", step, len(order), boots_at_once, 1)]):
             log(line)
         return None
 

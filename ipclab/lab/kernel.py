@@ -378,6 +378,23 @@ def prebuilt(path: str) -> dict:
     return meta
 
 
+def cached(key: str, name: str | None = None) -> dict:
+    """The meta of the cache's build `key` (`vm run --built KEY`: what a Slurm job boots),
+    named `name` as the run that built it named it; Error (exit 2) when the cache here has
+    no such build."""
+    d = image_dir(key)
+    try:
+        if "/" in key or key.startswith("."):
+            raise ValueError(key)
+        meta = json.loads((d / "meta.json").read_text())
+        if not image_path(meta).is_file():
+            raise OSError(key)
+    except (OSError, ValueError):
+        raise Error(f"--built {key}: no such build in {cache_root() / 'images'} (is the lab's"
+                    " cache, IPCLAB_CACHE, shared with this machine?)") from None
+    return {**meta, "variant": name} if name else meta
+
+
 def extract_ikconfig_script() -> Path | None:
     """scripts/extract-ikconfig of a base's source tree, if one has been extracted."""
     src = cache_root() / "src"

@@ -68,6 +68,13 @@ class Boot:
             "timings": self.timings, "guest": self.status, "shared": str(self.shared),
         }
 
+    @classmethod
+    def from_record(cls, rec: dict) -> "Boot":
+        """The boot a record() describes (a boot made elsewhere: a Slurm job's)."""
+        return cls(rec["variant"], rec["kernel"], rec["accel"], Path(rec["shared"]), rec["ok"],
+                   rec["rc"], rec["reason"], list(rec["bad_lines"]), rec["console_tail"] or "",
+                   rec["timings"], rec["guest"], rec.get("clock") or {})
+
 
 def scan(text: str) -> list[str]:
     bad = (line.strip() for line in text.splitlines()

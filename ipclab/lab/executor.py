@@ -1,0 +1,334 @@
+# SPDX-License-Identifier: MIT
+"""Kernel lab, where boots run: the executor of `ab`'s boots.
+
+    local   this machine, as `ab` always did (boot_in_order): the default
+    slurm   each boot one Slurm batch job, on a node of the cluster the Slurm commands here
+            reach (SLURM_CONF): `vm run NAME SUITE --built KEY -o OUT --record REC` of this
+            checkout's `python -m ipclab`, which boots the very build the submitting side
+            found or built (by its cache key) and writes the one results file a local boot
+            writes, where a local boot writes it
+
+The choice: `--executor`, else IPCLAB_EXECUTOR, else local. The slurm executor needs the
+lab's cache (IPCLAB_CACHE) and the results directory on a filesystem every node shares, and
+each node what a local boot needs (QEMU, the engine, this checkout at the same path).
+
+Deterministic boots are submitted all at once (their counts do not depend on the host or on
+what runs beside them); timed boots one after another, each with a node to itself, so that
+they alternate A B A B as local ones do. Ctrl-C (or SIGTERM) cancels the jobs submitted here
+that have not finished, by their ids, and nothing else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Callable
+
+from ipclab import EXIT_FAILED, Error, proc, results, suites
+from ipclab.progress import log
+
+from . import variants, vm
+
+NAMES = ("local", "slurm")
+ENV = "IPCLAB_EXECUTOR"
+SLURM_TOOLS = ("sbatch", "squeue", "scancel")
+# Where the job runs `python -m ipclab` from: this checkout.
+REPO = Path(__file__).resolve().parents[2]
+# squeue says so until the job is purged (MinJobAge, 300 s by default); a job that is gone
+# from squeue has ended too.
+DONE_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
+               "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "SPECIAL_EXIT", "REVOKED"}
+SQUEUE_RETRIES = 5
+
+
+@dataclasses.dataclass(frozen=True)
+class SuiteBoot:
+    """One boot of `ab`: which, of what build, and the results file it leaves."""
+    label: str          # "boot 1/3 of A"
+    meta: dict          # the build (kernel.obtain)
+    out: Path           # the tagged results, as run_suite_boot writes them
+
+
+@dataclasses.dataclass(frozen=True)
+class BootOpts:
+    """What every boot of one `ab` shares (ab.run_suite_boot's arguments)."""
+    accel: str
+    job: vm.SuiteJob
+    clock: vm.Clock
+    thp: str | None = None
+    timeout: float = 1800
+    cpus: int | None = None
+    memory: str = vm.DEFAULT_PLUGIN_MEMORY
+
+
+def choose(name: str | None = None, *, partition: str | None = None,
+           account: str | None = None, time_limit: str | None = None):
+    """The executor `--executor NAME` (else IPCLAB_EXECUTOR, else local) names; Error (exit
+    2) for an unknown one, Slurm's options without Slurm, or Slurm's commands missing: on the
+    host, before anything is built."""
+    given = name or os.environ.get(ENV) or "local"
+    where = "--executor" if name else ENV
+    if given not in NAMES:
+        raise Error(f"{where} {given}: unknown executor; one of {', '.join(NAMES)}")
+    if given == "local":
+        passed = [o for o, v in (("--partition", partition), ("--account", account),
+                                 ("--time", time_limit)) if v]
+        if passed:
+            raise Error(f"{', '.join(passed)}: options of Slurm's jobs; add --executor slurm")
+        return Local()
+    missing = [t for t in SLURM_TOOLS if shutil.which(t) is None]
+    if missing:
+        raise Error(f"{where} slurm: {', '.join(missing)} not found (Slurm's client commands,"
+                    " Debian's slurm-client; docs/lab.md, Slurm)")
+    return Slurm(partition=partition, account=account, time_limit=time_limit)
+
+
+@dataclasses.dataclass(frozen=True)
+class Here:
+    """What an executor asks of `ab` (which imports this module, so not the other way):
+    boot(SuiteBoot) -> (results, Boot) boots here and reports it (ab.run_suite_boot);
+    failed(SuiteBoot, Boot, run_id) -> results is the one failed cell of a boot that left no
+    results (ab.no_results); report(Boot) says how a boot went (ab.report_boot)."""
+    boot: Callable
+    failed: Callable
+    report: Callable
+
+
+def boot_parallelism(clock: vm.Clock) -> int:
+    """How many boots run at once here: one timed; one per host CPU, at most 2, under icount."""
+    return max(1, min(2, os.cpu_count() or 1)) if clock.deterministic else 1
+
+
+def boot_in_order(order: list[tuple], one_boot, clock: vm.Clock) -> list:
+    """one_boot(*item) for each item: one after another when timed; under icount side by
+    side, one single-threaded QEMU per host CPU (at most 2), since guest instructions do not
+    depend on what the host does."""
+    if boot_parallelism(clock) == 1 or proc.is_dry_run():
+        return [one_boot(*item) for item in order]
+    pool = ThreadPoolExecutor(max_workers=boot_parallelism(clock))
+    try:
+        done = list(pool.map(lambda item: one_boot(*item), order))
+    except BaseException:
+        # Ctrl-C: no more boots, and the running guests go now, not when they finish.
+        pool.shutdown(wait=False, cancel_futures=True)
+        proc.kill_all()
+        raise
+    pool.shutdown()
+    return done
+
+
+class Local:
+    """Boots on this machine: one after another when timed, side by side under icount."""
+    name = "local"
+
+    def run_boots(self, boots: list[SuiteBoot], o: BootOpts, here: Here) -> list[tuple]:
+        return boot_in_order([(b,) for b in boots], here.boot, o.clock)
+
+
+# --------------------------------------------------------------------------- slurm
+
+
+def vm_run_argv(b: SuiteBoot, o: BootOpts, record: Path) -> list[str]:
+    """The job's command: `vm run` of this checkout, booting build meta["key"] under its
+    name, with every option of the boot; the one place it is built."""
+    meta, job = b.meta, o.job
+    argv = [sys.executable, "-m", "ipclab", "vm", "run", meta["variant"], job.suite,
+            "--built", meta["key"], "-o", str(b.out.resolve()), "--record", str(record),
+            "--timeout", f"{o.timeout:g}", "--arch", meta.get("arch", variants.DEFAULT_ARCH)]
+    if job.mode == suites.FULL:
+        argv.append("--full")
+    if o.clock.deterministic:
+        argv.append("--deterministic")
+    if o.cpus:
+        argv += ["--cpus", str(o.cpus)]
+    if o.thp:
+        argv += ["--thp", o.thp]
+    if job.reps:
+        argv += ["--reps", str(job.reps)]
+    if job.warmups is not None:
+        argv += ["--warmups", str(job.warmups)]
+    if job.profile_by:
+        argv.append("--profile")
+    for c in job.cells:
+        argv += ["--cell", c]
+    if o.memory != vm.DEFAULT_PLUGIN_MEMORY:
+        argv.append("--cost")
+    return argv
+
+
+class Slurm:
+    """Each boot a batch job; polled with squeue, cancelled with scancel."""
+    name = "slurm"
+
+    def __init__(self, partition: str | None = None, account: str | None = None,
+                 time_limit: str | None = None, poll_s: float = 2.0):
+        self.partition, self.account, self.time_limit = partition, account, time_limit
+        self.poll_s = poll_s
+        self.live: dict[str, int] = {}     # job id -> index of its boot, until it ended
+
+    def sbatch_argv(self, b: SuiteBoot, o: BootOpts) -> list[str]:
+        files = self.files(b)
+        # A deterministic boot is one single-threaded QEMU: one core, as locally. A timed
+        # one has the node to itself, as a local timed boot has the machine.
+        cores = 1 if o.clock.deterministic else (o.cpus or vm.DEFAULT_CPUS)
+        argv = ["sbatch", "--parsable", "--job-name", f"ipclab-{b.out.stem}",
+                "--output", str(files["log"]), "--chdir", str(REPO),
+                # The job is a local boot: its own `ipclab` must not submit again.
+                "--export", f"ALL,{ENV}=local", "--ntasks", "1",
+                "--cpus-per-task", str(cores)]
+        if not o.clock.deterministic:
+            argv.append("--exclusive")
+        for opt, v in (("--partition", self.partition), ("--account", self.account),
+                       ("--time", self.time_limit)):
+            if v:
+                argv += [opt, v]
+        return argv + ["--wrap", "exec " + shlex.join(vm_run_argv(b, o, files["record"]))]
+
+    @staticmethod
+    def files(b: SuiteBoot) -> dict[str, Path]:
+        # Beside the results, in a directory of their own: the results directory holds what
+        # a local `ab` leaves, and only that.
+        d = b.out.resolve().parent / "slurm"
+        return {"log": d / f"{b.out.stem}.log", "record": d / f"{b.out.stem}.boot.json"}
+
+    def run_boots(self, boots: list[SuiteBoot], o: BootOpts, here: Here) -> list[tuple]:
+        if proc.is_dry_run():
+            for b in boots:
+                proc.would_run(self.sbatch_argv(b, o))
+            return [(None, None)] * len(boots)
+        ended: dict[int, tuple[str, str]] = {}      # index -> (job id, state)
+        try:
+            if o.clock.deterministic:
+                for i, b in enumerate(boots):
+                    self.submit(b, o, i)
+                self.wait(ended)
+            else:
+                for i, b in enumerate(boots):
+                    self.submit(b, o, i)
+                    self.wait(ended)
+        except BaseException:
+            self.cancel()
+            raise
+        return [self.collect(b, o, here, *ended[i]) for i, b in enumerate(boots)]
+
+    def submit(self, b: SuiteBoot, o: BootOpts, index: int) -> str:
+        files = self.files(b)
+        files["log"].parent.mkdir(parents=True, exist_ok=True)
+        # What an earlier run left at these paths (the same -o) must not pass for this job's.
+        for f in (b.out, files["record"]):
+            f.unlink(missing_ok=True)
+        r = self._run(self.sbatch_argv(b, o))
+        job_id = r.stdout.strip().split(";")[0]
+        if r.returncode != 0 or not job_id.isdigit():
+            raise Error(f"sbatch: {_first_line(r.stderr or r.stdout) or f'exit {r.returncode}'}")
+        self.live[job_id] = index
+        log(f"ab: {b.label} ({b.meta['variant']}, {o.clock.mode}): slurm job {job_id}")
+        return job_id
+
+    def wait(self, ended: dict) -> None:
+        """Until every live job has ended, polling squeue; what each ended as into
+        `ended`."""
+        errors = 0
+        while self.live:
+            states, err = self.states(list(self.live))
+            if err:
+                errors += 1
+                if errors >= SQUEUE_RETRIES:
+                    raise Error(f"squeue: {err}", EXIT_FAILED)
+            else:
+                errors = 0
+                for job_id in list(self.live):
+                    state = states.get(job_id, "ENDED")
+                    if state in DONE_STATES or state == "ENDED":
+                        ended[self.live.pop(job_id)] = (job_id, state)
+            if self.live:
+                time.sleep(self.poll_s)
+
+    def states(self, ids: list[str]) -> tuple[dict[str, str], str | None]:
+        """{job id: state} of the jobs squeue still knows; (_, error) when it failed."""
+        r = self._run(["squeue", "--noheader", "--states", "all", "--jobs", ",".join(ids),
+                       "--format", "%i %T"])
+        if r.returncode != 0:
+            if "invalid job id" in r.stderr.lower():
+                return {}, None         # all of them purged: ended
+            return {}, _first_line(r.stderr) or f"exit {r.returncode}"
+        out = {}
+        for line in r.stdout.splitlines():
+            parts = line.split()
+            if len(parts) >= 2:
+                out[parts[0]] = parts[1]
+        return out, None
+
+    def cancel(self) -> None:
+        """scancel the jobs submitted here that have not ended: by id, no others."""
+        if not self.live:
+            return
+        ids = sorted(self.live, key=int)
+        log(f"ab: cancelling slurm job(s) {', '.join(ids)}")
+        try:
+            self._run(["scancel", *ids])
+        except (OSError, subprocess.SubprocessError) as e:
+            log(f"warning: scancel {' '.join(ids)}: {e}")
+        self.live.clear()
+
+    def collect(self, b: SuiteBoot, o: BootOpts, here: Here, job_id: str, state: str) -> tuple:
+        """(results, boot) of an ended job, as a local boot returns them: the job's results
+        file and boot record; a job that left none (cancelled, out of time, a node lost)
+        is a failed boot whose one failed cell says which job and why."""
+        files = self.files(b)
+        boot = None
+        try:
+            boot = vm.Boot.from_record(json.loads(files["record"].read_text()))
+        except (OSError, ValueError, KeyError):
+            pass
+        res = None
+        if b.out.exists():
+            try:
+                res = results.load(b.out)
+            except Error:
+                res = None
+        if boot is None:
+            tail = _last_lines(files["log"], 5)
+            why = f"slurm job {job_id} {state.lower()} without a boot record"
+            if tail:
+                why += f" ({tail.splitlines()[-1][:200]})"
+            boot = vm.Boot(b.meta["variant"], b.meta.get("release"), o.accel, files["log"],
+                           False, None, why, [], tail, {}, {})
+        if res is None:
+            if boot.ok:
+                boot.ok, boot.reason = False, f"slurm job {job_id} {state.lower()}: no results"
+            res = here.failed(b, boot, f"slurm-{job_id}")
+            results.save(res, b.out)
+        here.report(boot)
+        return res, boot
+
+    @staticmethod
+    def _run(argv: list[str]) -> subprocess.CompletedProcess:
+        try:
+            return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                                  text=True, timeout=120)
+        except FileNotFoundError:
+            raise Error(f"{argv[0]} not found (Slurm's client commands)", EXIT_FAILED) from None
+        except subprocess.TimeoutExpired:
+            return subprocess.CompletedProcess(argv, 1, "", f"{argv[0]}: no answer in 120 s")
+
+
+def _first_line(text: str) -> str:
+    lines = [t for t in (text or "").strip().splitlines() if t.strip()]
+    return lines[0][:300] if lines else ""
+
+
+def _last_lines(path: Path, n: int) -> str:
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-n:])

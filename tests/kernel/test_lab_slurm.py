@@ -1,0 +1,123 @@
+# SPDX-License-Identifier: MIT
+"""Kernel tier, `ab --executor slurm` on a real one-node Slurm cluster (tests/slurm_cluster.py:
+Debian's slurm-wlm and munge, started here and stopped afterwards): the same deterministic
+`ab` of the plain and the write-cost variants, on one icount-check cell, run locally and then
+with each boot a Slurm job, must write the same files, the same build and clock records, the
+same verdicts, and counts that agree as two local boots of one kernel agree.
+
+Two deterministic boots of one kernel do not repeat to the instruction: a cell's per-sample
+counts move by about 0.001% from boot to boot (the A/A floor, docs/lab.md), on the same
+host as on another. So "the same counts" is the A/A test's own bound (conftest.aa_bound)
+on the Slurm boot against the local boot of each side, and the two runs' verdicts equal.
+
+A cluster that cannot start fails the test with its daemon's own log lines; it never skips.
+Opt-in for now (`make test-slurm`, IPCLAB_TEST_SLURM=1): two more boot pairs."""
+
+import json
+import math
+import os
+
+import pytest
+
+from ipclab import compare, results
+from slurm_cluster import Cluster, ClusterError, missing_tools
+from .conftest import KNOWN_ANSWER_REPS, PLAIN, ROLE, aa_bound, ipclab, missing_prereq
+
+CELL = "pipe-throughput/copies=1"
+AB = ("ab", PLAIN, ROLE["write_cost"], "--deterministic", "--suite", "icount-check",
+      "--cell", CELL, *KNOWN_ANSWER_REPS)
+# What the results say of where and how they were measured, beside the boot's own record.
+SAME_META = ("variant", "kernel", "patches", "build", "accel", "emulated", "clock",
+             "cost_model")
+
+
+def missing():
+    if not os.environ.get("IPCLAB_TEST_SLURM"):
+        return "opt-in: make test-slurm (IPCLAB_TEST_SLURM=1)"
+    return missing_prereq()
+
+
+pytestmark = pytest.mark.skipif(missing() is not None, reason=str(missing()))
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    why = missing_tools()
+    assert why is None, why         # the install step installs them: not a skip
+    c = Cluster()
+    try:
+        c.start()
+    except ClusterError as e:
+        pytest.fail(f"the one-node Slurm cluster did not start ({c.d}):\n{e}")
+    # The lab's commands (and the jobs' environment) reach this cluster alone.
+    old = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = c.env()["SLURM_CONF"]
+    try:
+        yield c
+    finally:
+        c.remove()
+        if old is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = old
+
+
+@pytest.fixture(scope="module")
+def runs(cluster, tmp_path_factory):
+    for variant in (PLAIN, ROLE["write_cost"]):
+        r = ipclab("kernel", "build", variant, timeout=3600)
+        assert r.returncode == 0, r.stderr[-3000:]
+    out = {}
+    for name, extra in (("local", ()), ("slurm", ("--executor", "slurm"))):
+        d = tmp_path_factory.mktemp(name)
+        r = ipclab(*AB, "-o", str(d), *extra, timeout=2400)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        out[name] = (d, r.stderr)
+    return out
+
+
+def boot_files(d):
+    return sorted(p.name for p in d.glob("*.json"))
+
+
+def test_the_boots_were_slurm_jobs(runs):
+    d, err = runs["slurm"]
+    assert err.count(": slurm job ") == 2, err
+    logs = sorted((d / "slurm").glob("*-boot1.log"))
+    records = [json.loads(p.read_text()) for p in sorted((d / "slurm").glob("*.boot.json"))]
+    assert len(logs) == 2 and len(records) == 2 and all(r["ok"] for r in records), err
+
+
+def test_slurm_writes_the_files_and_records_a_local_ab_writes(runs):
+    (local, _), (slurm, _) = runs["local"], runs["slurm"]
+    assert boot_files(slurm) == boot_files(local) and "compare.json" in boot_files(local)
+    for name in boot_files(local):
+        if name == "compare.json":
+            continue
+        a, b = results.load(local / name), results.load(slurm / name)
+        for k in SAME_META:
+            assert a["meta"].get(k) == b["meta"].get(k), (name, k)
+        assert [(c["key"], c["status"], len(c["samples"])) for c in a["cells"]] == \
+            [(c["key"], c["status"], len(c["samples"])) for c in b["cells"]], name
+
+
+def test_slurm_counts_agree_with_local_ones_as_an_aa_pair_does(runs):
+    (local, _), (slurm, _) = runs["local"], runs["slurm"]
+    for boot in sorted(local.glob("?-*-boot1.json")):
+        outcome = compare.compare_results(results.load(str(boot)),
+                                          results.load(str(slurm / boot.name)))
+        primary = [r for r in compare.outcome_record(outcome)["rows"] if r.get("primary")]
+        assert primary, boot.name
+        for r in primary:
+            bound = aa_bound(r["key"], r["path"], len(primary))
+            assert abs(math.log1p(r["delta"])) <= bound, (boot.name, r, bound)
+
+
+def test_slurm_and_local_reach_the_same_verdicts(runs):
+    primary = {name: [(r["key"], r["path"], r["verdict"])
+                      for r in json.loads((d / "compare.json").read_text())["rows"]
+                      if r.get("primary")]
+               for name, (d, _) in runs.items()}
+    assert primary["local"] == primary["slurm"]
+    # The write-cost patch's 30 instructions per write, found through Slurm too.
+    assert [v for _, _, v in primary["slurm"]] == ["worse"], primary

@@ -1,0 +1,282 @@
+# SPDX-License-Identifier: MIT
+"""`ab --executor slurm` without a cluster: fake sbatch, squeue and scancel on PATH (they log
+their argv; sbatch runs nothing, and writes the job's results when asked to), the job's
+command line as the real parser reads it, results coming back, a job that left nothing,
+Ctrl-C cancelling exactly the jobs submitted, and the choice's bad input. And the test
+cluster (tests/slurm_cluster.py) failing with its daemon's own log line.
+The real cluster and real boots: tests/kernel/test_lab_slurm.py (make test-slurm)."""
+
+import _thread
+import json
+import os
+import shlex
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from ipclab import Error, results, suites
+from ipclab.cli.parser import build_parser
+from ipclab.lab import ab, executor, vm
+
+REPO = Path(__file__).resolve().parents[2]
+
+FAKE_SBATCH = r'''#!/usr/bin/env python3
+import json, os, shlex, sys
+from pathlib import Path
+d = Path(os.environ["FAKE_SLURM"])
+with open(d / "calls", "a") as f:
+    f.write(json.dumps(sys.argv) + "\n")
+n = int((d / "next").read_text()) if (d / "next").exists() else 100
+(d / "next").write_text(str(n + 1))
+if os.environ.get("FAKE_WRITE"):
+    cmd = shlex.split(sys.argv[sys.argv.index("--wrap") + 1])
+    out, rec = cmd[cmd.index("-o") + 1], cmd[cmd.index("--record") + 1]
+    Path(out).write_text((d / "results.json").read_text())
+    Path(rec).write_text((d / "record.json").read_text())
+print(f"{n};cluster")
+'''
+FAKE_SQUEUE = r'''#!/usr/bin/env python3
+import json, os, sys
+from pathlib import Path
+d = Path(os.environ["FAKE_SLURM"])
+with open(d / "calls", "a") as f:
+    f.write(json.dumps(sys.argv) + "\n")
+for job in sys.argv[sys.argv.index("--jobs") + 1].split(","):
+    print(job, os.environ.get("FAKE_STATE", "COMPLETED"))
+'''
+FAKE_SCANCEL = r'''#!/usr/bin/env python3
+import json, os, sys
+from pathlib import Path
+d = Path(os.environ["FAKE_SLURM"])
+with open(d / "calls", "a") as f:
+    f.write(json.dumps(sys.argv) + "\n")
+'''
+
+META = {"variant": "mainline-write-cost", "key": "0123456789abcdef0123", "release": "7.3.4",
+        "patches": [{"name": "lab-write-cost.patch", "sha256": "ab"}], "source": "src"}
+CELL = "pipe-throughput/copies=1"
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    d = tmp_path / "fake"
+    bin_dir = d / "bin"
+    bin_dir.mkdir(parents=True)
+    for name, text in (("sbatch", FAKE_SBATCH), ("squeue", FAKE_SQUEUE),
+                       ("scancel", FAKE_SCANCEL)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_SLURM", str(d))
+    monkeypatch.delenv("FAKE_WRITE", raising=False)
+    monkeypatch.delenv("FAKE_STATE", raising=False)
+    monkeypatch.delenv(executor.ENV, raising=False)
+    return d
+
+
+def calls(d):
+    p = d / "calls"
+    return [json.loads(line) for line in p.read_text().splitlines()] if p.exists() else []
+
+
+def opts(clock=vm.DETERMINISTIC, **kw):
+    job = vm.SuiteJob("icount-check", suites.QUICK, 6, None, None, (CELL,))
+    return executor.BootOpts("tcg", job, clock, **kw)
+
+
+def here(o):
+    """What ab gives the executor: here no local boot, its failed results, no report."""
+    return executor.Here(lambda p: pytest.fail("booted locally"),
+                         lambda p, b, run_id: ab.no_results(o.job, b, p.meta, run_id),
+                         lambda b: None)
+
+
+def run_boots(planned, o, poll_s=0.01):
+    return executor.Slurm(poll_s=poll_s).run_boots(planned, o, here(o))
+
+
+def boots(tmp_path, n=2):
+    out = tmp_path / "ab"
+    out.mkdir(exist_ok=True)
+    return [executor.SuiteBoot(f"boot 1/1 of {s}", {**META, "variant": f"v{s}"},
+                               out / f"{s}-v{s}-boot1.json") for s in "AB"[:n]]
+
+
+def wrapped(argv):
+    """The command the job runs, as its shell splits --wrap's string."""
+    cmd = shlex.split(argv[argv.index("--wrap") + 1])
+    assert cmd[0] == "exec"
+    return cmd[1:]
+
+
+def test_sbatch_argv_passes_slurms_options_and_runs_vm_run_of_this_checkout(tmp_path):
+    s = executor.Slurm(partition="lab", account="kernel", time_limit="1:00:00")
+    b = boots(tmp_path)[0]
+    argv = s.sbatch_argv(b, opts(cpus=1, thp="never", timeout=600))
+    assert argv[:2] == ["sbatch", "--parsable"]
+    flags = dict(zip(argv, argv[1:]))
+    assert flags["--partition"] == "lab" and flags["--account"] == "kernel"
+    assert flags["--time"] == "1:00:00" and flags["--chdir"] == str(REPO)
+    # One single-threaded QEMU per deterministic boot: one core, shared node.
+    assert flags["--cpus-per-task"] == "1" and "--exclusive" not in argv
+    # The job boots locally: its ipclab must not submit again.
+    assert flags["--export"] == "ALL,IPCLAB_EXECUTOR=local"
+    cmd = wrapped(argv)
+    assert cmd[:3] == [sys.executable, "-m", "ipclab"]
+    a = build_parser().parse_args(cmd[3:])
+    assert (a.vm_cmd, a.variant, a.suite, a.built) == ("run", "vA", "icount-check", META["key"])
+    assert a.output == b.out.resolve() and a.deterministic and a.reps == 6
+    assert a.cell == [CELL] and a.cpus == 1 and a.thp == "never" and a.timeout == 600
+    assert a.record.parent == b.out.resolve().parent / "slurm" and not a.cost
+
+
+def test_timed_boots_get_a_node_each_and_no_slurm_options_unless_given(tmp_path):
+    argv = executor.Slurm().sbatch_argv(boots(tmp_path)[0], opts(vm.TIMED, memory="cache"))
+    assert "--exclusive" in argv
+    assert argv[argv.index("--cpus-per-task") + 1] == str(vm.DEFAULT_CPUS)
+    assert not {"--partition", "--account", "--time"} & set(argv)
+    a = build_parser().parse_args(wrapped(argv)[3:])
+    assert not a.deterministic and a.cost
+
+
+def write_job_files(d, tmp_path):
+    """What the fake job leaves: a tagged results file and its boot's record."""
+    cell = suites.Cell(CELL, "pipe-throughput", [], suite="icount-check")
+    res = results.new("r", "icount-check", "quick", [cell], 6, None, None,
+                      meta={"variant": "vA", "kernel": "7.3.4"})
+    res["cells"][0]["status"] = "ok"
+    (d / "results.json").write_text(json.dumps(res))
+    boot = vm.Boot("vA", "7.3.4", "tcg", tmp_path / "shared", True, 0, None, [], "",
+                   {"boot_total_s": 50.0}, {"nproc": 1}, {"mode": "deterministic"})
+    (d / "record.json").write_text(json.dumps(boot.record()))
+    return res, boot
+
+
+def test_results_come_back_where_a_local_boot_writes_them(fake, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_WRITE", "1")
+    res, boot = write_job_files(fake, tmp_path)
+    planned = boots(tmp_path)
+    done = run_boots(planned, opts())
+    assert [r["cells"] for r, _ in done] == [res["cells"]] * 2
+    assert [b.record() for _, b in done] == [boot.record()] * 2
+    for b in planned:
+        assert results.load(b.out)["cells"] == res["cells"]
+    # Both submitted before the first wait: deterministic boots run side by side.
+    names = [c[0].rsplit("/", 1)[-1] for c in calls(fake)]
+    assert names[:2] == ["sbatch", "sbatch"] and "scancel" not in names
+    # The results directory holds what a local ab leaves; the job's files are in slurm/.
+    assert sorted(p.name for p in planned[0].out.parent.iterdir()) == \
+        ["A-vA-boot1.json", "B-vB-boot1.json", "slurm"]
+
+
+def test_timed_boots_are_submitted_one_after_another(fake, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_WRITE", "1")
+    write_job_files(fake, tmp_path)
+    run_boots(boots(tmp_path), opts(vm.TIMED))
+    names = [c[0].rsplit("/", 1)[-1] for c in calls(fake)]
+    assert names == ["sbatch", "squeue", "sbatch", "squeue"]
+
+
+def test_a_job_that_left_nothing_is_a_failed_boot_that_says_which_job(fake, tmp_path,
+                                                                       monkeypatch):
+    monkeypatch.setenv("FAKE_STATE", "TIMEOUT")
+    planned = boots(tmp_path, 1)
+    log = executor.Slurm.files(planned[0])["log"]
+    log.parent.mkdir(parents=True)
+    log.write_text("slurmstepd: error: *** JOB 100 CANCELLED DUE TO TIME LIMIT ***\n")
+    # An earlier run's files at the same paths are not this job's.
+    write_job_files(fake, tmp_path)
+    planned[0].out.write_text((fake / "results.json").read_text())
+    executor.Slurm.files(planned[0])["record"].write_text((fake / "record.json").read_text())
+    [(res, b)] = run_boots(planned, opts())
+    assert not b.ok and "slurm job 100 timeout" in b.reason and "TIME LIMIT" in b.reason
+    [cell] = res["cells"]
+    assert cell["status"] == "failed" and "slurm job 100 timeout" in cell["error"]
+    assert results.load(planned[0].out)["cells"][0]["status"] == "failed"
+
+
+def test_ctrl_c_cancels_the_jobs_it_submitted_and_nothing_else(fake, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_STATE", "RUNNING")
+    timer = threading.Timer(1.0, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_boots(boots(tmp_path), opts(), poll_s=0.05)
+    finally:
+        timer.cancel()
+    cancels = [c[1:] for c in calls(fake) if c[0].endswith("scancel")]
+    assert cancels == [["100", "101"]]
+
+
+def test_the_choice_local_by_default_env_then_flag(monkeypatch, fake):
+    assert executor.choose().name == "local"
+    monkeypatch.setenv(executor.ENV, "slurm")
+    assert executor.choose().name == "slurm"
+    assert executor.choose("local").name == "local"
+    with pytest.raises(Error) as e:
+        executor.choose("local", partition="p")
+    assert e.value.code == 2 and "--executor slurm" in str(e.value)
+    monkeypatch.setenv(executor.ENV, "pbs")
+    with pytest.raises(Error) as e:
+        executor.choose()
+    assert e.value.code == 2 and "IPCLAB_EXECUTOR pbs" in str(e.value)
+
+
+def cli(*argv, env=None):
+    return subprocess.run([sys.executable, "-m", "ipclab", *argv], cwd=REPO, text=True,
+                          capture_output=True, timeout=120, env=env)
+
+
+def test_bad_executor_input_is_one_line_and_exit_2(tmp_path):
+    r = cli("ab", "mainline", "mainline-write-cost", "--executor", "kubernetes")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "unknown executor" in r.stderr
+    # Slurm's commands missing: said before anything is built.
+    env = {**os.environ, "PATH": str(tmp_path), "IPCLAB_EXECUTOR": "slurm"}
+    r = cli("ab", "mainline", "mainline-write-cost", env=env)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "sbatch, squeue, scancel not found" in r.stderr
+
+
+def test_vm_run_built_names_a_build_the_cache_lacks_in_one_line(tmp_path):
+    env = {**os.environ, "IPCLAB_CACHE": str(tmp_path / "cache")}
+    r = cli("vm", "run", "mainline", "icount-check", "--built", "feedfacefeedfacefeed",
+            "--deterministic", env=env)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "--built feedfacefeedfacefeed: no such build" in r.stderr
+
+
+# --------------------------------------------------------------------------- test cluster
+
+FAKE_DAEMON = r'''#!/bin/sh
+# slurmd -C as Slurm prints it; munged failing as it does, into its --log-file.
+case "$1" in -C) echo "NodeName=fake CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=1000"; exit 0;; esac
+for a in "$@"; do case "$a" in --log-file=*) log=${a#--log-file=};; esac; done
+[ -n "$log" ] && echo "munged: Error: Failed to check keyfile: fake permissions" >> "$log"
+exit 1
+'''
+
+
+def test_the_test_cluster_fails_with_its_daemons_own_log_line(tmp_path, monkeypatch):
+    sys.path.insert(0, str(REPO / "tests"))
+    try:
+        import slurm_cluster
+    finally:
+        sys.path.remove(str(REPO / "tests"))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("munged", "slurmd", "slurmctld", "sinfo", "sbatch", "squeue", "scancel"):
+        (bin_dir / name).write_text(FAKE_DAEMON)
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    c = slurm_cluster.Cluster(tmp_path / "cluster", start_timeout=10)
+    (tmp_path / "cluster").mkdir()
+    with pytest.raises(slurm_cluster.ClusterError) as e:
+        c.start()
+    assert "munged exited (1)" in str(e.value)
+    assert "Failed to check keyfile: fake permissions" in str(e.value)
+    assert "NodeName=fake" in (tmp_path / "cluster" / "slurm.conf").read_text()
+    assert not c.procs
