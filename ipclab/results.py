@@ -312,6 +312,31 @@ def measured(cell):
     return [s for s in cell["samples"] if not s.get("warmup")]
 
 
+def _index(smp):
+    i = smp.get("sample")
+    return i if isinstance(i, int) and not isinstance(i, bool) else None
+
+
+def invocations(cell):
+    """The cell's measured samples grouped by the engine invocation that made them, in
+    order: `-- --samples 5` makes five samples of one invocation, which share its process,
+    its placement and its luck and so are one repetition, not five. The engine numbers an
+    invocation's measured samples 0, 1, ... ("sample"), and add_samples keeps them
+    together, so a group ends where that number does not go up (or the round or boot
+    changes); a sample without a number is an invocation of its own."""
+    groups, prev = [], None
+    for smp in measured(cell):
+        i = _index(smp)
+        same = prev is not None and i is not None and _index(prev) is not None and \
+            i > _index(prev) and all(smp.get(k) == prev.get(k) for k in ("round", "lab_boot"))
+        if same:
+            groups[-1].append(smp)
+        else:
+            groups.append([smp])
+        prev = smp
+    return groups
+
+
 # ---- what a run adds -----------------------------------------------------------------------
 
 
@@ -348,7 +373,7 @@ def finish(res):
     reps = res["plan"]["reps"]
     cells = res["cells"]
     res["complete"] = all(c["status"] in ("ok", "skipped", "failed") for c in cells) and \
-        all(len(measured(c)) >= reps or c["status"] != "ok" for c in cells)
+        all(len(invocations(c)) >= reps or c["status"] != "ok" for c in cells)
     for c in cells:
         if c["status"] == "pending":
             c["status"] = "failed"

@@ -324,7 +324,7 @@ def execute(sides, quiet=False, stream=None, run=None):
     for side in sides:
         rcells = side.res["cells"]
         done_w = [sum(1 for s in c["samples"] if s.get("warmup")) for c in rcells]
-        done_r = [len(results.measured(c)) for c in rcells]
+        done_r = [len(results.invocations(c)) for c in rcells]
         todo_of.append({s for s in schedule.remaining(slots, done_w, done_r)
                         if rcells[s.cell]["status"] != "skipped"})
         results.retry_failed(side.res)
