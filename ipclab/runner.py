@@ -168,7 +168,7 @@ def lock(paths):
         if len(name.encode()) > 255:        # a name as long as a folder takes
             name = f".{hashlib.sha256(p.name.encode()).hexdigest()[:16]}.lock"
         p.parent.mkdir(parents=True, exist_ok=True)
-        f = open(p.parent / name, "a")
+        f = proc.open_append(p.parent / name)
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

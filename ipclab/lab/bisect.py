@@ -222,8 +222,7 @@ class BisectLog:
     def add(self, m: Measurement) -> None:
         if proc.is_dry_run():
             return
-        with open(self.path, "a") as f:
-            f.write(json.dumps({"measured": dataclasses.asdict(m)}) + "\n")
+        proc.append_text(self.path, json.dumps({"measured": dataclasses.asdict(m)}) + "\n")
 
     def read(self) -> tuple[Params, dict[str, Measurement]]:
         try:
