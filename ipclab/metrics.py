@@ -12,8 +12,8 @@ optionally divided by other paths and multiplied by a constant:
 
 import math
 
-from ipclab import Error
-from ipclab.results import measured
+from ipclab import Error, stats
+from ipclab.results import invocations, measured
 
 # What compare tests for each workload, primary first.  A path missing from the samples is
 # left out, and a workload not listed compares every metric whose "better" is higher or
@@ -101,8 +101,15 @@ def check_path(path):
 
 
 def metric_values(cell, path):
-    vals = [metric_value(s, path) for s in measured(cell)]
-    return [v for v in vals if v is not None and math.isfinite(v)]
+    """One value per engine invocation (results.invocations): the median of its samples'
+    values of `path`, so that n counts invocations, which are what repeat independently."""
+    out = []
+    for group in invocations(cell):
+        vals = [v for v in (metric_value(s, path) for s in group)
+                if v is not None and math.isfinite(v)]
+        if vals:
+            out.append(stats.median(vals))
+    return out
 
 
 def metric_info(cell, path):

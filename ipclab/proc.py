@@ -8,10 +8,12 @@ the process we forked.
 """
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -65,7 +67,7 @@ def run(argv, timeout, *, capture=False, logfile=None, cwd=None, env=None, poll=
     """
     if logfile is not None:
         Path(logfile).parent.mkdir(parents=True, exist_ok=True)
-        out = open(logfile, "ab")
+        out = open_append(logfile)
         stdout, stderr = out, subprocess.STDOUT
     elif capture:
         out, stdout, stderr = None, subprocess.PIPE, subprocess.PIPE
@@ -155,6 +157,33 @@ def write_text_atomic(path, text):
         if isinstance(e, OSError) and e.errno is not None:
             raise OSError(e.errno, e.strerror, str(path)) from None
         raise
+
+
+def open_append(path):
+    """`path` opened to append (bytes), created when missing: a log, a lock, a journal of
+    lines. A link at `path` is not followed (O_NOFOLLOW) and anything but a regular file is
+    refused (safeio), so a FIFO never blocks the run and a device is never written."""
+    path = Path(path)
+    safeio.check_replaceable(path)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW |
+                     os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    except OSError as e:
+        if e.errno == errno.ELOOP:      # a link planted after the check
+            safeio.check_replaceable(path)
+        raise OSError(e.errno, e.strerror, str(path)) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        safeio.check_replaceable(path)
+        raise Error(f"{path}: is not a regular file; it is only appended to as one")
+    os.set_blocking(fd, True)
+    return open(fd, "ab")
+
+
+def append_text(path, text):
+    """`text` added at the end of `path` in one write (open_append's rules)."""
+    with open_append(path) as f:
+        f.write(text.encode())
 
 
 def write_json_atomic(path, obj):

@@ -164,6 +164,9 @@ def load(path):
         if k in data and not isinstance(data[k], str):
             raise Error(f"{path}: corrupt results file ({k!r} is not a string)")
     _check_names(data, path)
+    why = catalog_problem(data.get("catalog"))
+    if why:
+        raise Error(f"{path}: corrupt results file (catalog: {why})")
     for c in cells:
         c.setdefault("status", "ok")
         c.setdefault("error", "")
@@ -197,6 +200,38 @@ def _check_names(data, path):
                         " no path separators, not '.' or '..')")
 
 
+def catalog_problem(cat):
+    """Why a catalog (engine.analysis_catalog's shape) cannot build the seed tables, or
+    None: the ladder a list of {"rung": name, "args": [str]}, the sweep's writers and
+    readers lists of counts, which become cell keys."""
+    if cat is None:
+        return None
+    if not isinstance(cat, dict):
+        return "not an object"
+    ladder = cat.get("ladder", [])
+    if not isinstance(ladder, list):
+        return "the ladder is not a list"
+    for rung in ladder:
+        if not isinstance(rung, dict) or not isinstance(rung.get("rung"), str) or \
+                not isinstance(rung.get("args"), list) or \
+                not all(isinstance(a, str) for a in rung["args"]):
+            return f"a ladder rung is not {{\"rung\": NAME, \"args\": [...]}} ({_brief(rung)})"
+    sweep = cat.get("sweep", {})
+    if not isinstance(sweep, dict):
+        return "the sweep is not an object"
+    for k in ("writers", "readers"):
+        v = sweep.get(k, [])
+        if not isinstance(v, list) or not all(
+                isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 1 << 20 for x in v):
+            return f"the sweep's {k} are not a list of counts from 1 to {1 << 20} ({_brief(v)})"
+    return None
+
+
+def _brief(v):
+    text = json.dumps(v, default=str) if not isinstance(v, float) else repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _sample_problem(smp):
     """Why an engine sample cannot be used, or None."""
     if not isinstance(smp, dict):
@@ -216,14 +251,47 @@ def _sample_problem(smp):
         # silently drop it or take it.
         if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
             return f"metric {name!r} has no numeric value ({value!r})"
-        if not math.isfinite(value) or value < 0:
-            return f"metric {name!r} is {value!r}, not a finite number of 0 or more"
+        if value < 0 or not _plausible(value):
+            return f"metric {name!r} is {_show(value)}, not a finite number of 0 or more" \
+                f" (0, or {1 / LIMIT:g} to {LIMIT:g})"
     if "round" in smp and (not isinstance(smp["round"], int) or isinstance(smp["round"], bool)):
         return "a sample's round is not an integer"
     for name, lat in smp.get("latency", {}).items():
         if not isinstance(lat, dict):
             return f"latency {name!r} is not an object"
+    numbers = [("elapsed_s", smp.get("elapsed_s"))]
+    numbers += [(f"latency {name!r} {k!r}", v) for name, lat in smp.get("latency", {}).items()
+                for k, v in lat.items()]
+    numbers += [(f"{head} {k!r}", v) for head in ("counters", "params", "cost")
+                for k, v in smp.get(head, {}).items()]
+    for what, v in numbers:
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not _plausible(v):
+            return f"{what} is {_show(v)}, not 0 or a finite number of size {1 / LIMIT:g} to" \
+                f" {LIMIT:g}"
     return None
+
+
+# No count, rate, time or parameter that the engine, a peer or the lab's counter records
+# comes near 10^20 (a day of pipe writes at 10^9 a second is 10^14; the engine's largest
+# option, an unsigned 64-bit integer, is 1.8e19), nor is one nonzero below 10^-20. A
+# hand-edited value past either would overflow the statistics (a metric path divides two
+# values, a variance squares them, a ratio divides two medians) into infinities that no
+# table may print.
+LIMIT = 1e20
+
+
+def _plausible(v):
+    """True for 0 and for a finite number whose size is within 1/LIMIT .. LIMIT; an integer
+    too large for a float is compared as one, not converted."""
+    if isinstance(v, int):
+        return abs(v) <= LIMIT
+    return math.isfinite(v) and (v == 0 or 1 / LIMIT <= abs(v) <= LIMIT)
+
+
+def _show(v):
+    if isinstance(v, int) and abs(v) > LIMIT:
+        return f"an integer of {len(str(abs(v)))} digits"
+    return f"{v:.3g}"
 
 
 # ---- what others read --------------------------------------------------------------------
@@ -312,6 +380,31 @@ def measured(cell):
     return [s for s in cell["samples"] if not s.get("warmup")]
 
 
+def _index(smp):
+    i = smp.get("sample")
+    return i if isinstance(i, int) and not isinstance(i, bool) else None
+
+
+def invocations(cell):
+    """The cell's measured samples grouped by the engine invocation that made them, in
+    order: `-- --samples 5` makes five samples of one invocation, which share its process,
+    its placement and its luck and so are one repetition, not five. The engine numbers an
+    invocation's measured samples 0, 1, ... ("sample"), and add_samples keeps them
+    together, so a group ends where that number does not go up (or the round or boot
+    changes); a sample without a number is an invocation of its own."""
+    groups, prev = [], None
+    for smp in measured(cell):
+        i = _index(smp)
+        same = prev is not None and i is not None and _index(prev) is not None and \
+            i > _index(prev) and all(smp.get(k) == prev.get(k) for k in ("round", "lab_boot"))
+        if same:
+            groups[-1].append(smp)
+        else:
+            groups.append([smp])
+        prev = smp
+    return groups
+
+
 # ---- what a run adds -----------------------------------------------------------------------
 
 
@@ -348,7 +441,7 @@ def finish(res):
     reps = res["plan"]["reps"]
     cells = res["cells"]
     res["complete"] = all(c["status"] in ("ok", "skipped", "failed") for c in cells) and \
-        all(len(measured(c)) >= reps or c["status"] != "ok" for c in cells)
+        all(len(invocations(c)) >= reps or c["status"] != "ok" for c in cells)
     for c in cells:
         if c["status"] == "pending":
             c["status"] = "failed"

@@ -168,7 +168,7 @@ def lock(paths):
         if len(name.encode()) > 255:        # a name as long as a folder takes
             name = f".{hashlib.sha256(p.name.encode()).hexdigest()[:16]}.lock"
         p.parent.mkdir(parents=True, exist_ok=True)
-        f = open(p.parent / name, "a")
+        f = proc.open_append(p.parent / name)
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -324,7 +324,7 @@ def execute(sides, quiet=False, stream=None, run=None):
     for side in sides:
         rcells = side.res["cells"]
         done_w = [sum(1 for s in c["samples"] if s.get("warmup")) for c in rcells]
-        done_r = [len(results.measured(c)) for c in rcells]
+        done_r = [len(results.invocations(c)) for c in rcells]
         todo_of.append({s for s in schedule.remaining(slots, done_w, done_r)
                         if rcells[s.cell]["status"] != "skipped"})
         results.retry_failed(side.res)

@@ -231,7 +231,7 @@ class Comparison:
 
     @property
     def significant(self):
-        return math.isfinite(self.p_holm) and self.p_holm < ALPHA
+        return bool(math.isfinite(self.p_holm) and self.p_holm < ALPHA)
 
 
 def compare_samples(base, new, seed=0, level=0.95):
@@ -314,7 +314,8 @@ class LogRatioTest:
 
     @property
     def significant(self):
-        return self.can_claim and math.isfinite(self.p_holm) and self.p_holm < ALPHA
+        # bool(): a p-value of numpy's makes numpy's bool, which JSON cannot write.
+        return bool(self.can_claim and math.isfinite(self.p_holm) and self.p_holm < ALPHA)
 
 
 # The paired tests compare offers (`--paired-test`); "auto" is the default.

@@ -104,7 +104,7 @@ def build(program):
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
     tmp_src = out.with_name(f"{out.name}.{os.getpid()}.c")
-    tmp_src.write_text(text)
+    proc.write_text_atomic(tmp_src, text)
     # The selftests' own headers (kselftest.h) are found beside the source's folder.
     argv = ["gcc", "-O2", "-Wall", "-pthread", f"-I{src.parent.parent}", f"-I{src.parent}",
             "-o", str(tmp), str(tmp_src), *program.libs]
@@ -142,7 +142,7 @@ def stage(cells, shared):
         dest = Path(shared) / "upstream"
         dest.mkdir(parents=True, exist_ok=True)
         shutil.copy2(build(program), dest / name)
-        (dest / f"{name}.source").write_text(f"{program.source(source_tree(program))}\n")
+        proc.write_text_atomic(dest / f"{name}.source", f"{program.source(source_tree(program))}\n")
 
 
 def prebuild(cells):

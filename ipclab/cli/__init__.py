@@ -16,7 +16,7 @@ the one error handler (run_command).
 import sys
 
 from ipclab import EXIT_USAGE, Error, proc, signals
-from ipclab.cli.parser import build_parser
+from ipclab.cli.parser import build_parser, flag_value_problem
 
 
 def main(argv=None):
@@ -26,6 +26,10 @@ def main(argv=None):
         i = argv.index("--")
         argv, engine_args = argv[:i], argv[i + 1:]
     parser = build_parser()
+    why = flag_value_problem(parser, argv)
+    if why:
+        sys.stderr.write(f"ipclab: error: {why}\n")
+        return EXIT_USAGE
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:

@@ -23,6 +23,41 @@ def percent(s):
     return v
 
 
+class EngineWarmup(argparse.Action):
+    """`--warmup`, which argparse would otherwise take as short for --warmups: the engine's
+    --warmup N makes warmup samples within one invocation, ipclab's --warmups N warmup
+    rounds, and `--warmup false` read as either is a surprise."""
+
+    def __init__(self, option_strings, dest, **kw):
+        super().__init__(option_strings, dest, nargs="?", help=argparse.SUPPRESS)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error("--warmup is the engine's option (warmup samples within one invocation):"
+                     " give it after `--`; --warmups N sets ipclab's warmup rounds (0 for none)")
+
+
+BOOLEAN_WORDS = ("true", "false", "yes", "no", "on", "off")
+
+
+def flag_value_problem(parser, argv):
+    """Why argv gives a value to an option that takes none (`--quiet false`, which argparse
+    would read as a positional argument), or None. Such an option is on when given."""
+    flags = set()
+    stack = [parser]
+    while stack:
+        p = stack.pop()
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                stack.extend(a.choices.values())
+            elif a.nargs == 0:
+                flags.update(a.option_strings)
+    for opt, value in zip(argv, argv[1:]):
+        if opt in flags and value.lower() in BOOLEAN_WORDS:
+            return (f"{opt} takes no value ({value!r}): give {opt} to turn it on, leave it out"
+                    " to keep it off")
+    return None
+
+
 def side_spec(s):
     try:
         return runner.parse_side(s)
@@ -147,6 +182,7 @@ def add_run_parser(sub):
     m.add_argument("--full", action="store_true", help="the seeds' full sizes")
     r.add_argument("--reps", type=int, help="measured repetitions per cell (default 10)")
     r.add_argument("--warmups", type=int, help="warmup rounds, recorded but excluded (default 1)")
+    r.add_argument("--warmup", action=EngineWarmup)
     r.add_argument("-o", "--output", metavar="FILE", help="results file"
                    " (default results/<id>.json; with --side, each side's FILE.NAME.json)")
     r.add_argument("--resume", metavar="FILE", help="continue an interrupted run")
@@ -239,6 +275,7 @@ def _add_reps(p):
     p.add_argument("--reps", type=positive_int, help="measured repetitions per cell"
                    " (suite default; 9 with --deterministic)")
     p.add_argument("--warmups", type=int, help="warmup rounds per cell (suite default)")
+    p.add_argument("--warmup", action=EngineWarmup)
 
 
 def _add_clock_options(p):

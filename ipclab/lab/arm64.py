@@ -105,9 +105,7 @@ def _build_initramfs(out: Path, tools: Path, sources: list[Path]) -> None:
 
 
 def write_atomic(out: Path, data: bytes) -> None:
-    tmp = temp_name(out)
-    tmp.write_bytes(data)
-    os.replace(tmp, out)
+    proc.write_text_atomic(out, data)
 
 
 def cpio_archive(entries: list[tuple]) -> bytes:
@@ -303,7 +301,7 @@ def boot_suite(meta: dict, job: vm.SuiteJob, shared: Path, *, thp: str, timeout:
         env["IPCBENCH_MARK"] = str(shared / vm.MARKS)
     if not proc.is_dry_run():
         shared.mkdir(parents=True, exist_ok=True)
-        (shared / JOB).write_text(job_text(env, thp, clock, steps, marked=[
+        proc.write_text_atomic(shared / JOB, job_text(env, thp, clock, steps, marked=[
             (name, argv) for name, _, argv in marked]))
     b = vm.boot(meta, "tcg", [GUEST_ENGINE, f"({len(steps) + len(marked)} invocations)"],
                 thp=thp, timeout=timeout, shared=shared, job_rc_fails=False, clock=clock,

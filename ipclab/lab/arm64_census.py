@@ -145,7 +145,7 @@ def initrd(p: Plan, where: Path) -> Path:
     entries = [(d, 0o040755, b"") for d in dirs]
     entries += [(g.lstrip("/"), 0o100755, host.read_bytes())
                 for g, host in sorted(p.files.items())]
-    out.write_bytes(base.read_bytes() + arm64.cpio_archive(entries))
+    proc.write_text_atomic(out, base.read_bytes() + arm64.cpio_archive(entries))
     return out
 
 
@@ -198,7 +198,7 @@ def boot(driver, meta: dict, p: Plan, *, clock: vm.Clock, cpus: int, timeout: fl
         image = initrd(p, Path(tmp))
         if not proc.is_dry_run():
             shared.mkdir(parents=True, exist_ok=True)
-            (shared / arm64.JOB).write_text(job_text(driver, p, clock, thp))
+            proc.write_text_atomic(shared / arm64.JOB, job_text(driver, p, clock, thp))
         b = vm.boot(meta, "tcg", ["/init", f"({len(p.argv)} workloads)"], thp=thp,
                     timeout=timeout, shared=shared, job_rc_fails=False, clock=clock,
                     cpus=cpus, launcher=arm64.launcher(shared, image))

@@ -231,7 +231,7 @@ def run(kern: variants.Variant | dict, *, thp: str | None = None, timeout: float
     text, timeout_s = job(names, clock, thp or "madvise", environ, faults, kmemleak)
     if not proc.is_dry_run():
         shared.mkdir(parents=True, exist_ok=True)
-        (shared / arm64.JOB).write_text(text)
+        proc.write_text_atomic(shared / arm64.JOB, text)
     b = vm.boot(meta, "tcg", [f"/{GUEST_DIR}/*", f"({len(names)} tests, {timeout_s} s each)"],
                 thp=thp or "madvise", timeout=timeout, shared=shared, job_rc_fails=False,
                 clock=clock, cpus=cpus, faults=faults, kmemleak=kmemleak,

@@ -395,7 +395,7 @@ class AptConfig:
         keyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
         signed = f" [signed-by={keyring}]" if Path(keyring).is_file() else ""
         lines = [f"deb{signed} {m} {self.suite} main" for m in self.mirrors]
-        (self.sources / "ipclab.list").write_text("\n".join(lines) + "\n")
+        proc.write_text_atomic(self.sources / "ipclab.list", "\n".join(lines) + "\n")
         self.apt("apt-get", "update", "-q")
 
     def apt(self, *argv: str, cwd: Path | None = None) -> str:

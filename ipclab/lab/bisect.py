@@ -137,8 +137,7 @@ class BisectLog:
     def _line(self, obj: dict) -> None:
         if proc.is_dry_run():
             return
-        with open(self.path, "a") as f:
-            f.write(json.dumps(obj) + "\n")
+        proc.append_text(self.path, json.dumps(obj) + "\n")
 
     def read(self) -> tuple[Params, dict[str, Measurement]]:
         try:

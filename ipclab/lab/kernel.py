@@ -141,7 +141,7 @@ def configure(src: Source, variant: Variant, bdir: Path, logfile: Path, digest: 
             continue
         source.run(s, timeout=600, cwd=src.tree, logfile=logfile)
     check_config(variant, bdir, src.tree)
-    stamp.write_text(digest + "\n")
+    proc.write_text_atomic(stamp, digest + "\n")
     return True
 
 
@@ -274,9 +274,9 @@ def _file_image(src: Source, variant: Variant, bdir: Path, key: str, seconds: fl
     d.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(bdir / built["image"], d / f"{built['file']}.tmp")
     os.replace(d / f"{built['file']}.tmp", d / built["file"])
-    shutil.copyfile(bdir / ".config", d / "config")
+    proc.write_text_atomic(d / "config", (bdir / ".config").read_bytes())
     # Addresses to function names, for instruction profiles of this image.
-    shutil.copyfile(bdir / "System.map", d / "System.map")
+    proc.write_text_atomic(d / "System.map", (bdir / "System.map").read_bytes())
     meta = {
         "variant": variant.name,
         "key": key,
@@ -373,7 +373,7 @@ def prebuilt(path: str) -> dict:
         proc.write_text_atomic(d / "config", text)
     smap = image_file.parent / f"System.map-{release}"
     if smap.is_file():
-        shutil.copyfile(smap, d / "System.map")
+        proc.write_text_atomic(d / "System.map", smap.read_bytes())
     proc.write_json_atomic(d / "meta.json", meta)
     return meta
 
@@ -439,7 +439,7 @@ def tree_lock() -> Iterator[float]:
         return
     path = cache_root() / "lock"
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
+    with proc.open_append(path) as f:
         t0 = time.monotonic()
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -175,7 +175,7 @@ def render_cells(cells, out=sys.stdout, markdown=False):
 def quality(res):
     """Per-suite precision (CV of each cell's primary metric) and warnings."""
     lines, warns = [], []
-    reps = [len(results.measured(c)) for c in res["cells"] if results.measured(c)]
+    reps = [len(results.invocations(c)) for c in res["cells"] if results.measured(c)]
     det = deterministic.is_deterministic(res)
     # Under icount the samples of a cell agree to parts in 10^4: a few are enough.
     if reps and min(reps) < stats.MIN_REPS and not det:
