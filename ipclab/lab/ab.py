@@ -295,6 +295,16 @@ boot_in_order = executors.boot_in_order
 boot_parallelism = executors.boot_parallelism
 
 
+def log_estimate(metas: dict, job: vm.SuiteJob, clock: vm.Clock, cpus: int | None,
+                 boots: int) -> None:
+    """A dry run's estimate of its builds and its boots (step_times)."""
+    step = step_times.boot_step(metas["A"].get("arch", "x86_64"), job.suite, clock.mode,
+                                cpus or vm.default_cpus(clock))
+    for line in step_times.plan_lines(step_times.Estimator(), list(metas.values()),
+                                      [("boots", step, boots, boot_parallelism(clock), 1)]):
+        log(line)
+
+
 TIMED_PAIRS = 5
 
 
@@ -370,12 +380,7 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
     done = [(res, b, p.out) for (res, b), p in
             zip((executor or executors.Local()).run_boots(planned, opts, here), planned)]
     if proc.is_dry_run():
-        step = step_times.boot_step(metas["A"].get("arch", "x86_64"), job.suite, clock.mode,
-                                    cpus or vm.default_cpus(clock))
-        boots_at_once = boot_parallelism(clock)
-        for line in step_times.plan_lines(step_times.Estimator(), list(metas.values()),
-                                          [("boots", step, len(order), boots_at_once, 1)]):
-            log(line)
+        log_estimate(metas, job, clock, cpus, len(order))
         return None
 
     per_side: dict[str, list[dict]] = {"A": [], "B": []}
