@@ -85,9 +85,10 @@ def render_times(record):
     data = step_times.reference(record)
     out = _head(
         "What the lab's steps take", record,
-        f"`{data['command']}` at commit {data['commit']} filled a cache on {data['machine']}"
-        f" ({data['host']['cpus']} host CPUs, {data['host']['arch']}), and `scripts/lab-times`"
-        " summarised every build and every successful suite boot it measured. Timed wall"
+        f"`{data['command']}` filled the caches on {data['machine']}"
+        f" ({data['host']['cpus']} host CPUs, {data['host']['arch']}); `scripts/lab-times`, at"
+        f" commit {data['commit']}, summarised every build and every successful suite boot"
+        " they measured. Timed wall"
         " clock on a shared machine: other tiers ran beside these steps, so they are what a"
         " user of `make test`'s kind of load sees, not an idle machine's figures.")
     out += ["A cold build is a tree's first; an incremental one rebuilds what a patch or a"
@@ -101,7 +102,8 @@ def render_times(record):
     return "\n".join(out) + "\n"
 
 
-PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),)
+PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),
+         Page("lab-times", step_times.REFERENCE, render_times))
 
 
 def rendered():
