@@ -205,9 +205,11 @@ def check_new_outputs(paths, force=False):
                     f" `ipclab run --resume {p}`, or --force to replace it")
 
 
-def resume_sides(res, path):
+def resume_sides(res, path, named=None):
     """The Sides to resume from one side's file, its partner found beside it; Error when
-    the partner is missing, is another run's, or an engine changed since."""
+    the partner is missing, is another run's, or an engine changed since. A side runs this
+    checkout's engine, or the one the command line names for it (`named`: {side: path}):
+    an engine path is never taken from the file."""
     pair = res["pair"]
     files = pair.get("files")
     if not (isinstance(files, list) and len(files) == 2 and isinstance(pair.get("sides"), list)
@@ -219,12 +221,26 @@ def resume_sides(res, path):
         r = res if p.resolve() == Path(path).resolve() else results.load(str(p))
         if r.get("pair", {}).get("id") != pair.get("id"):
             raise Error(f"{p}: is not the other side of {path} (another run)")
-        eng = engine.find_engine(info.get("engine"))
+        eng = engine.find_engine(_side_engine(info, path, named or {}))
         if proc.sha256_file(eng) != info.get("engine_sha256"):
             raise Error(f"{eng} is not the engine side {info.get('name')} started with (it was"
                         " rebuilt or replaced): resuming would mix two builds; start a new run")
         sides.append(Side(r, resumable(r, str(p), info.get("args") or ()), eng, str(p), info.get("name", "")))
     return sides
+
+
+def _side_engine(info, path, named):
+    """The engine a resumed side runs: the command line's for it, else this checkout's when
+    the side ran that; Error for a path that only the file names."""
+    name, was = info.get("name", ""), info.get("engine")
+    if name in named:
+        return named[name]
+    default = engine.default_engine_path()
+    if isinstance(was, str) and os.path.exists(was) and os.path.exists(default) \
+            and os.path.samefile(was, default):
+        return default
+    raise Error(f"{path}: side {name} ran {was!r}, not this checkout's engine; resume runs"
+                f" only engines the command line names: add --side {name}=ENGINE")
 
 
 def check_unfinished(sides, path):

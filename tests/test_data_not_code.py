@@ -3,12 +3,13 @@
 rebuilt from this checkout's suites and the command line, and a file that asks for anything
 else is refused (one line, exit 2, no file touched)."""
 
+import json
 from types import SimpleNamespace
 
 import pytest
 from conftest import FAKE_ENGINE
 
-from ipclab import peers, results
+from ipclab import peers, proc, results
 from ipclab.cli import main
 
 ONE = ["run", "seeds", "--cell", "token-ring/procs=64", "--reps", "2", "--warmups", "0",
@@ -283,3 +284,35 @@ def test_ab_base_with_patch_is_base_against_base_with_the_patch(monkeypatch, tmp
     args.patch = []
     with pytest.raises(Exception, match="want BASE and NEW"):
         cli_lab._kernels(args, ["mainline", None], 2)
+
+
+def test_a_paired_resume_runs_no_engine_only_the_file_names(fake_engine, tmp_path, monkeypatch,
+                                                            capsys):
+    """Case 1 on a run with two sides: each side's engine path is in the file; an edited
+    one (with its checksum edited to match) is refused unless the command line names it."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "mq-latency", "--reps", "3", "-o", "r", "--no-report", "--quiet",
+                 "--side", "x=", "--side", "y=--seed 2"]) == 0
+    evil = tmp_path / "evil"
+    evil.write_text(f"#!/bin/sh\ntouch {tmp_path}/PWNED\nexec {fake_engine} \"$@\"\n")
+    evil.chmod(0o755)
+    for name in ("r.x.json", "r.y.json"):
+        res = json.load(open(name))
+        res["cells"][0]["samples"] = res["cells"][0]["samples"][:1]
+        res["complete"] = False
+        res["pair"]["sides"][0]["engine"] = str(evil)
+        res["pair"]["sides"][0]["engine_sha256"] = proc.sha256_file(str(evil))
+        json.dump(res, open(name, "w"))
+    capsys.readouterr()
+    assert main(["run", "--resume", "r.y.json", "--quiet", "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "--side x=ENGINE" in err, err
+    assert not (tmp_path / "PWNED").exists()
+    for bad in (["--side", "z=/bin/true"], ["--side", "x=--seed 3"]):
+        assert main(["run", "--resume", "r.y.json", "--quiet", "--no-report", *bad]) == 2
+        err = capsys.readouterr().err
+        assert one_line(err) and "names a side's engine only" in err, err
+    # Named on the command line, it is the user's choice, and it runs.
+    assert main(["run", "--resume", "r.y.json", "--quiet", "--no-report",
+                 "--side", f"x={evil}"]) == 0
+    assert (tmp_path / "PWNED").exists()

@@ -85,12 +85,25 @@ def _print_commands(sides):
             print(prefix + " ".join(runner.argv_for(s.engine, c)))
 
 
+def _resumed_engines(given, res):
+    """{side: engine} of `--side NAME=ENGINE` on a resume: the engine only, for a side of
+    the file."""
+    names = [s.get("name") for s in res["pair"]["sides"]]
+    out = {}
+    for spec in given or []:
+        if spec.name not in names or not spec.engine or spec.args:
+            raise Error(f"--side {spec}: a resume names a side's engine only, NAME=ENGINE, NAME"
+                        f" one of {', '.join(map(str, names))}")
+        out[spec.name] = spec.engine
+    return out
+
+
 def _resume(args):
     # The plan is the file's: an option that would change it could only be ignored.
     ignored = [opt for opt, given in (
         ("SUITE|WORKLOAD", args.target), ("--quick", args.quick), ("--full", args.full),
         ("--reps", args.reps is not None), ("--warmups", args.warmups is not None),
-        ("--cell", args.cell), ("--side", args.side), ("--order-seed", args.order_seed is not None),
+        ("--cell", args.cell), ("--order-seed", args.order_seed is not None),
         ("--profile", args.profile), ("--force without -o", args.force and not args.output),
         ("engine arguments after --", args.engine_args is not None)) if given]
     if ignored:
@@ -102,8 +115,11 @@ def _resume(args):
             if given:
                 raise Error(f"{opt} does not apply to resuming a run with two sides: each"
                             " side keeps its file and engine")
-        sides = runner.resume_sides(res, args.resume)
+        sides = runner.resume_sides(res, args.resume, _resumed_engines(args.side, res))
     else:
+        if args.side:
+            raise Error(f"--side names an engine of a run with two sides; {args.resume} has"
+                        " one engine (--engine)")
         eng = engine.find_engine(args.engine) if not args.dry_run else \
             (args.engine or engine.default_engine_path())
         out = args.output
