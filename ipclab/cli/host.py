@@ -118,8 +118,8 @@ def _resume(args):
         sides = runner.resume_sides(res, args.resume, _resumed_engines(args.side, res))
     else:
         if args.side:
-            raise Error(f"--side names an engine of a run with two sides; {args.resume} has"
-                        " one engine (--engine)")
+            raise Error(f"{args.resume} is a run with one engine: drop --side (--engine"
+                        " names its engine)")
         eng = engine.find_engine(args.engine) if not args.dry_run else \
             (args.engine or engine.default_engine_path())
         out = args.output
