@@ -10,6 +10,7 @@ import _thread
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import threading
@@ -200,13 +201,21 @@ def test_a_job_that_left_nothing_is_a_failed_boot_that_says_which_job(fake, tmp_
 
 def test_ctrl_c_cancels_the_jobs_it_submitted_and_nothing_else(fake, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_STATE", "RUNNING")
+    # interrupt_main() does nothing where SIGINT is ignored (make test as a background job,
+    # CI): Python's own handler for the test's length. The watchdog ends the jobs if the
+    # interrupt never lands, so that the test fails instead of polling forever.
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(1.0, _thread.interrupt_main)
+    watchdog = threading.Timer(60.0, os.environ.__setitem__, ("FAKE_STATE", "COMPLETED"))
     timer.start()
+    watchdog.start()
     try:
         with pytest.raises(KeyboardInterrupt):
             run_boots(boots(tmp_path), opts(), poll_s=0.05)
     finally:
         timer.cancel()
+        watchdog.cancel()
+        signal.signal(signal.SIGINT, before)
     cancels = [c[1:] for c in calls(fake) if c[0].endswith("scancel")]
     assert cancels == [["100", "101"]]
 
