@@ -126,11 +126,15 @@ def fmt_seconds(s: float) -> str:
     return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
 
 
+NO_FIGURE = "no figure on this machine or in the reference"
+
+
 def plan_lines(est: Estimator, builds: list[dict], boots: list[tuple[str, str, int, int, int]]
                ) -> list[str]:
     """What a plan will take, one step after another: `builds` are kernel.build's metas (a
-    dry run's, for an image not built yet; "repeat": that many such builds); `boots` are (what, step, boots, how many at a
-    time, how many times over). The total leaves out what no record measured, and says so."""
+    dry run's, for an image not built yet; "repeat": that many such builds); `boots` are
+    (what, step, boots, how many at a time, how many times over). The total leaves out what
+    no record measured, and says so."""
     lines, total, unknown = [], 0.0, 0
     trees = set()
     for meta in builds:
@@ -146,8 +150,7 @@ def plan_lines(est: Estimator, builds: list[dict], boots: list[tuple[str, str, i
         got = est.seconds(step)
         if got is None:
             unknown += 1
-            lines.append(f"  build {name} ({step}): no figure on this machine or in the"
-                         " reference")
+            lines.append(f"  build {name} ({step}): {NO_FIGURE}")
             continue
         repeat = meta.get("repeat", 1)
         total += got[0] * repeat
@@ -158,8 +161,7 @@ def plan_lines(est: Estimator, builds: list[dict], boots: list[tuple[str, str, i
         got = est.seconds(step)
         if got is None:
             unknown += 1
-            lines.append(f"  {what}: {count} x {step}: no figure on this machine or in the"
-                         " reference")
+            lines.append(f"  {what}: {count} x {step}: {NO_FIGURE}")
             continue
         wall = got[0] * math.ceil(count / max(1, parallel)) * repeat
         total += wall
