@@ -4,7 +4,8 @@ virtme-ng (vng.py), one boot of a variant running one job (boot.py), the QEMU
 instruction-counting plugin (plugin.py), and the job a suite boot hands the guest (job.py).
 Their names are the package's."""
 
-from .accel import PROBE_TIMEOUT_S, accel_for, kvm_qemu_opts, machine_id, probe_accel
+from .accel import (PROBE_TIMEOUT_S, accel_for, kvm_qemu_opts, machine_id, probe_accel,
+                    probed_accel)
 from .boot import (BAD_DMESG, BENIGN_DMESG, Boot, boot, default_cpus, ensure_symbols,
                    map_from_kallsyms, scan)
 from .clock import (DETERMINISTIC, DETERMINISTIC_CPUS, DETERMINISTIC_REPS, ICOUNT_SHIFT, TIMED,

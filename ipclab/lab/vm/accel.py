@@ -27,6 +27,15 @@ def machine_id() -> str:
     return f"{mid}:{os.uname().release}"
 
 
+def probed_accel() -> dict | None:
+    """What the KVM probe found on this machine, if it ran here: no boot, no image needed."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        cached = json.loads((cache_root() / "accel.json").read_text())
+        if cached.get("machine") == machine_id():
+            return cached
+    return None
+
+
 def probe_accel(image: Path) -> dict:
     """KVM if a stock guest really boots under it, else TCG. Cached per machine; a dry run
     says what it would boot and assumes TCG."""
@@ -35,11 +44,10 @@ def probe_accel(image: Path) -> dict:
         if forced not in ("kvm", "tcg"):
             raise Error(f"IPCLAB_ACCEL={forced}: must be kvm or tcg")
         return {"accel": forced, "reason": "forced by IPCLAB_ACCEL"}
+    cached = probed_accel()
+    if cached is not None:
+        return cached
     path = cache_root() / "accel.json"
-    with contextlib.suppress(OSError, ValueError):
-        cached = json.loads(path.read_text())
-        if cached.get("machine") == machine_id():
-            return cached
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         result = {"accel": "tcg", "reason": "/dev/kvm is missing or not accessible"}
     else:
