@@ -47,7 +47,7 @@ def test_the_dry_run_names_pipe_bench_the_counts_and_the_census_of_three_kernels
         assert "--cpus 16" in ln and "--boots 5" in ln
     counts = [ln for ln in lines if "pipe-alloc-counts" in ln]
     assert len(counts) == 6 and sum("--pressure" in ln for ln in counts) == 3
-    assert all("+counters+lab-lockstat.patch --config production --cpus 16" in ln
+    assert all("+counters+lockstat --config production --cpus 16" in ln
                for ln in counts)
     census = [ln for ln in lines if ln.startswith("ipclab census ")]
     assert [ln.split()[2] for ln in census] == ["mainline-pre-prealloc", "mainline",

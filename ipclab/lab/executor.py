@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Callable
 
 from ipclab import EXIT_FAILED, Error, proc, results, suites
-from ipclab.progress import log
+from ipclab.progress import fmt_duration, log
 
 from . import variants, vm
 
@@ -164,6 +164,60 @@ def vm_run_argv(b: SuiteBoot, o: BootOpts, record: Path) -> list[str]:
     return argv
 
 
+# Slurm's reasons for a pending job that no wait resolves: the job asks for what its
+# partition, account or QOS never allows (Slurm's squeue(1), JOB REASON CODES). Others
+# (Resources, Priority, a node down or drained, a limit on jobs at once) pass in time.
+NEVER_STARTS = {"BadConstraints", "InvalidAccount", "InvalidQOS", "PartitionNodeLimit",
+                "PartitionTimeLimit", "PartitionConfig", "QOSMaxCpuPerJobLimit",
+                "QOSMaxNodePerJobLimit", "QOSMaxWallDurationPerJobLimit",
+                "AssocMaxCpuPerJobLimit", "AssocMaxNodePerJobLimit",
+                "AssocMaxWallDurationPerJobLimit"}
+
+
+class Watch:
+    """What the jobs of one run are doing, as one line: how many pending (and why), running
+    and ended, with an ETA from how long the ended ones ran; logged when it changes."""
+
+    def __init__(self, total: int, clock: Callable[[], float] = time.monotonic):
+        self.total, self.clock = total, clock
+        self.state: dict[str, tuple[str, str]] = {}
+        self.started: dict[str, float] = {}
+        self.took: list[float] = []
+        self.last = ""
+
+    def saw(self, job_id: str, state: str, reason: str) -> None:
+        self.state[job_id] = (state, reason)
+        if state != "PENDING":
+            self.started.setdefault(job_id, self.clock())
+
+    def ended(self, job_id: str) -> None:
+        self.state.pop(job_id, None)
+        if job_id in self.started:
+            self.took.append(self.clock() - self.started.pop(job_id))
+
+    def line(self, live) -> str:
+        pending = [self.state.get(j, ("PENDING", ""))[1] for j in live
+                   if self.state.get(j, ("PENDING", ""))[0] == "PENDING"]
+        running = len(live) - len(pending)
+        done = self.total - len(live)
+        why = sorted({r for r in pending if r and r != "None"})
+        text = (f"slurm: {len(pending)} pending" + (f" ({', '.join(why)})" if why else "")
+                + f", {running} running, {done} of {self.total} ended")
+        if self.took and live:
+            each = sum(self.took) / len(self.took)
+            # the boots still to start run as many at once as run now
+            left = each * -(-len(live) // max(1, running))
+            text += f"; ETA ~{fmt_duration(left)}"
+        return text
+
+    def show(self, live) -> None:
+        text = self.line(live)
+        # the ETA alone moving is no news
+        if text.split("; ETA")[0] != self.last.split("; ETA")[0]:
+            log(f"ab: {text}")
+        self.last = text
+
+
 class Slurm:
     """Each boot a batch job; polled with squeue, cancelled with scancel."""
     name = "slurm"
@@ -204,20 +258,25 @@ class Slurm:
             for b in boots:
                 proc.would_run(self.sbatch_argv(b, o))
             return [(None, None)] * len(boots)
-        ended: dict[int, tuple[str, str]] = {}      # index -> (job id, state)
+        done: dict[int, tuple] = {}
+        watch = Watch(len(boots))
+
+        def ended(index, job_id, state):
+            # as each job ends, so that its boot is reported when it happens
+            done[index] = self.collect(boots[index], o, here, job_id, state)
         try:
             if o.clock.deterministic:
                 for i, b in enumerate(boots):
                     self.submit(b, o, i)
-                self.wait(ended)
+                self.wait(ended, watch)
             else:
                 for i, b in enumerate(boots):
                     self.submit(b, o, i)
-                    self.wait(ended)
+                    self.wait(ended, watch)
         except BaseException:
             self.cancel()
             raise
-        return [self.collect(b, o, here, *ended[i]) for i, b in enumerate(boots)]
+        return [done[i] for i in range(len(boots))]
 
     def submit(self, b: SuiteBoot, o: BootOpts, index: int) -> str:
         files = self.files(b)
@@ -233,9 +292,10 @@ class Slurm:
         log(f"ab: {b.label} ({b.meta['variant']}, {o.clock.mode}): slurm job {job_id}")
         return job_id
 
-    def wait(self, ended: dict) -> None:
-        """Until every live job has ended, polling squeue; what each ended as into
-        `ended`."""
+    def wait(self, ended: Callable, watch: Watch) -> None:
+        """Until every live job has ended, polling squeue: ended(index, job id, state) for
+        each as it ends, and a progress line whenever what the jobs do changes. A job that
+        Slurm holds for a reason no wait resolves (NEVER_STARTS) cancels the run."""
         errors = 0
         while self.live:
             states, err = self.states(list(self.live))
@@ -246,25 +306,34 @@ class Slurm:
             else:
                 errors = 0
                 for job_id in list(self.live):
-                    state = states.get(job_id, "ENDED")
+                    state, reason = states.get(job_id, ("ENDED", ""))
+                    if state == "PENDING" and reason in NEVER_STARTS:
+                        raise Error(f"slurm job {job_id} cannot start: Slurm holds it for "
+                                    f"{reason} (the partition, account or --time asked for "
+                                    "does not allow it)")
                     if state in DONE_STATES or state == "ENDED":
-                        ended[self.live.pop(job_id)] = (job_id, state)
+                        watch.ended(job_id)
+                        ended(self.live.pop(job_id), job_id, state)
+                    else:
+                        watch.saw(job_id, state, reason)
+                watch.show(self.live)
             if self.live:
                 time.sleep(self.poll_s)
 
-    def states(self, ids: list[str]) -> tuple[dict[str, str], str | None]:
-        """{job id: state} of the jobs squeue still knows; (_, error) when it failed."""
+    def states(self, ids: list[str]) -> tuple[dict[str, tuple[str, str]], str | None]:
+        """{job id: (state, reason)} of the jobs squeue still knows; (_, error) when it
+        failed."""
         r = self._run(["squeue", "--noheader", "--states", "all", "--jobs", ",".join(ids),
-                       "--format", "%i %T"])
+                       "--format", "%i %T %r"])
         if r.returncode != 0:
             if "invalid job id" in r.stderr.lower():
                 return {}, None         # all of them purged: ended
             return {}, _first_line(r.stderr) or f"exit {r.returncode}"
         out = {}
         for line in r.stdout.splitlines():
-            parts = line.split()
+            parts = line.split(None, 2)
             if len(parts) >= 2:
-                out[parts[0]] = parts[1]
+                out[parts[0]] = (parts[1], parts[2].strip() if len(parts) > 2 else "")
         return out, None
 
     def cancel(self) -> None:

@@ -45,8 +45,15 @@ from pathlib import Path
 d = Path(os.environ["FAKE_SLURM"])
 with open(d / "calls", "a") as f:
     f.write(json.dumps(sys.argv) + "\n")
+# FAKE_STATES: a JSON list, one entry per squeue call (the last one repeats), each a map of
+# job id to "STATE REASON"; else every job is FAKE_STATE.
+script = json.loads(os.environ.get("FAKE_STATES", "null"))
+if script:
+    poll = int((d / "poll").read_text()) if (d / "poll").exists() else 0
+    (d / "poll").write_text(str(poll + 1))
+    now = script[min(poll, len(script) - 1)]
 for job in sys.argv[sys.argv.index("--jobs") + 1].split(","):
-    print(job, os.environ.get("FAKE_STATE", "COMPLETED"))
+    print(job, now[job] if script else os.environ.get("FAKE_STATE", "COMPLETED") + " None")
 '''
 FAKE_SCANCEL = r'''#!/usr/bin/env python3
 import json, os, sys
@@ -74,6 +81,7 @@ def fake(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_SLURM", str(d))
     monkeypatch.delenv("FAKE_WRITE", raising=False)
     monkeypatch.delenv("FAKE_STATE", raising=False)
+    monkeypatch.delenv("FAKE_STATES", raising=False)
     monkeypatch.delenv(executor.ENV, raising=False)
     return d
 
@@ -197,6 +205,63 @@ def test_a_job_that_left_nothing_is_a_failed_boot_that_says_which_job(fake, tmp_
     [cell] = res["cells"]
     assert cell["status"] == "failed" and "slurm job 100 timeout" in cell["error"]
     assert results.load(planned[0].out)["cells"][0]["status"] == "failed"
+
+
+def test_progress_says_what_the_jobs_do_and_each_boot_is_reported_as_it_ends(
+        fake, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FAKE_WRITE", "1")
+    write_job_files(fake, tmp_path)
+    monkeypatch.setenv("FAKE_STATES", json.dumps([
+        {"100": "PENDING Resources", "101": "PENDING Resources"},
+        {"100": "RUNNING None", "101": "PENDING Priority"},
+        {"100": "COMPLETED None", "101": "RUNNING None"},
+        {"101": "COMPLETED None"}]))
+    planned, o = boots(tmp_path), opts()
+    events = []
+    h = executor.Here(lambda p: pytest.fail("booted locally"),
+                      lambda p, b, run_id: ab.no_results(o.job, b, p.meta, run_id),
+                      lambda b: events.append("reported"))
+    real_log = executor.log
+    monkeypatch.setattr(executor, "log", lambda m: (events.append(m), real_log(m)))
+    executor.Slurm(poll_s=0.01).run_boots(planned, o, h)
+    lines = [e for e in events if isinstance(e, str) and e.startswith("ab: slurm:")]
+    assert [ln.split("; ETA")[0] for ln in lines[:3]] == ["ab: slurm: 2 pending (Resources), 0 running, 0 of 2 ended",
+                         "ab: slurm: 1 pending (Priority), 1 running, 0 of 2 ended",
+                         "ab: slurm: 0 pending, 1 running, 1 of 2 ended"]
+    # A's boot is reported when its job ends, before B's job has ended
+    assert events.index("reported") < events.index(lines[2]) and events.count("reported") == 2
+    assert "ab: slurm:" in capsys.readouterr().err
+
+
+def test_the_eta_comes_from_how_long_the_ended_jobs_ran():
+    now = [0.0]
+    w = executor.Watch(4, clock=lambda: now[0])
+    for j in ("1", "2"):
+        w.saw(j, "RUNNING", "None")
+    now[0] = 60.0
+    w.ended("1")
+    w.ended("2")
+    for j in ("3", "4"):
+        w.saw(j, "PENDING", "Resources")
+    assert w.line(["3", "4"]).endswith("2 pending (Resources), 0 running, 2 of 4 ended; "
+                                       "ETA ~2m00s")
+    w.saw("3", "RUNNING", "None")
+    w.saw("4", "RUNNING", "None")
+    assert w.line(["3", "4"]).endswith("ETA ~1m00s")
+
+
+def test_a_job_slurm_will_never_start_cancels_the_run_in_one_line(fake, tmp_path,
+                                                                  monkeypatch):
+    # if the run waited on instead, the jobs end after 50 polls and the test fails, not hangs
+    monkeypatch.setenv("FAKE_STATES", json.dumps(
+        [{"100": "PENDING Resources", "101": "PENDING PartitionTimeLimit"}] * 50
+        + [{"100": "COMPLETED None", "101": "COMPLETED None"}]))
+    with pytest.raises(Error) as e:
+        run_boots(boots(tmp_path), opts())
+    assert e.value.code == 2 and "\n" not in str(e.value)
+    assert "slurm job 101 cannot start" in str(e.value) and "PartitionTimeLimit" in str(e.value)
+    cancels = [c[1:] for c in calls(fake) if c[0].endswith("scancel")]
+    assert cancels == [["100", "101"]]
 
 
 def test_ctrl_c_cancels_the_jobs_it_submitted_and_nothing_else(fake, tmp_path, monkeypatch):
