@@ -492,6 +492,15 @@ def _clock_shape(res):
     return {k: c.get(k) for k in ("mode", "icount", "cpus")} if isinstance(c, dict) else c
 
 
+# A cell the lab writes for a boot that left no results: the evidence of the failure, kept
+# in the results where the boot's cells would have been, never a measurement.
+LAB_CELL = "lab:"
+
+
+def is_lab_cell(cell):
+    return str(cell.get("key", "")).startswith(LAB_CELL)
+
+
 def merge_boots(runs, label):
     """One results object for one side of an A/B: each cell's samples pooled across boots,
     each sample marked with its boot. Error if the boots do not measure the same thing."""
@@ -510,9 +519,9 @@ def merge_boots(runs, label):
         if _clock_shape(res) != _clock_shape(first):
             raise Error(f"{label}: boot {n} kept time differently from boot 1", EXIT_FAILED)
         shape = [(c["key"], c.get("args")) for c in res.get("cells", [])
-                 if not c["key"].startswith("lab:")]
+                 if not is_lab_cell(c)]
         first_shape = [(c["key"], c.get("args")) for c in first.get("cells", [])
-                       if not c["key"].startswith("lab:")]
+                       if not is_lab_cell(c)]
         if shape and first_shape and shape != first_shape:
             raise Error(f"{label}: boot {n} ran other cells than boot 1", EXIT_FAILED)
     cells, order = {}, []

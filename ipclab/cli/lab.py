@@ -240,6 +240,9 @@ def _conformance_tests(args, command: list[str] | None) -> list[str]:
 def cmd_ab(args):
     _no_command(args, "ab")
     clock = _clock(args)
+    if args.resume and not (args.output_dir and args.output_dir.is_dir()):
+        raise Error("--resume goes on with an ab's folder: give it as -o DIR" +
+                    (f" ({args.output_dir} is no folder)" if args.output_dir else ""))
     executor = executors.choose(args.executor, partition=args.partition,
                                 account=args.account, time_limit=args.time_limit)
     with proc.dry_run(args.dry_run):
@@ -250,7 +253,7 @@ def cmd_ab(args):
         run = ab.run_ab(base, new, job, boots=args.boots, thp=args.thp, timeout=args.timeout,
                         clock=clock, cpus=args.cpus, outdir=args.output_dir,
                         min_change=args.min_change / 100, memory=_cost(args),
-                        executor=executor)
+                        executor=executor, resume=args.resume)
     return labreport.ab(run, as_json=args.json)
 
 

@@ -364,6 +364,10 @@ def add_lab_parsers(sub):
     a.add_argument("--timeout", type=positive_float, default=1800, help="per boot, s (1800)")
     a.add_argument("-o", "--output-dir", type=Path,
                    help="where to keep per-boot and merged results")
+    a.add_argument("--resume", action="store_true",
+                   help="with -o DIR of an earlier ab of the same kernels, suite and options:"
+                        " keep its boots that completed, boot only the missing and failed"
+                        " ones (more --boots than before adds boots)")
     _add_kernel_sources(a, patch_side="NEW")
     _add_executor(a)
     _add_dry_run(a)

@@ -3,14 +3,21 @@
 the clock both were measured with, the pairs a failed or skipped side rules out, and a
 cell's samples by unit (boot or round)."""
 
-from ipclab import Error, deterministic, results
+from ipclab import EXIT_FAILED, Error, deterministic, results
 
 
 def match_cells(base, new, common=False, names=("BASE", "NEW"), hint_common=True):
     """Pairs of cells with the same key; Error explaining any mismatch (hint_common: the
     command has --common to offer)."""
-    bk = {c["key"]: c for c in base["cells"]}
-    nk = {c["key"]: c for c in new["cells"]}
+    # The lab's cell of a boot that left no results is evidence, not a measurement: the
+    # other boots of that side are compared without it.
+    bk = {c["key"]: c for c in base["cells"] if not results.is_lab_cell(c)}
+    nk = {c["key"]: c for c in new["cells"] if not results.is_lab_cell(c)}
+    for name, side, kept in ((names[0], base, bk), (names[1], new, nk)):
+        if not kept and side["cells"]:
+            why = side["cells"][0].get("error", "").splitlines()
+            raise Error(f"{name}: no boot left results to compare"
+                        + (f" ({why[0][:200]})" if why else ""), EXIT_FAILED)
     only_b = [k for k in bk if k not in nk]
     only_n = [k for k in nk if k not in bk]
     if (only_b or only_n) and not common:

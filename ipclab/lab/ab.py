@@ -25,7 +25,7 @@ from ipclab.deterministic import cost
 from ipclab.progress import log
 
 from . import arm64, arm64_conformance, faults as fault_runs, kernel, variants, vm
-from . import executor as executors
+from . import ab_resume, executor as executors
 
 
 def suite_job(suite: str, clock: vm.Clock = vm.TIMED, *, full: bool = False,
@@ -88,7 +88,7 @@ def guest_results(path: Path, boot: vm.Boot, meta: dict) -> dict | None:
 def no_results(job: vm.SuiteJob, boot: vm.Boot, meta: dict, run_id: str) -> dict:
     """A results file for a boot that produced none: one failed cell carrying the evidence,
     so that the failure is on record where the results would have been."""
-    cell = suites.Cell(f"lab:boot:{meta['variant']}", "boot", [], suite=job.suite)
+    cell = suites.Cell(f"{results.LAB_CELL}boot:{meta['variant']}", "boot", [], suite=job.suite)
     res = results.new(run_id, job.suite, job.mode, [cell], job.reps, job.warmups, None)
     return tag_boot(res, boot, meta)
 
@@ -337,11 +337,13 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
            boots: int | None = None, thp: str | None = None, timeout: float = 1800,
            clock: vm.Clock = vm.TIMED, cpus: int | None = None,
            outdir: Path | None = None, min_change: float = compare.MIN_CHANGE,
-           memory: str = vm.DEFAULT_PLUGIN_MEMORY, executor=None) -> ABRun | None:
+           memory: str = vm.DEFAULT_PLUGIN_MEMORY, executor=None,
+           resume: bool = False) -> ABRun | None:
     """`ab BASE NEW --suite SUITE`: boot both variants `boots` times each, pool each side's
     boots and compare them (and, with a profile, keep where the instructions went). The
-    boots run where `executor` (executors.choose) puts them: here by default. None in a dry
-    run."""
+    boots run where `executor` (executors.choose) puts them: here by default. `resume`: the
+    boots of `outdir` that completed are kept, only the others boot (ab_resume). None in a
+    dry run."""
     t0 = time.monotonic()
     # Under icount a boot repeats to the instruction, so one boot per side is the method.
     # Timed boots vary by tens of percent: the boot is the unit of the comparison, and a
@@ -377,8 +379,11 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
 
     here = executors.Here(boot_here, lambda p, b, run_id: no_results(job, b, p.meta, run_id),
                           lambda b: report_boot(b, None))
-    done = [(res, b, p.out) for (res, b), p in
-            zip((executor or executors.Local()).run_boots(planned, opts, here), planned)]
+    kept = ab_resume.kept_boots(planned, job, clock) if resume else {}
+    todo = [p for p in planned if p.out not in kept]
+    ran = dict(zip((p.out for p in todo),
+                   (executor or executors.Local()).run_boots(todo, opts, here)))
+    done = [(*(kept.get(p.out) or ran[p.out]), p.out) for p in planned]
     if proc.is_dry_run():
         log_estimate(metas, job, clock, cpus, len(order))
         return None
@@ -403,7 +408,8 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
         if job.profile_by:
             profiles = [profile.load(profile_path(first_out[side])) for side in names]
     finally:
-        log(f"ab: {2 * boots} boots in {time.monotonic() - t0:.0f} s; results in {outdir}")
+        log(f"ab: {len(todo)} boots in {time.monotonic() - t0:.0f} s"
+            + (f" ({len(kept)} kept from before)" if kept else "") + f"; results in {outdir}")
         for f in failures:
             log(f"ab: failed {f}")
     return ABRun(names, {side: kernel.identity(meta) for side, meta in metas.items()},

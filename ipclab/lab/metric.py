@@ -5,7 +5,7 @@ the suite (and a sample the engine makes here) before anything is built."""
 
 from __future__ import annotations
 
-from ipclab import EXIT_FAILED, Error, deterministic, engine, metrics, suites
+from ipclab import EXIT_FAILED, Error, deterministic, engine, metrics, results, suites
 
 
 def metric_spec(spec: str) -> tuple[str, str | None]:
@@ -18,7 +18,7 @@ def metric_spec(spec: str) -> tuple[str, str | None]:
 
 
 def find_cell(res: dict, cell: str) -> dict:
-    cells = [c for c in res.get("cells", []) if not c["key"].startswith("lab:")]
+    cells = [c for c in res.get("cells", []) if not results.is_lab_cell(c)]
     exact = [c for c in cells if c["key"] == cell]
     hits = exact or [c for c in cells if c["key"].startswith(cell)]
     if len(hits) != 1:
