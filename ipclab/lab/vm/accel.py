@@ -9,7 +9,7 @@ import json
 import os
 from pathlib import Path
 
-from ipclab import Error, deterministic, proc
+from ipclab import Error, proc
 from ipclab.progress import log
 
 from ..cache import cache_root
@@ -85,12 +85,12 @@ def accel_for(image: Path, clock: Clock = TIMED, arch: str | None = None) -> str
         return "tcg"
     if arch not in (None, "x86_64"):
         log(f"warning: an {arch} guest runs under QEMU TCG on this host. "
-            f"{deterministic.timing_caveat(accel='tcg')}")
+            f"{clock.caveat('tcg')}")
         return "tcg"
     res = probe_accel(image)
     if res["accel"] == "tcg":
         log(f"warning: using QEMU TCG, not KVM: {res['reason']}. "
-            f"{deterministic.timing_caveat(accel='tcg')}")
+            f"{clock.caveat('tcg')}")
     return res["accel"]
 
 
