@@ -54,6 +54,10 @@ def suite_job(suite: str, clock: vm.Clock, *, full: bool = False,
     return job
 
 
+def reps_text(job: vm.SuiteJob) -> str:
+    return f"{job.reps} reps" if job.reps else "the suite's reps"
+
+
 def patch_names(meta: dict) -> str:
     return ",".join(p["name"] for p in meta["patches"]) or "none"
 
@@ -333,6 +337,8 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
     boots run where `executor` (executors.choose) puts them: here by default. None in a dry
     run."""
     t0 = time.monotonic()
+    log(f"ab: {clock.name} mode: {boots} boot(s) of each side, {reps_text(job)} per cell,"
+        f" times in {clock.unit}")
     metas = {side: kernel.obtain(kern) for side, kern in (("A", base), ("B", new))}
     names = {side: meta["variant"] for side, meta in metas.items()}
     accel = vm.accel_for(kernel.image_path(metas["A"]), clock, metas["A"].get("arch"))

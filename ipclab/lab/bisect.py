@@ -492,9 +492,11 @@ class LabMeasure:
 
 
 def run(p: Params | None, outdir: Path, *, resume: bool = False, timeout: float = 1800,
-        jobs: int | None = None, out=sys.stdout) -> Finding | None:
-    """`ipclab bisect`, its steps written to `out` as it goes: the Finding (None in a dry run).
-    A build or boot of GOOD or BAD that failed is an Error (exit 1)."""
+        jobs: int | None = None, out=None) -> Finding | None:
+    """`ipclab bisect`, its steps written to `out` (default: stdout, as it is when called) as
+    it goes: the Finding (None in a dry run). A build or boot of GOOD or BAD that failed is
+    an Error (exit 1)."""
+    out = out or sys.stdout
     logfile = BisectLog(outdir / LOG_NAME)
     done: dict[str, Measurement] = {}
     if resume:
@@ -502,10 +504,11 @@ def run(p: Params | None, outdir: Path, *, resume: bool = False, timeout: float 
     assert p is not None
     tree = Path(p.tree)
     commits = gittree.first_parent_range(tree, p.good, p.bad)
+    measure = LabMeasure(p, outdir, timeout=timeout, jobs=jobs)
     out.write(f"bisect {p.good[:12]}..{p.bad[:12]} of {tree}: {len(commits) - 1} commits"
               f" between GOOD and BAD (about {steps_left(commits, {p.bad: NEW})} steps),"
-              f" {p.metric} of suite {p.suite}, {p.mode.name}"
-              f" mode, {p.boots} boot(s) per commit"
+              f" {p.metric} of suite {p.suite}, {p.mode.name} mode (times in {p.mode.unit}),"
+              f" {p.boots} boot(s) per commit, {ab.reps_text(measure.job)} per boot"
               + (f"; resuming with {len(done)} commits measured" if done else "") + "\n")
     out.flush()
     # A resumed log is written afresh, without a line a Ctrl-C may have torn.
@@ -517,7 +520,6 @@ def run(p: Params | None, outdir: Path, *, resume: bool = False, timeout: float 
     def describe(c: str) -> str:
         return f"{c[:12]} {gittree.subject(tree, c)}"
 
-    measure = LabMeasure(p, outdir, timeout=timeout, jobs=jobs)
     if proc.is_dry_run():
         measure([p.good, p.bad])
         for line in measure.estimate(steps_left(commits, {p.bad: NEW})):

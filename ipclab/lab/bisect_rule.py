@@ -16,7 +16,7 @@ import math
 from ipclab import EXIT_USAGE, Error, compare, power, stats
 from ipclab.compare import record as comparison
 from ipclab.deterministic import floor
-from ipclab.mode import Mode
+from ipclab.mode import DETERMINISTIC, Mode
 
 from .metric import metric_spec
 
@@ -111,7 +111,7 @@ def noise_text(row: dict | None) -> str:
     """What the record's rule said of GOOD -> BAD, for the refusal to bisect."""
     if row is None:
         return "nothing compared"
-    if row["rule"]["kind"] == "deterministic":
+    if row["rule"]["kind"] == DETERMINISTIC.rule:
         t = row.get("threshold")
         noise = f"{t * 100:.3g}%" if t is not None else "none known"
     else:
