@@ -10,10 +10,9 @@ from ipclab.compare.judged import judge_values
 from ipclab.compare.outcome import MIN_CHANGE, JudgedRow, Outcome, Row
 from ipclab.compare.timed import judge_rows, paired_values
 from ipclab import stats
-from ipclab.mode import TIMED
 
 
-def compare_values(key, path, unit, better, base_boots, new_boots, *, mode=TIMED,
+def compare_values(key, path, unit, better, base_boots, new_boots, *, mode,
                    floor=None, min_change=MIN_CHANGE, paired_test="auto", ids=(None, None)):
     """The outcome of `new_boots` against `base_boots` (each a list of boots, each a list of
     the metric's values) for cell `key`'s metric `path`: in the deterministic `mode`

@@ -13,7 +13,7 @@ from ipclab import Error, proc
 from ipclab.progress import log
 
 from ..cache import cache_root
-from .clock import TIMED, Clock
+from .clock import Clock
 from .vng import run_vng, vng_argv
 
 
@@ -78,7 +78,7 @@ def probe_accel(image: Path) -> dict:
     return result
 
 
-def accel_for(image: Path, clock: Clock = TIMED, arch: str | None = None) -> str:
+def accel_for(image: Path, clock: Clock, arch: str | None = None) -> str:
     """kvm or tcg for booting `image`. The deterministic mode is TCG by definition: no KVM
     probe, no TCG warning; so is another architecture than the host's (arm64)."""
     if clock.deterministic:
