@@ -9,7 +9,8 @@ import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
-from ipclab import Error, deterministic, engine
+from ipclab import Error, engine
+from ipclab.mode import Mode
 
 
 def _read(path):
@@ -127,8 +128,7 @@ def warnings(env):
     if virt != "none":
         w.append(f"running in a VM ({virt}): timings include hypervisor noise; compare runs"
                  " on the same VM, never across machines")
-    caveat = deterministic.timing_caveat(env.get("clock") or deterministic.REAL,
-                                         env.get("accel") or "native")
+    caveat = Mode.of_clock(env.get("clock")).caveat(env.get("accel") or "native")
     if caveat:
         w.append(caveat)
     if env.get("perf_event_paranoid") not in (None, "") and \

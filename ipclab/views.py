@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 from ipclab import deterministic, metrics, peers, results, stats, suites
+from ipclab.mode import Mode
 
 
 @dataclass
@@ -27,7 +28,7 @@ def shown(res):
     a deterministic clock restated in instructions and without published figures, which are
     times and rates of real machines."""
     mode = res.get("mode", "quick")
-    det = deterministic.is_deterministic(res)
+    det = Mode.of(res).deterministic
     cells = {c["key"]: c for c in res["cells"]}
     present = {c.get("suite") for c in res["cells"]}
     out = []
@@ -93,13 +94,14 @@ def _number(x):
     return x if isinstance(x, (int, float)) and math.isfinite(x) else None
 
 
-def _summary_row(suite, view, row, col, key, path, unit, cell, xs, det):
+def _summary_row(suite, view, row, col, key, path, unit, cell, xs, measured_in):
     s = stats.summarize(xs)
     return {"suite": suite, "view": view, "row": row, "column": col, "key": key, "path": path,
             "unit": unit, "status": cell.get("status") if cell else None, "n": s.n,
             "median": _number(s.median), "iqr": _number(s.iqr), "cv": _number(s.cv),
             # Under icount: how far the median could be off, the ± the tables print.
-            "spread": _number(deterministic.spread(xs)) if det and xs else None,
+            "spread": _number(deterministic.spread(xs)) if measured_in.deterministic and xs
+            else None,
             "published": None, "published_as": None, "peer": None}
 
 
@@ -108,7 +110,7 @@ def record(res, peers_run=None):
     spread, in the view's unit, with the published figure and, given a peers run, the live
     peer's median beside it), then one row per cell and metric of the cells no view shows.
     Unrounded; None where no number is."""
-    det = deterministic.is_deterministic(res)
+    measured_in = Mode.of(res)
     prows = peer_rows(peers_run) if peers_run else []
     rows = []
     views_shown = shown(res)
@@ -119,7 +121,7 @@ def record(res, peers_run=None):
             for col, (key, path) in zip(view.columns, entries):
                 xs, cell = vals.get((label, col), ([], None))
                 row = _summary_row(sv.part.name, view.id, label, col, key, path, view.unit,
-                                   cell, xs, det)
+                                   cell, xs, measured_in)
                 pub = published(ref, view, label, col)
                 if pub is not None:
                     row["published"], row["published_as"] = pub, ref.get("columns")
@@ -133,13 +135,13 @@ def record(res, peers_run=None):
         paths = metrics.metrics_for(c)
         if not paths:
             rows.append(_summary_row(c.get("suite"), None, None, None, c["key"], None, "", c,
-                                     [], det))
+                                     [], measured_in))
         for path in paths:
             unit, _ = metrics.metric_info(c, path)
             rows.append(_summary_row(c.get("suite"), None, None, None, c["key"], path, unit,
-                                     c, metrics.metric_values(c, path), det))
+                                     c, metrics.metric_values(c, path), measured_in))
     return {"id": res.get("id"), "suite": res.get("suite"), "mode": res.get("mode"),
-            "clock": deterministic.clock_of(res), "rows": rows,
+            "clock": measured_in.clock, "rows": rows,
             "pairs": [pair_record(r) for r in peer_rows(res)]}
 
 

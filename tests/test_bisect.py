@@ -11,6 +11,7 @@ import pytest
 from ipclab import EXIT_FAILED, EXIT_USAGE, Error
 from ipclab.deterministic import floor as aa_floor
 from ipclab.lab import bisect as b
+from ipclab.lab import vm
 
 COMMITS = [f"{i:040x}" for i in range(1, 40)]
 
@@ -92,12 +93,12 @@ class FakeMeasure:
         return out
 
 
-def run(tmp_path, levels, threshold=None, deterministic=True, boots=1, arch="x86_64", **kw):
+def run(tmp_path, levels, threshold=None, mode=vm.DETERMINISTIC, boots=1, arch="x86_64", **kw):
     """A bisect of GOOD = COMMITS[0] .. BAD = COMMITS[len(levels) - 1]."""
     good, commits = COMMITS[0], COMMITS[1:len(levels)]
     measure = FakeMeasure([good, *commits], levels, boots=boots, **kw)
     p = b.Params("/tree", good, commits[-1], "seed-skip-wakeups", "pipe-throughput",
-                 threshold, deterministic, boots, arch=arch)
+                 threshold, mode, boots, arch=arch)
     log = b.BisectLog(tmp_path / b.LOG_NAME)
     log.start(p)
     out = io.StringIO()
@@ -218,7 +219,7 @@ def test_a_log_that_is_not_one_is_a_usage_error(tmp_path):
 
 def test_timed_bisect_with_enough_power_finds_the_commit(tmp_path):
     levels = [1000, 1000, 1000, 900, 900, 900]        # -10%, boots vary by 1%
-    res, _, text = run(tmp_path, levels, deterministic=False, boots=5, cv_boot=0.01,
+    res, _, text = run(tmp_path, levels, mode=vm.TIMED, boots=5, cv_boot=0.01,
                        cv=0.01)
     assert res.first == [COMMITS[3]]
     assert "p < 0.05 over 5 boots" in text
@@ -227,7 +228,7 @@ def test_timed_bisect_with_enough_power_finds_the_commit(tmp_path):
 def test_timed_bisect_without_power_is_refused_and_says_why(tmp_path):
     levels = [1000, 1000, 1000, 980, 980, 980]        # -2%, boots vary by 10%
     with pytest.raises(Error) as e:
-        run(tmp_path, levels, threshold=0.01, deterministic=False, boots=5, cv_boot=0.10,
+        run(tmp_path, levels, threshold=0.01, mode=vm.TIMED, boots=5, cv_boot=0.10,
             cv=0.05)
     msg = str(e.value)
     assert e.value.code == EXIT_USAGE
@@ -248,8 +249,8 @@ def test_metric_spec_and_cell_lookup():
     with pytest.raises(Error, match="no cells match"):
         b.find_cell(res, "mq")
     with pytest.raises(Error):
-        b.check_metric("seed-skip-wakeups", "mq-latency")
-    b.check_metric("seed-skip-wakeups", "pipe-throughput/copies=1")
+        b.check_metric("seed-skip-wakeups", "mq-latency", vm.DETERMINISTIC)
+    b.check_metric("seed-skip-wakeups", "pipe-throughput/copies=1", vm.DETERMINISTIC)
 
 
 def test_bisect_command_line_checks_before_any_build(tmp_path, capsys):
@@ -313,7 +314,8 @@ def test_an_arm64_bisect_builds_and_resumes_for_arm64(tmp_path):
     subprocess.run(["git", "-C", str(tree), *env, "commit", "-q", "-m", "1"], check=True)
     head = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], check=True,
                           capture_output=True, text=True).stdout.strip()
-    p = b.Params(str(tree), head, head, "seed-skip-wakeups", "pipe-throughput/copies=1", None, True, 1,
+    p = b.Params(str(tree), head, head, "seed-skip-wakeups", "pipe-throughput/copies=1", None,
+                 vm.DETERMINISTIC, 1,
                  arch="arm64")
     v = b.LabMeasure(p, tmp_path / "out").variant(head)
     assert v.arch == "arm64" and v.config_name.endswith("@arm64")
@@ -348,6 +350,6 @@ def test_a_timed_step_at_a_threshold_of_zero_has_a_verdict():
                          unit="ns", better="lower")
     step = b.Measurement("s", [[1100.0 + i for i in range(5)]] * 4 + [[1102.0] * 5],
                          unit="ns", better="lower")
-    v, d, note, rec = b.StepRule(good, False, 0.0, 1).verdict(step)
+    v, d, note, rec = b.StepRule(good, vm.TIMED, 0.0, 1).verdict(step)
     assert (v, note) == (b.NEW, "") and d > 0.09
     assert b.row_of(rec)["verdict"] == "worse" and rec["min_change"] == 0

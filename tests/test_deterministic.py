@@ -10,6 +10,7 @@ import pytest
 
 from ipclab import Error, compare, deterministic, profile, report, suites
 from ipclab.deterministic import floor
+from ipclab.mode import DETERMINISTIC, TIMED, Mode
 
 
 def sample(loops, task_clock_ns, clock="icount shift=0"):
@@ -30,12 +31,13 @@ def results_of(per_loop, clock="icount shift=0", loops=100000, suite="seed-skip-
 
 
 def test_clock_comes_from_the_lab_record_or_the_samples():
-    assert deterministic.clock_of(results_of([1.0])) == "icount shift=0"
+    assert Mode.of(results_of([1.0])).clock == "icount shift=0"
+    assert Mode.of(results_of([1.0])) == DETERMINISTIC
     r = results_of([1.0])
     r["meta"] = {}
-    assert deterministic.clock_of(r) == "icount shift=0"        # env.clock of a sample
-    assert deterministic.clock_of(results_of([1.0], clock="real")) == "real"
-    assert deterministic.clock_of({"cells": []}) == "real"
+    assert Mode.of(r).clock == "icount shift=0"        # env.clock of a sample
+    assert Mode.of(results_of([1.0], clock="real")).clock == "real"
+    assert Mode.of({"cells": []}) == TIMED
 
 
 def test_compare_refuses_results_of_different_clocks():

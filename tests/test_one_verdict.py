@@ -19,6 +19,7 @@ from ipclab.cli import main
 from ipclab.compare import record
 from ipclab.compare.cells import units_of
 from ipclab.lab import bisect
+from ipclab.mode import TIMED, Mode
 from ipclab.report import lab as labreport
 from ipclab.report import plot
 
@@ -76,7 +77,7 @@ def verdicts_in_text(text, rows):
 def abrun(outcome, record):
     return types.SimpleNamespace(
         names={"A": "base", "B": "new"}, builds={"A": {}, "B": {}}, suite="s", boots=2,
-        accel="kvm", clock=types.SimpleNamespace(mode="real", deterministic=False),
+        accel="kvm", clock=TIMED,
         outcome=outcome, record=record, profiles=None, failures=[])
 
 
@@ -122,20 +123,20 @@ def bisect_steps(rec, a, b):
     """{row: (the step's record's verdict, bisect's decision with BAD's direction that of
     the row's change, and against it)}: GOOD is the pair's base, the step its new side."""
     base, new = results.load(a), results.load(b)
-    det = rec["mode"] == "deterministic"
+    mode = Mode.named(rec["mode"])
     out = {}
     for row in primary(rec):
         cell, good_boots = side_boots(base, row["key"], row["path"])
         _, step_boots = side_boots(new, row["key"], row["path"])
         fields = dict(unit=row["unit"], key=row["key"], path=row["path"],
-                      better=bisect.better_of(cell, row["path"], det))
+                      better=bisect.better_of(cell, row["path"], mode))
         good = bisect.Measurement("GOOD", good_boots, **fields)
         step = bisect.Measurement("STEP", step_boots, **fields)
         # The timed rule's min-change is the bisect threshold; the deterministic rule has
         # none, and a threshold of 0 leaves the decision to the verdict.
-        threshold = 0.0 if det else rec["min_change"]
+        threshold = 0.0 if mode.deterministic else rec["min_change"]
         sign = 1 if row["delta"] > 0 else -1
-        said = [bisect.StepRule(good, det, threshold, d).verdict(step) for d in (sign, -sign)]
+        said = [bisect.StepRule(good, mode, threshold, d).verdict(step) for d in (sign, -sign)]
         out[(row["key"], row["path"])] = (bisect.row_of(said[0][3])["verdict"],
                                           said[0][0], said[1][0], said[1][2])
     return out

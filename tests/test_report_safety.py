@@ -123,8 +123,9 @@ def test_a_bisect_log_is_not_written_through_a_link(tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
     (tmp_path / b.LOG_NAME).symlink_to(victim)
+    from ipclab.lab import vm
     p = b.Params("/tree", "a" * 40, "b" * 40, "seed-skip-wakeups", "pipe-throughput", None,
-                 True, 2)
+                 vm.DETERMINISTIC, 2)
     with pytest.raises(Error):
         b.BisectLog(tmp_path / b.LOG_NAME).start(p)
     assert victim.read_text() == "precious\n"

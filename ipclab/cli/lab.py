@@ -13,12 +13,18 @@ from ipclab.lab import executor as executors
 from ipclab.report import lab as labreport
 
 
-def _cost(args):
+def _mode(args) -> vm.Clock:
+    """The mode, timed or deterministic, decided here once and passed down as this object:
+    --deterministic for ab, vm run and census; bisect's default unless --timed."""
+    if hasattr(args, "timed"):
+        return vm.Clock.chosen(not args.timed)
+    return vm.Clock.chosen(args.deterministic)
+
+
+def _cost(args, mode: vm.Clock):
     """What the plugin counts of memory in a deterministic boot (vm.PLUGIN_MEMORY); Error
     for --cost without the deterministic mode."""
-    deterministic_mode = getattr(args, "deterministic", False) or \
-        (hasattr(args, "timed") and not args.timed)
-    if args.cost and not deterministic_mode:
+    if args.cost and not mode.deterministic:
         raise Error("--cost counts under the deterministic mode: add --deterministic")
     return "cache" if args.cost else vm.DEFAULT_PLUGIN_MEMORY
 
@@ -40,17 +46,17 @@ def cmd_bisect(args):
         tree = Path(args.tree).resolve()
         if not gittree.is_git_tree(tree):
             raise Error(f"--tree {args.tree}: not a git tree")
-        deterministic_mode = not args.timed
-        lab_bisect.check_metric(args.suite, args.metric, deterministic_mode)
-        boots = args.boots or ab.default_boots(deterministic_mode)
-        if not deterministic_mode:
+        mode = _mode(args)
+        lab_bisect.check_metric(args.suite, args.metric, mode)
+        boots = args.boots or mode.boots
+        if not mode.deterministic:
             lab_bisect.check_timed_boots(boots)
         config = variants.config_arg(args.config)
         p = lab_bisect.Params(str(tree), gittree.resolve(tree, args.good),
                               gittree.resolve(tree, args.bad), args.suite, args.metric,
                               None if args.threshold is None else args.threshold / 100,
-                              deterministic_mode, boots, args.reps, args.warmups, args.cpus,
-                              config, _cost(args), args.arch)
+                              mode, boots, args.reps, args.warmups, args.cpus,
+                              config, _cost(args, mode), args.arch)
         outdir = Path(args.output_dir or Path("results") /
                       f"{proc.stamp()}-bisect-{p.good[:12]}-{p.bad[:12]}-{args.suite}")
         if (outdir / lab_bisect.LOG_NAME).exists():
@@ -61,10 +67,6 @@ def cmd_bisect(args):
 def _no_command(args, what):
     if getattr(args, "engine_args", None) is not None:
         raise Error(f"{what} takes nothing after --")
-
-
-def _clock(args):
-    return vm.DETERMINISTIC if args.deterministic else vm.TIMED
 
 
 def _kernels(args, names, count):
@@ -197,7 +199,7 @@ def cmd_vm_run(args):
                         " has none")
     elif not args.suite:
         raise Error("nothing to run: give a SUITE, -- CMD or --conformance")
-    clock = _clock(args)
+    clock = _mode(args)
     with proc.dry_run(args.dry_run):
         opts = dict(thp=args.thp, timeout=args.timeout, clock=clock,
                     cpus=args.cpus, record=args.record, kmemleak=args.kmemleak,
@@ -221,7 +223,8 @@ def cmd_vm_run(args):
         job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
                            warmups=args.warmups, profile=args.profile, cells=tuple(args.cell),
                            arch=args.arch)
-        return labreport.vm_suite(ab.vm_suite(kern, job, args.output, memory=_cost(args), **opts))
+        return labreport.vm_suite(ab.vm_suite(kern, job, args.output, memory=_cost(args, clock),
+                                                      **opts))
 
 
 def _conformance_tests(args, command: list[str] | None) -> list[str]:
@@ -239,7 +242,7 @@ def _conformance_tests(args, command: list[str] | None) -> list[str]:
 
 def cmd_ab(args):
     _no_command(args, "ab")
-    clock = _clock(args)
+    clock = _mode(args)
     if args.resume and not (args.output_dir and args.output_dir.is_dir()):
         raise Error("--resume goes on with an ab's folder: give it as -o DIR" +
                     (f" ({args.output_dir} is no folder)" if args.output_dir else ""))
@@ -250,10 +253,10 @@ def cmd_ab(args):
                            warmups=args.warmups, profile=args.profile, cells=tuple(args.cell),
                            arch=args.arch)
         base, new = _kernels(args, [args.base, args.new], 2)
-        run = ab.run_ab(base, new, job, boots=args.boots, thp=args.thp, timeout=args.timeout,
-                        clock=clock, cpus=args.cpus, outdir=args.output_dir,
-                        min_change=args.min_change / 100, memory=_cost(args),
-                        executor=executor, resume=args.resume)
+        run = ab.run_ab(base, new, job, boots=args.boots or clock.boots, thp=args.thp,
+                        timeout=args.timeout, clock=clock, cpus=args.cpus,
+                        outdir=args.output_dir, min_change=args.min_change / 100,
+                        memory=_cost(args, clock), executor=executor, resume=args.resume)
     return labreport.ab(run, as_json=args.json)
 
 
@@ -262,5 +265,5 @@ def cmd_census(args):
     with proc.dry_run(args.dry_run):
         kern = variants.resolve(census.counters_spec(args.variant), args.tree,
                                 config=args.config, arch=args.arch)
-        return census.run(kern, workloads=args.workload, clock=_clock(args), cpus=args.cpus,
+        return census.run(kern, workloads=args.workload, clock=_mode(args), cpus=args.cpus,
                           timeout=args.timeout, out=args.output, as_json=args.json)

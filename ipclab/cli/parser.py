@@ -9,7 +9,7 @@ from ipclab import Error, __version__, compare, runner, stats
 from ipclab.cli.host import cmd_compare, cmd_env, cmd_report, cmd_run, cmd_show, cmd_suites
 from ipclab.cli.lab import (cmd_ab, cmd_bisect, cmd_census, cmd_kernel_build, cmd_kernel_fetch,
                             cmd_kernel_list, cmd_vm_run)
-from ipclab.lab import ab, bases, census, variants, vm
+from ipclab.lab import bases, census, variants, vm
 
 
 def percent(s):
@@ -273,7 +273,7 @@ def _add_reps(p):
     # Passed through to `ipclab run` in the guest: emulated guests are slow, and a smoke run
     # or a first look may want fewer repetitions than the suite's default.
     p.add_argument("--reps", type=positive_int, help="measured repetitions per cell"
-                   " (suite default; 9 with --deterministic)")
+                   f" (suite default; {vm.DETERMINISTIC.reps} with --deterministic)")
     p.add_argument("--warmups", type=int, help="warmup rounds per cell (suite default)")
     p.add_argument("--warmup", action=EngineWarmup)
 
@@ -354,8 +354,8 @@ def add_lab_parsers(sub):
     a.add_argument("--suite", default="seeds",
                    help="suite (or workload) to run in each boot (default: seeds)")
     a.add_argument("--boots", type=positive_int,
-                   help=f"boots of each variant, run A B A B ... ({ab.TIMED_PAIRS}; 1 with"
-                        " --deterministic); the boot is the unit of the comparison, and fewer"
+                   help=f"boots of each variant, run A B A B ... ({vm.TIMED.boots};"
+                        f" {vm.DETERMINISTIC.boots} with --deterministic); the boot is the unit of the comparison, and fewer"
                         " than 3 pairs claim nothing")
     add_min_change(a)
     a.add_argument("--json", action="store_true",
@@ -467,7 +467,8 @@ def add_bisect_parser(sub):
                       help="timed boots instead of the deterministic mode (refused when its "
                            "steps lack the power to see the threshold)")
     b.add_argument("--boots", type=positive_int,
-                   help=f"boots per commit (1 deterministic; {ab.TIMED_PAIRS} timed)")
+                   help=f"boots per commit ({vm.DETERMINISTIC.boots} deterministic;"
+                        f" {vm.TIMED.boots} timed)")
     b.add_argument("--cpus", type=positive_int, help="guest CPUs")
     b.add_argument("--config", metavar="FLAVOUR|FILE", help=CONFIG_HELP)
     _add_arch(b)

@@ -5,7 +5,7 @@ the outcome is data (outcome.py), which record.py turns into the one versioned r
 
 For every cell in both files (cells.py) and every metric compare tests: the medians, delta %,
 a 95% CI and a p-value, Holm-corrected across the cells' primaries (timed.py).  Under a
-deterministic clock each row is judged against the noise instead (deterministic.py), and the
+deterministic clock each row is judged against the noise instead (judged.py), and the
 lab's cost-model counts per operation are secondary rows under the same rule.  The seed views
 (writers x readers, the ladder, ...) get their entries' changes too, with the seed's own
 published change beside them (views.py).  One metric given as values by boot (bisect's
@@ -14,14 +14,13 @@ steps) is compared by the same rules in values.py.
 
 from ipclab import Error, stats
 from ipclab.compare.cells import check_clocks, match_cells, units_of
-from ipclab.compare.deterministic import deterministic_rows, fill_judged
+from ipclab.compare.judged import deterministic_rows, fill_judged
 from ipclab.compare.outcome import MIN_CHANGE, Outcome
 from ipclab.compare.record import build as outcome_record
 from ipclab.compare.timed import fill_tested, measured_costs, verdict
 from ipclab.compare.values import compare_values
 from ipclab.compare.views import view_changes
-# Not `deterministic`: in this package that name is the submodule compare/deterministic.py.
-from ipclab.deterministic import REAL, floor
+from ipclab.deterministic import floor
 
 __all__ = ["MIN_CHANGE", "Outcome", "check_clocks", "compare_results", "compare_values",
            "deterministic_rows",
@@ -36,9 +35,9 @@ def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=N
         raise Error(f"unknown paired test {paired_test!r}: one of"
                     f" {', '.join(stats.PAIRED_TESTS)}")
     out = Outcome(base=base, new=new, min_change=min_change, paired_test=paired_test)
-    out.clock = check_clocks(base, new, names)
+    out.mode = check_clocks(base, new, names)
     pairs = match_cells(base, new, common, names)
-    if out.clock != REAL:
+    if out.mode.deterministic:
         fill_judged(out, pairs, floor_file or floor.FLOOR_FILE)
     else:
         fill_tested(out, pairs)

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT
 """The cells two results files are compared by: their pairs (same key, same arguments),
-the clock both were measured with, the pairs a failed or skipped side rules out, and a
+the mode (and clock) both were measured in, the pairs a failed or skipped side rules out, and a
 cell's samples by unit (boot or round)."""
 
-from ipclab import EXIT_FAILED, Error, deterministic, results
+from ipclab import EXIT_FAILED, Error, results
+from ipclab.mode import Mode
 
 
 def match_cells(base, new, common=False, names=("BASE", "NEW"), hint_common=True):
@@ -46,13 +47,14 @@ def match_cells(base, new, common=False, names=("BASE", "NEW"), hint_common=True
 
 
 def check_clocks(base, new, names=("BASE", "NEW")):
-    """The clock both files were measured with; Error if they differ."""
-    cb, cn = deterministic.clock_of(base), deterministic.clock_of(new)
-    if cb != cn:
-        raise Error(f"{names[0]} was measured with clock {cb!r} and {names[1]} with {cn!r}: a"
+    """The mode both files were measured in (Mode.of: its clock); Error if they differ."""
+    mb, mn = Mode.of(base), Mode.of(new)
+    if mb != mn:
+        raise Error(f"{names[0]} was measured with clock {mb.clock!r} and {names[1]} with"
+                    f" {mn.clock!r}: a"
                     " time from one is not a time from the other, so they are not compared;"
                     " measure both sides in the same mode")
-    return cb
+    return mb
 
 
 def not_comparable(b, n, out):

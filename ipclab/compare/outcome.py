@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass, field
 
 from ipclab import deterministic, stats
+from ipclab.mode import TIMED, Mode
 
 # A change smaller than this is no change worth a verdict (`compare --min-change`).
 MIN_CHANGE = 0.02
@@ -111,7 +112,7 @@ class Outcome:
     warnings: list = field(default_factory=list)
     base: dict = None
     new: dict = None
-    clock: str = deterministic.REAL
+    mode: Mode = TIMED      # the mode both sides were measured in: its rule judges
     judged: list = field(default_factory=list)      # JudgedRow, deterministic clock only
     floor_source: dict = None
     cost_model: dict = None     # meta.cost_model of the base, when its samples have costs
@@ -122,6 +123,10 @@ class Outcome:
     level: float = 0.95     # the primary rows' CI coverage: 1 - alpha / family
     paired_test: str = "auto"   # of paired units: auto | t | wilcoxon
     costs: object = None        # Costs of a boot and a repetition (boots only)
+
+    @property
+    def clock(self) -> str:
+        return self.mode.clock
 
 
 @dataclass

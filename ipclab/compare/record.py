@@ -18,9 +18,10 @@ Versions of "ipclab-comparison":
 import json
 import math
 
-from ipclab import deterministic, stats
+from ipclab import stats
 from ipclab.compare.outcome import PairedComparison
 from ipclab.deterministic import cost, rule as det_rule
+from ipclab.mode import caveat_of
 
 SCHEMA = "ipclab-comparison/1"
 SCHEMA_FILE = "comparison-1.schema.json"
@@ -209,15 +210,14 @@ def build(outcome):
     rows = list(_judged_rows(outcome)) + list(_tested_rows(outcome))
     judged = [r for r in rows if r["primary"] and not r.get("model") and r["verdict"]]
     row_verdicts = {(r["key"], r["path"]): r["verdict"] for r in judged}
-    bound = f"±{outcome.min_change * 100:g}%" if outcome.clock == deterministic.REAL \
-        else "the noise"
+    bound = "the noise" if outcome.mode.deterministic else f"±{outcome.min_change * 100:g}%"
     rec = {"schema": SCHEMA, "base": outcome.base.get("id"), "new": outcome.new.get("id"),
            "clock": outcome.clock,
-           "mode": "timed" if outcome.clock == deterministic.REAL else "deterministic",
+           "mode": outcome.mode.name,
            "overall": overall([r["verdict"] for r in judged], bound),
            "rows": rows, "skipped": [{"key": k, "why": w} for k, w in outcome.skipped],
            "warnings": list(outcome.warnings),
-           "notes": {side: deterministic.caveat_of(res) for side, res in
+           "notes": {side: caveat_of(res) for side, res in
                      (("base", outcome.base), ("new", outcome.new))},
            "views": [view_record(vc, row_verdicts, bound)
                      for vc in outcome.views],

@@ -6,30 +6,29 @@ deterministic rule against the A/A floor, tested over the boots when the floor i
 the timed paired test over the boots at `min_change`), so its record (record.build) says of
 that row what `compare` would."""
 
-from ipclab.compare.deterministic import judge_values
+from ipclab.compare.judged import judge_values
 from ipclab.compare.outcome import MIN_CHANGE, JudgedRow, Outcome, Row
 from ipclab.compare.timed import judge_rows, paired_values
 from ipclab import stats
-from ipclab.deterministic import REAL
 
 
-def compare_values(key, path, unit, better, base_boots, new_boots, *, clock=REAL,
+def compare_values(key, path, unit, better, base_boots, new_boots, *, mode,
                    floor=None, min_change=MIN_CHANGE, paired_test="auto", ids=(None, None)):
     """The outcome of `new_boots` against `base_boots` (each a list of boots, each a list of
-    the metric's values) for cell `key`'s metric `path`: under a deterministic `clock`
-    ("icount shift=N") judged against `floor` (floor.Floor, or None), under real time
+    the metric's values) for cell `key`'s metric `path`: in the deterministic `mode`
+    (ipclab/mode.py) judged against `floor` (floor.Floor, or None), in the timed mode
     tested with the boot as the unit (2 boots a side or more; else the sample).  `better`
     is the metric's direction ("lower" or "higher"), which names a change better or worse;
     `ids` name the two sides in the record."""
     base_boots = [list(b) for b in base_boots if b]
     new_boots = [list(b) for b in new_boots if b]
-    out = Outcome(base={"id": ids[0], "env": {"clock": clock}},
-                  new={"id": ids[1], "env": {"clock": clock}}, clock=clock,
+    out = Outcome(base={"id": ids[0], "env": {"clock": mode.clock}},
+                  new={"id": ids[1], "env": {"clock": mode.clock}}, mode=mode,
                   min_change=min_change, paired_test=paired_test)
     label = path.rsplit(".", 1)[-1]
     xb = [x for b in base_boots for x in b]
     xn = [x for b in new_boots for x in b]
-    if clock != REAL:
+    if mode.deterministic:
         j = judge_values(xb, xn, better, floor, lambda: (base_boots, new_boots))
         out.judged.append(JudgedRow(key, path, label, unit, True, j))
         return out

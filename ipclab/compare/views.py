@@ -3,7 +3,7 @@
 seed's own published change, and a sweep's geometric mean of ratios, tested over its units
 (rounds or boots) when it has them."""
 
-from ipclab import deterministic, metrics, stats, views
+from ipclab import metrics, stats, views
 from ipclab.compare.cells import units_of
 from ipclab.compare.outcome import EntryChange, ViewChange
 
@@ -13,7 +13,7 @@ def _entry(outcome, index, key, path, scale, pub):
     outcome's rows by (key, path), and each side's cells by key (view_changes builds it)."""
     rows, base_cells, new_cells = index
     r = rows.get((key, path))
-    if outcome.clock != deterministic.REAL:
+    if outcome.mode.deterministic:
         if r is None:
             return None
         j = r.j
@@ -38,7 +38,7 @@ def view_changes(outcome):
     """[ViewChange] for the seed views of the base file: each entry's change, and for a
     sweep the geometric mean of its ratios (other views mix metrics, where one mean of
     ratios would mean nothing)."""
-    rows = outcome.judged if outcome.clock != deterministic.REAL else outcome.rows
+    rows = outcome.judged if outcome.mode.deterministic else outcome.rows
     index = ({(r.key, r.path): r for r in rows},
              {c["key"]: c for c in outcome.base["cells"]},
              {c["key"]: c for c in outcome.new["cells"]})

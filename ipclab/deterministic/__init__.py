@@ -6,15 +6,13 @@ floor.py keeps the A/A floor the rule takes its noise from, and cost.py is the c
 the package's."""
 
 from ipclab.deterministic.clock import (OP_COST, OP_PATHS, OPERATIONS, OWN_COST, REAL,
-                                        TIME_UNITS, caveat_of, clock_of, is_deterministic,
-                                        op_paths, operations, timing_caveat, unit_in_icount,
-                                        view_for)
+                                        TIME_UNITS, op_paths, operations,
+                                        unit_in_icount, view_for)
 from ipclab.deterministic.rule import (BIMODAL, BIMODAL_BOOTS, MAX_THRESHOLD, MIN_SAMPLES,
                                        SAFETY, TOO_FEW, TOO_NOISY, Judgement, judge,
                                        judge_boots, median_ci_rank, spread)
 
-__all__ = ["OP_COST", "OP_PATHS", "OPERATIONS", "OWN_COST", "REAL", "TIME_UNITS", "caveat_of",
-           "clock_of", "is_deterministic", "op_paths", "operations", "timing_caveat",
-           "unit_in_icount", "view_for", "BIMODAL", "BIMODAL_BOOTS", "MAX_THRESHOLD",
+__all__ = ["OP_COST", "OP_PATHS", "OPERATIONS", "OWN_COST", "REAL", "TIME_UNITS", "op_paths",
+           "operations", "unit_in_icount", "view_for", "BIMODAL", "BIMODAL_BOOTS", "MAX_THRESHOLD",
            "MIN_SAMPLES", "SAFETY", "TOO_FEW", "TOO_NOISY", "Judgement", "judge", "judge_boots",
            "median_ci_rank", "spread"]

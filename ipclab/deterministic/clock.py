@@ -6,9 +6,6 @@ The kernel lab's `--deterministic` boots the guest under single-threaded QEMU TC
 such a guest every time the engine measures is an instruction count, and a rate is per 10^9
 guest instructions. This module owns that reading:
 
-- which clock a results file was measured with (`clock_of`), so that results from different
-  clocks are never compared, and the one sentence on what a run's times mean
-  (`timing_caveat`);
 - the honest unit: each workload's guest instructions per operation (`op_paths`), taken
   from the task clock of all its processes (user and kernel, interrupts included) over its
   operations, and the seed views restated in it (`view_for`).
@@ -16,7 +13,7 @@ guest instructions. This module owns that reading:
 
 from dataclasses import replace
 
-from ipclab import metrics, results
+from ipclab import metrics
 
 
 REAL = "real"
@@ -44,46 +41,6 @@ OWN_COST = {
                    ("metrics.full_recv_ns", "receive from a full to half full queue")],
 }
 TIME_UNITS = ("ns", "us", "ms", "s")
-
-
-def clock_of(res):
-    """'real', or the guest clock a results file was measured with ('icount shift=0')."""
-    meta_clock = results.guest_clock(res)
-    if meta_clock and meta_clock.get("mode") == "deterministic":
-        return f"icount shift={meta_clock.get('icount', {}).get('shift', '?')}"
-    env_clock = res.get("env", {}).get("clock")
-    if not env_clock:
-        for cell in res.get("cells", []):
-            for smp in cell.get("samples", []):
-                env_clock = smp.get("env", {}).get("clock")
-                if env_clock:
-                    break
-            if env_clock:
-                break
-    return env_clock or REAL
-
-
-def is_deterministic(res):
-    return clock_of(res).startswith("icount")
-
-
-def timing_caveat(clock=REAL, accel="native"):
-    """What a run's times mean when they are not native time, in one sentence; "" when they
-    are. The one place this is said: the CLI, reports, compare and the lab all use it."""
-    if clock and clock.startswith("icount"):
-        return (f"deterministic clock ({clock}): times are guest instructions and rates are"
-                " per 10^9 guest instructions, not per second")
-    if accel == "tcg":
-        return ("accel=tcg: timings are emulated (~25x slower than native, and they move by"
-                " tens of percent between boots); compare counts and ratios, not times")
-    if accel and accel != "native":
-        return f"accel={accel}: timings include the hypervisor's; compare runs on the same VM"
-    return ""
-
-
-def caveat_of(res):
-    """timing_caveat() for a results file."""
-    return timing_caveat(clock_of(res), results.accel(res))
 
 
 def operations(sample, workload):

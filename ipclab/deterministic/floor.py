@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ipclab import modes
+from ipclab import bimodal
 
 
 FLOOR_FILE = Path(__file__).parents[1] / "reference" / "icount-floor.json"
@@ -69,9 +69,9 @@ class Modes:
 
 
 def find_modes(medians):
-    """Modes of positive boot medians by modes.split's one rule, with its thresholds for
-    boots (modes.BOOTS), or None.  With fewer than 4 there is nothing to tell apart."""
-    sp = modes.split(medians, modes.BOOTS)
+    """Modes of positive boot medians by bimodal.split's one rule, with its thresholds for
+    boots (bimodal.BOOTS), or None.  With fewer than 4 there is nothing to tell apart."""
+    sp = bimodal.split(medians, bimodal.BOOTS)
     if sp is None:
         return None
     return Modes((sp.low_median, sp.high_median), (len(sp.low), len(sp.high)), sp.separation)

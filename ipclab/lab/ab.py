@@ -28,15 +28,14 @@ from . import arm64, arm64_conformance, faults as fault_runs, kernel, variants, 
 from . import ab_resume, executor as executors
 
 
-def suite_job(suite: str, clock: vm.Clock = vm.TIMED, *, full: bool = False,
+def suite_job(suite: str, clock: vm.Clock, *, full: bool = False,
               reps: int | None = None, warmups: int | None = None,
               profile: bool = False, cells: tuple[str, ...] = (),
               arch: str | None = None) -> vm.SuiteJob:
     """The guest's job for a suite; Error (exit 2) for an unknown suite, or what the arch's
     guest cannot do, on the host, before anything is built or booted."""
     suites.check(suite)
-    if clock.deterministic and not reps:
-        reps = vm.DETERMINISTIC_REPS
+    reps = reps or clock.reps
     # Under icount, QEMU counts every instruction exactly from outside the guest; the guest
     # only marks where each cell starts and ends. Timed guests sample with perf inside.
     profile_by = ("marker" if clock.deterministic else "perf") if profile else None
@@ -53,6 +52,10 @@ def suite_job(suite: str, clock: vm.Clock = vm.TIMED, *, full: bool = False,
     if arch == "arm64":
         arm64.check_job(job)
     return job
+
+
+def reps_text(job: vm.SuiteJob) -> str:
+    return f"{job.reps} reps" if job.reps else "the suite's reps"
 
 
 def patch_names(meta: dict) -> str:
@@ -102,7 +105,7 @@ def last_line(path: Path) -> str:
 
 def run_suite_boot(meta: dict, accel: str, job: vm.SuiteJob, out: Path, *,
                    thp: str | None = None, timeout: float = 900, faults: dict | None = None,
-                   kmemleak: bool = False, clock: vm.Clock = vm.TIMED,
+                   kmemleak: bool = False, clock: vm.Clock,
                    cpus: int | None = None,
                    memory: str = vm.DEFAULT_PLUGIN_MEMORY) -> tuple[dict | None, vm.Boot]:
     """Boot once, run the suite job, and write its tagged results to `out` (and the profile
@@ -223,7 +226,7 @@ class VmRun:
 
 def vm_command(kern: variants.Variant | dict, command: list[str], *,
                thp: str | None = None, timeout: float = 900, faults: dict | None = None,
-               kmemleak: bool = False, clock: vm.Clock = vm.TIMED, cpus: int | None = None,
+               kmemleak: bool = False, clock: vm.Clock, cpus: int | None = None,
                record: Path | None = None) -> VmRun | None:
     """`vm run VARIANT -- CMD`: the boot and the command's output; None in a dry run."""
     meta = kernel.obtain(kern)
@@ -248,7 +251,7 @@ def vm_command(kern: variants.Variant | dict, command: list[str], *,
 
 def vm_conformance(kern: variants.Variant | dict, tests: list[str] = (), *,
                    thp: str | None = None, timeout: float = 900, faults: dict | None = None,
-                   kmemleak: bool = False, clock: vm.Clock = vm.TIMED, cpus: int | None = None,
+                   kmemleak: bool = False, clock: vm.Clock, cpus: int | None = None,
                    record: Path | None = None) -> VmRun | None:
     """`vm run VARIANT --conformance [-- TEST...]`: the conformance tests (all, or these) in
     one boot, as KTAP; on x86 conformance/run.sh in the guest, on arm64 the init's own job
@@ -268,7 +271,7 @@ def vm_conformance(kern: variants.Variant | dict, tests: list[str] = (), *,
 
 def vm_suite(kern: variants.Variant | dict, job: vm.SuiteJob, out: Path | None = None, *,
              thp: str | None = None, timeout: float = 900,
-             faults: dict | None = None, kmemleak: bool = False, clock: vm.Clock = vm.TIMED,
+             faults: dict | None = None, kmemleak: bool = False, clock: vm.Clock,
              cpus: int | None = None, record: Path | None = None,
              memory: str = vm.DEFAULT_PLUGIN_MEMORY) -> VmRun | None:
     """`vm run VARIANT SUITE`: the boot, and its tagged results written to `out` (default
@@ -305,15 +308,6 @@ def log_estimate(metas: dict, job: vm.SuiteJob, clock: vm.Clock, cpus: int | Non
         log(line)
 
 
-TIMED_PAIRS = 5
-
-
-def default_boots(deterministic):
-    """Boots per side when the command line names none: one under a deterministic clock,
-    TIMED_PAIRS timed. The one place `ab` and `bisect` take it from."""
-    return 1 if deterministic else TIMED_PAIRS
-
-
 @dataclasses.dataclass
 class ABRun:
     """What `ab` did: each side's variant and build, the pooled results and where they are,
@@ -334,8 +328,8 @@ class ABRun:
 
 
 def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.SuiteJob, *,
-           boots: int | None = None, thp: str | None = None, timeout: float = 1800,
-           clock: vm.Clock = vm.TIMED, cpus: int | None = None,
+           boots: int, clock: vm.Clock, thp: str | None = None, timeout: float = 1800,
+           cpus: int | None = None,
            outdir: Path | None = None, min_change: float = compare.MIN_CHANGE,
            memory: str = vm.DEFAULT_PLUGIN_MEMORY, executor=None,
            resume: bool = False) -> ABRun | None:
@@ -345,10 +339,8 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
     boots of `outdir` that completed are kept, only the others boot (ab_resume). None in a
     dry run."""
     t0 = time.monotonic()
-    # Under icount a boot repeats to the instruction, so one boot per side is the method.
-    # Timed boots vary by tens of percent: the boot is the unit of the comparison, and a
-    # paired test needs at least 3 pairs to claim anything (5 give it some power).
-    boots = boots or default_boots(clock.deterministic)
+    log(f"ab: {clock.name} mode: {boots} boot(s) of each side, {reps_text(job)} per cell,"
+        f" times in {clock.unit}")
     metas = {side: kernel.obtain(kern) for side, kern in (("A", base), ("B", new))}
     names = {side: meta["variant"] for side, meta in metas.items()}
     accel = vm.accel_for(kernel.image_path(metas["A"]), clock, metas["A"].get("arch"))

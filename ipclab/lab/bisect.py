@@ -34,9 +34,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ipclab import EXIT_FAILED, Error, deterministic, fmt, metrics, proc, results, stats
+from ipclab import EXIT_FAILED, Error, fmt, metrics, proc, results, stats
 from ipclab import step_times, suites
 from ipclab.deterministic import cost, floor
+from ipclab.mode import Mode
 from ipclab.progress import log
 
 from . import ab, gittree, kernel, variants, vm
@@ -100,7 +101,7 @@ class Params:
     suite: str
     metric: str                 # CELL[:PATH] as given
     threshold: float | None     # relative; None: default_threshold
-    deterministic: bool
+    mode: vm.Clock              # the command line's; the log keeps it as {"deterministic", "shift"}
     boots: int
     reps: int | None = None
     warmups: int | None = None
@@ -108,6 +109,23 @@ class Params:
     config: str | None = None
     cost: str = vm.DEFAULT_PLUGIN_MEMORY  # what the plugin counts of memory (deterministic)
     arch: str = variants.DEFAULT_ARCH
+
+    def __post_init__(self):
+        if isinstance(self.mode, dict):         # read back from a log (asdict made it a dict)
+            self.mode = vm.Clock(**self.mode)
+        if not isinstance(self.mode, Mode):
+            raise TypeError(f"Params.mode: a Mode, not {self.mode!r}")
+        if not isinstance(self.mode, vm.Clock):
+            self.mode = vm.Clock(self.mode.deterministic, self.mode.shift)
+
+    @classmethod
+    def from_log(cls, d: dict) -> Params:
+        """The params a log's first line holds; a log of the older code held the mode as a
+        bool, `deterministic`, which is read here, once, into the mode."""
+        d = dict(d)
+        if "deterministic" in d:
+            d["mode"] = vm.Clock.chosen(d.pop("deterministic"))
+        return cls(**d)
 
 
 class BisectLog:
@@ -149,7 +167,7 @@ class BisectLog:
                 if len(text) < 2:
                     raise
                 # An interrupted write leaves a torn last line: that commit is measured again.
-            params = Params(**lines[0]["params"])
+            params = Params.from_log(lines[0]["params"])
             done = {}
             for x in lines[1:]:
                 if "measured" in x:
@@ -215,20 +233,20 @@ class Bisect:
 
     def _num(self, v: float) -> str:
         # Instruction counts repeat to a tenth; timed figures to about three digits.
-        return fmt.count(v) if self.p.deterministic else fmt.num(v)
+        return fmt.count(v) if self.p.mode.deterministic else fmt.num(v)
 
     def rule(self, good: Measurement, bad: Measurement) -> StepRule:
         """The rule of every step, from GOOD -> BAD's record: its direction, and the
         threshold (by default half of GOOD -> BAD); Error (exit 1) when BAD is no change
         beyond the threshold against GOOD."""
-        probe = StepRule(good, self.p.deterministic, self.p.threshold or 0.0, 1, self.p.metric)
+        probe = StepRule(good, self.p.mode, self.p.threshold or 0.0, 1, self.p.metric)
         row = row_of(probe.record(bad))
         bad_delta = row["delta"] if row and row["delta"] is not None else math.nan
         threshold = (default_threshold(bad_delta) if self.p.threshold is None
                      else self.p.threshold)
-        if not self.p.deterministic and math.isfinite(threshold):
+        if not self.p.mode.deterministic and math.isfinite(threshold):
             check_power(good, bad, threshold)
-        rule = StepRule(good, self.p.deterministic, threshold, 1 if bad_delta > 0 else -1,
+        rule = StepRule(good, self.p.mode, threshold, 1 if bad_delta > 0 else -1,
                         self.p.metric)
         verdict, _, _, rec = rule.verdict(bad) if math.isfinite(bad_delta) else \
             (SKIP, bad_delta, "", None)
@@ -265,7 +283,7 @@ class Bisect:
         self._say(f"GOOD -> BAD: {pct(bad_delta)}; a commit has moved when it is more than"
                   f" {rule.threshold * 100:.3g}% {'above' if rule.direction > 0 else 'below'}"
                   " GOOD"
-                  + (" and beyond the noise" if self.p.deterministic else
+                  + (" and beyond the noise" if self.p.mode.deterministic else
                      f" with p < {stats.ALPHA} over {len(good.boots)} boots"))
         verdicts: dict[str, str] = {self.p.bad: NEW}
         deltas = {self.p.good: 0.0, self.p.bad: bad_delta}
@@ -354,7 +372,7 @@ class LabMeasure:
         self.outdir = outdir
         self.timeout = timeout
         self.jobs = jobs
-        self.clock = vm.DETERMINISTIC if p.deterministic else vm.TIMED
+        self.clock = p.mode
         self.cell, self.path = metric_spec(p.metric)
         # Only the metric's cell runs in the guest: a step costs one cell's samples. The
         # metric names it by its key or a start of it; the guest takes its whole key.
@@ -457,12 +475,11 @@ class LabMeasure:
             if cell.get("status") != "ok":
                 m.skip = f"{cell['key']} failed: {(cell.get('error') or '?').splitlines()[0]}"
                 continue
-            path_, m.unit = metric_path(cell, self.path, self.p.deterministic)
+            path_, m.unit = metric_path(cell, self.path, self.clock)
             m.key, m.path = cell["key"], path_
-            m.better = better_of(cell, path_, self.p.deterministic)
-            if self.p.deterministic:
-                floors, _ = floor.load(deterministic.clock_of(res), results.guest_cpus(res),
-                                       results.kernel_base(res))
+            m.better = better_of(cell, path_, self.clock)
+            if self.clock.deterministic:
+                floors, _ = self.clock.floors(results.guest_cpus(res), results.kernel_base(res))
                 m.floor = floors.get(floor.key(cell["key"], path_))
                 for cpath, name, unit in cost.row_paths(cell):
                     vals = metrics.metric_values(cell, cpath)
@@ -475,9 +492,11 @@ class LabMeasure:
 
 
 def run(p: Params | None, outdir: Path, *, resume: bool = False, timeout: float = 1800,
-        jobs: int | None = None, out=sys.stdout) -> Finding | None:
-    """`ipclab bisect`, its steps written to `out` as it goes: the Finding (None in a dry run).
-    A build or boot of GOOD or BAD that failed is an Error (exit 1)."""
+        jobs: int | None = None, out=None) -> Finding | None:
+    """`ipclab bisect`, its steps written to `out` (default: stdout, as it is when called) as
+    it goes: the Finding (None in a dry run). A build or boot of GOOD or BAD that failed is
+    an Error (exit 1)."""
+    out = out or sys.stdout
     logfile = BisectLog(outdir / LOG_NAME)
     done: dict[str, Measurement] = {}
     if resume:
@@ -485,10 +504,11 @@ def run(p: Params | None, outdir: Path, *, resume: bool = False, timeout: float 
     assert p is not None
     tree = Path(p.tree)
     commits = gittree.first_parent_range(tree, p.good, p.bad)
+    measure = LabMeasure(p, outdir, timeout=timeout, jobs=jobs)
     out.write(f"bisect {p.good[:12]}..{p.bad[:12]} of {tree}: {len(commits) - 1} commits"
               f" between GOOD and BAD (about {steps_left(commits, {p.bad: NEW})} steps),"
-              f" {p.metric} of suite {p.suite}, {'deterministic' if p.deterministic else 'timed'}"
-              f" mode, {p.boots} boot(s) per commit"
+              f" {p.metric} of suite {p.suite}, {p.mode.name} mode (times in {p.mode.unit}),"
+              f" {p.boots} boot(s) per commit, {ab.reps_text(measure.job)} per boot"
               + (f"; resuming with {len(done)} commits measured" if done else "") + "\n")
     out.flush()
     # A resumed log is written afresh, without a line a Ctrl-C may have torn.
@@ -500,7 +520,6 @@ def run(p: Params | None, outdir: Path, *, resume: bool = False, timeout: float 
     def describe(c: str) -> str:
         return f"{c[:12]} {gittree.subject(tree, c)}"
 
-    measure = LabMeasure(p, outdir, timeout=timeout, jobs=jobs)
     if proc.is_dry_run():
         measure([p.good, p.bad])
         for line in measure.estimate(steps_left(commits, {p.bad: NEW})):

@@ -16,8 +16,8 @@ import math
 from ipclab import EXIT_USAGE, Error, compare, power, stats
 from ipclab.compare import record as comparison
 from ipclab.deterministic import floor
+from ipclab.mode import DETERMINISTIC, Mode
 
-from . import vm
 from .metric import metric_spec
 
 OLD, NEW, SKIP = "old", "new", "skip"
@@ -86,7 +86,7 @@ class StepRule:
     record of GOOD's measurement against the commit's (compare.compare_values: the rule
     `compare` judges a primary row with), not by a rule of bisect's own."""
     good: Measurement
-    deterministic: bool
+    mode: Mode
     threshold: float            # relative, >= 0; the timed rule's min-change too
     direction: int              # +1: BAD is higher than GOOD; -1: lower
     metric: str = ""            # --metric CELL[:PATH], for a log that named no path
@@ -95,10 +95,9 @@ class StepRule:
         """The comparison record of GOOD against `m`: one row, its verdict and its rule."""
         g = self.good
         cell, path = metric_spec(self.metric) if self.metric else ("metric", None)
-        clock = (vm.DETERMINISTIC if self.deterministic else vm.TIMED).engine_clock()
         out = compare.compare_values(
             m.key or g.key or cell, m.path or g.path or path or "metric", m.unit or g.unit,
-            m.better or g.better or "lower", g.boots, m.boots, clock=clock, floor=g.floor,
+            m.better or g.better or "lower", g.boots, m.boots, mode=self.mode, floor=g.floor,
             min_change=self.threshold, ids=(g.commit, m.commit))
         return compare.outcome_record(out)
 
@@ -112,7 +111,7 @@ def noise_text(row: dict | None) -> str:
     """What the record's rule said of GOOD -> BAD, for the refusal to bisect."""
     if row is None:
         return "nothing compared"
-    if row["rule"]["kind"] == "deterministic":
+    if row["rule"]["kind"] == DETERMINISTIC.rule:
         t = row.get("threshold")
         noise = f"{t * 100:.3g}%" if t is not None else "none known"
     else:

@@ -6,6 +6,7 @@ the suite (and a sample the engine makes here) before anything is built."""
 from __future__ import annotations
 
 from ipclab import EXIT_FAILED, Error, deterministic, engine, metrics, results, suites
+from ipclab.mode import Mode
 
 
 def metric_spec(spec: str) -> tuple[str, str | None]:
@@ -28,12 +29,12 @@ def find_cell(res: dict, cell: str) -> dict:
     return hits[0]
 
 
-def metric_path(cell: dict, path: str | None, is_deterministic: bool) -> tuple[str, str]:
+def metric_path(cell: dict, path: str | None, mode: Mode) -> tuple[str, str]:
     """(path, unit) of the metric a bisect follows in a cell."""
     if path:
         unit, _ = metrics.metric_info(cell, path)
         return path, unit
-    if is_deterministic:
+    if mode.deterministic:
         costs = deterministic.op_paths(cell)
         if costs:
             return costs[0]
@@ -44,16 +45,15 @@ def metric_path(cell: dict, path: str | None, is_deterministic: bool) -> tuple[s
     return found[0], unit
 
 
-def better_of(cell: dict, path: str, is_deterministic: bool) -> str:
+def better_of(cell: dict, path: str, mode: Mode) -> str:
     """Which way the metric is better ("lower", "higher", "none"), as compare's row of it
     says: instructions per operation are better lower."""
-    if is_deterministic and path in {p for p, _ in deterministic.op_paths(cell)}:
+    if mode.deterministic and path in {p for p, _ in deterministic.op_paths(cell)}:
         return "lower"
     return metrics.metric_info(cell, path)[1]
 
 
-def check_metric(suite: str, spec: str, deterministic_mode: bool = True,
-                 probe: bool = True) -> None:
+def check_metric(suite: str, spec: str, mode: Mode, probe: bool = True) -> None:
     """Before anything is built: the suite exists, CELL is one of its cells, and PATH is one
     the cell's samples have: a sample the engine makes of the cell on the host shows which
     (probe; not for cost.*, which only a deterministic guest counts)."""
@@ -65,7 +65,7 @@ def check_metric(suite: str, spec: str, deterministic_mode: bool = True,
         return
     metrics.check_path(path)
     counted = "cost." in path
-    if counted and not deterministic_mode:
+    if counted and not mode.deterministic:
         raise Error(f"--metric {spec}: cost.* is counted only in the deterministic mode")
     sample = _host_sample(next(c for c in cells if c.key == key)) \
         if probe and not counted else None

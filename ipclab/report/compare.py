@@ -9,6 +9,7 @@ import sys
 
 from ipclab import deterministic, fmt, stats
 from ipclab.deterministic import cost
+from ipclab.mode import caveat_of
 from ipclab.compare.record import row_verdicts as record_verdicts
 
 
@@ -31,7 +32,7 @@ def p_text(p):
 
 def _views_text(outcome, out):
     """Seed-shaped tables: 'base -> new (delta)*' in each view's grid."""
-    det = outcome.clock != deterministic.REAL
+    det = outcome.mode.deterministic
     for vc in outcome.views:
         view = vc.view
         trows = []
@@ -78,11 +79,11 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
         out.write(heading + "\n\n")
     out.write(f"{names[0]}: {b.get('id')} ({b.get('suite')}, {b.get('mode')})\n"
               f"{names[1]}: {n.get('id')} ({n.get('suite')}, {n.get('mode')})\n\n")
-    if outcome.clock != deterministic.REAL:
+    if outcome.mode.deterministic:
         _render_deterministic(outcome, out, verdict)
         return
     for side, res in ((names[0], b), (names[1], n)):
-        caveat = deterministic.caveat_of(res)
+        caveat = caveat_of(res)
         if caveat:
             out.write(f"note: {side}: {caveat}\n")
     _views_text(outcome, out)

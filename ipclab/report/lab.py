@@ -7,7 +7,7 @@ logs only the progress of its builds and boots; the CLI hands its data here."""
 import json
 import sys
 
-from ipclab import EXIT_FAILED, deterministic, results
+from ipclab import EXIT_FAILED, results
 from ipclab.compare import record as comparison
 from ipclab.deterministic import cost
 from ipclab.report.compare import render_compare
@@ -44,7 +44,7 @@ def vm_suite(run, out=sys.stdout):
               f" accel={run.accel})\n")
     out.write(f"kernel: {build_text(results.build(res))}\n")
     out.flush()
-    caveat = deterministic.timing_caveat(run.clock.engine_clock(), run.accel)
+    caveat = run.clock.caveat(run.accel)
     if caveat:
         log(f"note: {caveat}")
     if run.clock.deterministic:
@@ -65,7 +65,7 @@ def ab(run, out=sys.stdout, as_json=False):
     if run is None:
         return 0
     names = run.names
-    # What the clock means for the numbers, render_compare says (timing_caveat).
+    # What the clock means for the numbers, render_compare says (Mode.caveat).
     heading = "\n".join(
         [f"ipclab ab {names['A']} -> {names['B']}: suite {run.suite}, {run.boots} boots each, "
          f"accel={run.accel}, {run.clock.mode} clock"] +
@@ -77,7 +77,7 @@ def ab(run, out=sys.stdout, as_json=False):
         render_compare(run.outcome, out, heading=heading, record=run.record)
         if run.profiles:
             render_profile_diff(run.profiles[0], run.profiles[1], out,
-                                       unit="insn" if run.clock.deterministic else "ns")
+                                       unit=run.clock.unit)
     out.flush()
     return EXIT_FAILED if run.failures else comparison.exit_status(run.record)
 

@@ -9,7 +9,8 @@ import json
 import os
 from pathlib import Path
 
-from ipclab import Error, compare, deterministic, envinfo, proc, results, safeio
+from ipclab import Error, compare, envinfo, proc, results, safeio
+from ipclab.mode import caveat_of
 from ipclab.report.compare import render_compare
 from ipclab.report.show import build_text, quality, render_views
 
@@ -66,7 +67,7 @@ def write_report(paths_and_results, out_dir, peers=None, outcomes=None, force=Fa
             accel = results.accel(res, "?")
             w(f"- host: {env.get('cpu', '?')}, {env.get('nproc', '?')} CPUs, kernel"
               f" {env.get('kernel', '?')}, THP {env.get('thp', '?')}, accel {accel}")
-        caveat = deterministic.caveat_of(res)
+        caveat = caveat_of(res)
         if caveat:
             w(f"- **{caveat}**")
         host = res.get("host")

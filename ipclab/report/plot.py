@@ -12,8 +12,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ipclab import deterministic, metrics, proc, results, stats, views  # noqa: E402
+from ipclab import metrics, proc, results, stats, views  # noqa: E402
 from ipclab.compare.record import row_verdicts  # noqa: E402
+from ipclab.mode import Mode  # noqa: E402
 
 
 PERCENTILES = ("p50", "p90", "p99", "p99.9")
@@ -120,7 +121,7 @@ def latency_percentiles(res, out_dir):
     for label, ys in series:
         ax.plot(PERCENTILES, ys, marker="o", label=label)
     ax.set_yscale("log")
-    unit = "guest instructions" if deterministic.is_deterministic(res) else "ns"
+    unit = Mode.of(res).unit_text
     ax.set_ylabel(f"write latency ({unit}, log)")
     ax.set_xlabel("percentile")
     ax.set_title("pipe-sweep write latency percentiles (median over samples)")

@@ -7,7 +7,8 @@ was measured (build_text) and the run's quality lines. Computes nothing it does 
 import math
 import sys
 
-from ipclab import deterministic, fmt, metrics, modes, peers, results, stats, views
+from ipclab import bimodal, deterministic, fmt, metrics, peers, results, stats, views
+from ipclab.mode import Mode, caveat_of
 
 
 def _ref_text(ref, view, row, col):
@@ -74,7 +75,7 @@ def render_views(res, out=sys.stdout, markdown=False, peers=None):
     """One table per seed view: ours (median, CV) beside the published figures, and beside
     the live peers of `peers` (a peers run) where one does the same work."""
     cells = {c["key"]: c for c in res["cells"]}
-    det = deterministic.is_deterministic(res)
+    det = Mode.of(res).deterministic
     shown = views.shown(res)
     # Peer programs measure time: nothing to set beside guest instruction counts.
     prows = views.peer_rows(peers) if peers and not det else []
@@ -176,7 +177,7 @@ def quality(res):
     """Per-suite precision (CV of each cell's primary metric) and warnings."""
     lines, warns = [], []
     reps = [len(results.invocations(c)) for c in res["cells"] if results.measured(c)]
-    det = deterministic.is_deterministic(res)
+    det = Mode.of(res).deterministic
     # Under icount the samples of a cell agree to parts in 10^4: a few are enough.
     if reps and min(reps) < stats.MIN_REPS and not det:
         warns.append(f"only {min(reps)} repetitions in some cells (fewer than {stats.MIN_REPS}):"
@@ -212,8 +213,8 @@ def quality(res):
         ncells = sum(len(v) for v in by_suite.values())
         warns.append(stats.noise_warning(noisy, f"{ncells} cells"))
     if not det:
-        warns += [mode_text(f) for f in modes.findings(res)]
-    caveat = deterministic.caveat_of(res)
+        warns += [mode_text(f) for f in bimodal.findings(res)]
+    caveat = caveat_of(res)
     if caveat:
         warns.append(caveat)
     host = res.get("host") or {}
@@ -227,7 +228,7 @@ def quality(res):
 
 
 def mode_text(f):
-    """One line for a cell whose samples split into two modes (modes.Finding)."""
+    """One line for a cell whose samples split into two modes (bimodal.Finding)."""
     sp = f.split
     unit = f" {f.unit}" if f.unit else ""
     cause = f"; {f.cause}" if f.cause else ""
@@ -276,8 +277,9 @@ def show(res, out=sys.stdout, peers=None):
                   f" accel {accel}\n")
     if results.build(res) is not None:
         out.write(f"kernel: {build_text(results.build(res))}\n")
-    if deterministic.is_deterministic(res):
-        out.write(f"clock: {deterministic.clock_of(res)} (deterministic: guest instructions,"
+    measured_in = Mode.of(res)
+    if measured_in.deterministic:
+        out.write(f"clock: {measured_in.clock} (deterministic: guest instructions,"
                   " not time)\n")
     out.write("\n")
     render_views(res, out, peers=peers)

@@ -60,8 +60,8 @@ def lab(monkeypatch):
 
 
 def run(job, out, executor, boots=3, resume=False, new="vB"):
-    return ab.run_ab(meta("vA"), meta(new), job, boots=boots, outdir=out, executor=executor,
-                     resume=resume)
+    return ab.run_ab(meta("vA"), meta(new), job, boots=boots, clock=vm.TIMED, outdir=out,
+                     executor=executor, resume=resume)
 
 
 def test_resume_boots_only_what_was_lost_and_compares_every_boot(tmp_path, lab):

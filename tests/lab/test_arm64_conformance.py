@@ -191,9 +191,9 @@ def test_on_x86_conformance_is_run_sh_in_the_guest(monkeypatch):
     seen = {}
     monkeypatch.setattr(ab, "vm_command", lambda meta, command, **kw: seen.update(
         meta=meta, command=command, **kw) or "x86 run")
-    assert ab.vm_conformance({"arch": "x86_64"}, timeout=5) == "x86 run"
+    assert ab.vm_conformance({"arch": "x86_64"}, timeout=5, clock=vm.TIMED) == "x86 run"
     assert seen["command"] == ["conformance/run.sh"] and seen["timeout"] == 5
-    ab.vm_conformance({"arch": "x86_64"}, ["pipe_order"])
+    ab.vm_conformance({"arch": "x86_64"}, ["pipe_order"], clock=vm.TIMED)
     assert seen["command"] == ["conformance/run.sh", "pipe_order"]
 
 
@@ -212,7 +212,7 @@ def test_on_arm64_the_exit_status_is_run_sh_s(monkeypatch, tmp_path, kinds, boot
     outcomes = [ac.Outcome(f"t{i}", kind) for i, kind in enumerate(kinds)]
     monkeypatch.setattr(ac, "run", lambda meta, **kw: ac.ConformanceRun(
         boot(tmp_path, boot_ok), outcomes))
-    run = ab.vm_conformance({"arch": "arm64"})
+    run = ab.vm_conformance({"arch": "arm64"}, clock=vm.TIMED)
     out = io.StringIO()
     assert labreport.vm_command(run, out=out) == rc
     assert out.getvalue() == ac.ktap(outcomes)

@@ -76,7 +76,7 @@ def test_a_timed_arm64_profile_is_refused_before_a_build(monkeypatch, capsys):
                  "icount-check", "--profile"]) == 2
     assert "--profile on arm64 needs --deterministic" in capsys.readouterr().err
     with pytest.raises(arm64.Error, match="needs --deterministic"):
-        arm64.check_job(ab.suite_job("icount-check", profile=True))
+        arm64.check_job(ab.suite_job("icount-check", vm.TIMED, profile=True))
 
 
 def counts_line(counts):

@@ -9,11 +9,11 @@ import json
 import os
 from pathlib import Path
 
-from ipclab import Error, deterministic, proc
+from ipclab import Error, proc
 from ipclab.progress import log
 
 from ..cache import cache_root
-from .clock import TIMED, Clock
+from .clock import Clock
 from .vng import run_vng, vng_argv
 
 
@@ -86,19 +86,19 @@ def probe_accel(image: Path) -> dict:
     return result
 
 
-def accel_for(image: Path, clock: Clock = TIMED, arch: str | None = None) -> str:
+def accel_for(image: Path, clock: Clock, arch: str | None = None) -> str:
     """kvm or tcg for booting `image`. The deterministic mode is TCG by definition: no KVM
     probe, no TCG warning; so is another architecture than the host's (arm64)."""
     if clock.deterministic:
         return "tcg"
     if arch not in (None, "x86_64"):
         log(f"warning: an {arch} guest runs under QEMU TCG on this host. "
-            f"{deterministic.timing_caveat(accel='tcg')}")
+            f"{clock.caveat('tcg')}")
         return "tcg"
     res = probe_accel(image)
     if res["accel"] == "tcg":
         log(f"warning: using QEMU TCG, not KVM: {res['reason']}. "
-            f"{deterministic.timing_caveat(accel='tcg')}")
+            f"{clock.caveat('tcg')}")
     return res["accel"]
 
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Samples that explain themselves (ipclab/modes.py): two modes are found in synthetic
+"""Samples that explain themselves (ipclab/bimodal.py): two modes are found in synthetic
 samples and one is not made up, the cause comes from the engine's "sides", and show says
 it; env's wakeup measurement reads what the engine gives."""
 import io
@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from ipclab import envinfo, modes, report, results
+from ipclab import bimodal, envinfo, report, results
 
 
 def lognormal(rng, centre, cv, n):
@@ -20,7 +20,7 @@ def test_two_far_clusters_are_two_modes():
     fast, slow = lognormal(rng, 400000, 0.05, 6), lognormal(rng, 25000, 0.2, 4)
     xs = fast + slow
     rng.shuffle(xs)
-    sp = modes.split(xs)
+    sp = bimodal.split(xs)
     assert sp is not None
     assert sorted(xs[i] for i in sp.high) == sorted(fast)
     assert sorted(xs[i] for i in sp.low) == sorted(slow)
@@ -30,14 +30,14 @@ def test_two_far_clusters_are_two_modes():
 @pytest.mark.parametrize("seed", range(20))
 def test_one_noisy_cluster_is_not_two_modes(seed):
     rng = random.Random(seed)
-    assert modes.split(lognormal(rng, 1000, 0.15, 10)) is None
+    assert bimodal.split(lognormal(rng, 1000, 0.15, 10)) is None
 
 
 def test_a_lone_straggler_or_too_few_samples_are_not_modes():
-    assert modes.split([100, 101, 99, 100, 102, 98, 100, 101, 99, 10]) is None
-    assert modes.split([1, 1, 1, 100, 100]) is None          # under MIN_SAMPLES
-    assert modes.split([1.0, 1.01, 1.02, 1.3, 1.31, 1.32, 1.33, 1.3]) is None  # < 1.5x apart
-    assert modes.split([0, -1, float("nan"), None, 5, 5]) is None
+    assert bimodal.split([100, 101, 99, 100, 102, 98, 100, 101, 99, 10]) is None
+    assert bimodal.split([1, 1, 1, 100, 100]) is None          # under MIN_SAMPLES
+    assert bimodal.split([1.0, 1.01, 1.02, 1.3, 1.31, 1.32, 1.33, 1.3]) is None  # < 1.5x apart
+    assert bimodal.split([0, -1, float("nan"), None, 5, 5]) is None
 
 
 def sides(*cpus, moved=0):
@@ -48,16 +48,16 @@ def sides(*cpus, moved=0):
 
 
 def test_placement_of_a_sample():
-    assert modes.placement({"sides": sides(0, 0, 0, 0)}) == modes.SAME
-    assert modes.placement({"sides": sides(0, 0, 1, 1)}) == modes.APART
-    assert modes.placement({"sides": sides(0, 1, 1, 1)}) == modes.MOVED
-    assert modes.placement({"sides": sides(1, 1, 1, 1, moved=2)}) == modes.MOVED
-    assert modes.placement({}) is None
-    assert modes.placement({"sides": sides(None, None, 0, 0)}) is None
+    assert bimodal.placement({"sides": sides(0, 0, 0, 0)}) == bimodal.SAME
+    assert bimodal.placement({"sides": sides(0, 0, 1, 1)}) == bimodal.APART
+    assert bimodal.placement({"sides": sides(0, 1, 1, 1)}) == bimodal.MOVED
+    assert bimodal.placement({"sides": sides(1, 1, 1, 1, moved=2)}) == bimodal.MOVED
+    assert bimodal.placement({}) is None
+    assert bimodal.placement({"sides": sides(None, None, 0, 0)}) is None
     # one process per copy has no partner to share a CPU with
-    assert modes.placement({"sides": [{"copy": 0, "cpu_start": 0, "cpu_end": 0}]}) is None
+    assert bimodal.placement({"sides": [{"copy": 0, "cpu_start": 0, "cpu_end": 0}]}) is None
     two = sides(0, 0, 0, 0) + [dict(s, copy=1, cpu_start=1, cpu_end=1) for s in sides(0, 0, 0, 0)]
-    assert modes.placement({"sides": two}) == modes.SAME
+    assert bimodal.placement({"sides": two}) == bimodal.SAME
 
 
 def cell(rates, places=None, args=()):
@@ -75,7 +75,7 @@ def cell(rates, places=None, args=()):
 def test_the_cause_is_named_from_the_sides():
     rates = [420000, 410000, 30000, 405000, 26000, 415000, 33000, 400000, 28000, 412000]
     places = [sides(0, 0, 0, 0) if r > 100000 else sides(0, 0, 1, 1) for r in rates]
-    f = modes.find(cell(rates, places))
+    f = bimodal.find(cell(rates, places))
     assert f is not None
     assert "lower values ran with the sides on different CPUs in 4 of 4" in f.cause
     assert "the higher on one CPU in 6 of 6" in f.cause
@@ -84,12 +84,12 @@ def test_the_cause_is_named_from_the_sides():
 
 def test_no_cause_without_sides_and_other_advice_when_pinned():
     rates = [420000, 410000, 30000, 405000, 26000, 415000, 33000, 400000, 28000, 412000]
-    f = modes.find(cell(rates))
+    f = bimodal.find(cell(rates))
     assert f.cause == "" and "not record where they ran" in f.advice
-    f = modes.find(cell(rates, args=["--cpus", "0,1"]))
+    f = bimodal.find(cell(rates, args=["--cpus", "0,1"]))
     assert "pinned (--cpus) already" in f.advice
     # the same placement in both modes is not a cause
-    f = modes.find(cell(rates, [sides(0, 0, 1, 1)] * 10))
+    f = bimodal.find(cell(rates, [sides(0, 0, 1, 1)] * 10))
     assert f.cause == ""
 
 

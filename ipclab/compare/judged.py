@@ -43,7 +43,7 @@ def fill_judged(out, pairs, floor_file):
     clock, cpus, kbase = out.clock, results.guest_cpus(out.base), results.kernel_base(out.base)
     # The floor file is parsed once: its floors for this kernel and its bases for the warning.
     floor_data = floor.read_or_empty(floor_file)
-    floors, entry = floor.floors_for(floor_data, clock, cpus, kbase)
+    floors, entry = out.mode.floors(cpus, kbase, floor_data)
     out.floor_source = dict(entry, path=str(floor_file)) if entry else None
     for b, n in pairs:
         if not_comparable(b, n, out):
