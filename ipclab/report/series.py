@@ -92,7 +92,9 @@ class Table:
         if self.render is render_deterministic and self.title:
             titles.insert(0, self.title)
         if self.sites:
-            titles = ["workload"] + [t for _, t in self.sites]
+            titles = ["workload"] + ([t for _, t in self.sites] if len(self.columns) == 1 else
+                                     [f"{st}, {kt}" for _, st in self.sites
+                                      for _, kt in self.columns])
         if self.render is render_pipe_bench:
             titles = ["w x r"] + [x for _, name in PIPE_BENCH_METRICS
                                   for x in [f"{name} {titles[0]}"] + titles[1:]]
@@ -264,31 +266,41 @@ WORKLOAD_NAMES = {
 
 
 def render_census(table, record):
-    k = record["kernels"][0]
+    kernels = [_kernel(record, v, table) for v, _ in table.columns]
     shown, idle, failed = [], [], []
     for name in record["rows"]:
-        c = k["cells"][name]
         label = WORKLOAD_NAMES.get(name, name)
-        if c.get("rc"):
-            failed.append(f"{label} (exit {c['rc']})")
+        cs = [k["cells"][name] for k in kernels]
+        rcs = [c.get("rc") for c in cs]
+        if any(rcs):
+            failed.append(f"{label} (exit {', '.join(str(rc) for rc in rcs)})" if len(cs) > 1
+                          else f"{label} (exit {rcs[0]})")
             continue
-        counts = [c["sites"].get(site, {}) for site, _ in table.sites]
+        counts = [c["sites"].get(site, {}) for site, _ in table.sites for c in cs]
         if not any(x.get("calls") for x in counts):
             idle.append(label)
             continue
         shown.append([label] + [f"{x.get('sleepers', 0)} of {x.get('calls', 0)}"
                                 for x in counts])
     cfg = CONFIG_NAMES.get(record["config"], f"{record['config']} config")
+    where = record["release"] if len(kernels) == 1 else \
+        f"{record['release']} and " + ", ".join(t for _, t in table.columns[1:])
+    if record.get("mode") == "timed":
+        how = (f"QEMU {record['qemu']} TCG, timed, {record['cpus']} vCPUs each on a host"
+               " thread of its own, on a host shared with other work")
+    else:
+        how = (f"QEMU {record['qemu']} TCG with -icount"
+               f" {record['clock'].replace('icount ', '')}, {record['cpus']} vCPU")
     cap = (f"Calls of each wakeup site that found a sleeper, of all its calls, per"
-           f" workload, counted at the site in {record['release']} built from {cfg}, one"
-           f" boot, QEMU {record['qemu']} TCG with -icount"
-           f" {record['clock'].replace('icount ', '')}, {record['cpus']} vCPU,"
+           f" workload, counted at the site in {where} built from {cfg}, one"
+           f" boot{' each' if len(kernels) > 1 else ''}, {how},"
            f" {record['arch']}. Workloads that never reached "
            + ("this site" if len(table.sites) == 1 else "these sites") + ": "
            + ("; ".join(idle) or "none") + "."
            + (" Failed: " + "; ".join(failed) + "." if failed else ""))
-    header = ["workload"] + [t for _, t in table.sites]
-    return _wrap(cap) + _layout(header, shown, "<" + ">" * len(table.sites))
+    header = ["workload"] + ([t for _, t in table.sites] if len(kernels) == 1 else
+                             [f"{st}, {kt}" for _, st in table.sites for _, kt in table.columns])
+    return _wrap(cap) + _layout(header, shown, "<" + ">" * (len(header) - 1))
 
 
 def render_disassembly(table, record):

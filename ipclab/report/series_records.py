@@ -183,36 +183,54 @@ def summarise_conformance(outs, records, commands, title, commit=None, config="t
             "qemu": first["qemu"], "mode": first["mode"], "rows": rows, "kernels": kernels}
 
 
-def summarise_census(path, commands, title, commit=None):
-    """A record of one census boot (`ipclab census VARIANT -o FILE`): per workload, the
-    calls of each wakeup site and how many found a sleeper."""
+def _census_kernel(path):
+    """(the census record at `path`, its kernel's entry for a series record)."""
     try:
         census = json.loads(Path(path).read_text())
     except (OSError, ValueError) as e:
         raise Error(f"cannot read census {path}: {e}") from None
-    if census.get("schema") != "ipclab-census/1":
+    if not isinstance(census, dict) or census.get("schema") != "ipclab-census/1":
         raise Error(f"{path}: not a census record (ipclab-census/1)")
-    build, clock = census.get("build") or {}, census.get("clock") or {}
-    rows, cells = [], {}
+    build = census.get("build") or {}
+    cells = {}
     for w in census.get("workloads", []):
-        rows.append(w["workload"])
         cells[w["workload"]] = {
             "rc": w.get("rc"), "n": 1,
             "sites": {f"{fam}/{site}": dict(v) for fam in census.get("sites", {})
                       for site, v in (w.get(fam) or {}).items()}}
-    kernel = {"variant": census.get("variant"), "release": build.get("release") or
-              (build.get("base") or {}).get("release"),
-              "patches": [p.get("name") for p in build.get("patches", [])],
-              "raw": (census.get("boot") or {}).get("shared"), "cells": cells}
+    return census, {"variant": census.get("variant"),
+                    "release": build.get("release") or (build.get("base") or {}).get("release"),
+                    "patches": [p.get("name") for p in build.get("patches", [])],
+                    "raw": (census.get("boot") or {}).get("shared"), "cells": cells}
+
+
+def summarise_census(paths, commands, title, commit=None):
+    """A record of census boots (`ipclab census VARIANT -o FILE`), one kernel each, the
+    first the base: per workload, the calls of each wakeup site and how many found a
+    sleeper. Error when the boots were not made alike (config, arch, vCPUs, mode)."""
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    read = [_census_kernel(p) for p in paths]
+    census = read[0][0]
+    build, clock = census.get("build") or {}, census.get("clock") or {}
+
+    def alike(c):
+        return ((c.get("build") or {}).get("config_flavour"), c.get("arch"),
+                (c.get("clock") or {}).get("cpus"), (c.get("clock") or {}).get("mode"),
+                [w["workload"] for w in c.get("workloads", [])])
+    for path, (other, _) in zip(paths[1:], read[1:]):
+        if alike(other) != alike(census):
+            raise Error(f"{path}: not a census made as {paths[0]} was (config, arch, vCPUs, "
+                        "mode or workloads differ)")
+    rows = [w["workload"] for w in census.get("workloads", [])]
     return {"schema": SCHEMA, "kind": CENSUS, "title": title, "commands": list(commands),
             "commit": commit or _git_commit(), "machine": _machine(),
             "recorded": proc.now_iso(), "measured": census.get("when"),
-            "base": (build.get("base") or {}).get("name"), "release": kernel["release"],
+            "base": (build.get("base") or {}).get("name"), "release": read[0][1]["release"],
             "config": build.get("config_flavour"), "arch": census.get("arch"),
             "cpus": clock.get("cpus"), "qemu": clock.get("qemu"), "mode": clock.get("mode"),
             "clock": "icount shift=0" if (clock.get("icount") or {}).get("shift") == 0
             else clock.get("mode"),
-            "sites": census.get("sites"), "rows": rows, "kernels": [kernel]}
+            "sites": census.get("sites"), "rows": rows, "kernels": [k for _, k in read]}
 
 
 FASTPATH_LINE = re.compile(r"^(?P<func>\S+): (?P<insns>\d+) instructions, (?P<reps>\d+)"
