@@ -16,3 +16,33 @@ def test_every_page_under_docs_measured_has_a_record():
     pages = {p.path for p in measured.PAGES}
     assert {p for p in measured.PAGES_DIR.glob("*.md")} <= pages
 
+
+
+SAYS = ("| command |", "| commit |", "| machine |", "| kernel base and config |", "| vCPUs |",
+        "| architecture |")
+
+
+@pytest.mark.parametrize("page", [p for p in measured.PAGES if isinstance(p.record, tuple)],
+                         ids=lambda p: p.name)
+def test_a_series_page_says_how_each_record_was_measured(page):
+    text = page.path.read_text()
+    for rec in page.record:
+        section = text.split(f"[`{rec.relative_to(measured.ROOT)}`]", 1)
+        assert len(section) == 2, f"{page.path} has no section for {rec}"
+        head = section[0].rsplit("\n## ", 1)[1] + section[1].split("\n\n", 1)[0]
+        for line in SAYS:
+            assert line in head, f"{page.path}, {rec.name}: no {line!r} row"
+
+
+def test_a_changed_record_value_shows_on_its_page(tmp_path):
+    """The check compares figures, not only that a page exists: a median changed in a copy
+    of a record changes the page rendered from it."""
+    import json
+    page = next(p for p in measured.PAGES if p.name == "series-v4")
+    data = json.loads(page.record[0].read_text())
+    cell = "pipe-throughput/copies=1 | counters.task_clock_ns / metrics.loops"
+    data["kernels"][0]["cells"][cell]["median"] = 1234.5
+    bad = tmp_path / page.record[0].name
+    bad.write_text(json.dumps(data))
+    text = page.render((bad,) + page.record[1:])
+    assert "| 1234.5 |" in text and text != page.path.read_text()

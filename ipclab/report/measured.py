@@ -16,6 +16,7 @@ from pathlib import Path
 from ipclab import results
 from ipclab.deterministic import floor
 from ipclab import step_times
+from ipclab.report import measured_series, series
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES_DIR = ROOT / "docs" / "measured"
@@ -25,8 +26,8 @@ REWRITE = "scripts/measured-pages"
 @dataclass(frozen=True)
 class Page:
     name: str           # docs/measured/NAME.md
-    record: Path
-    render: object      # (record path) -> the page's Markdown
+    record: object      # a Path, or a tuple of Paths for a page of several records
+    render: object      # (record) -> the page's Markdown
 
     @property
     def path(self):
@@ -102,8 +103,40 @@ def render_times(record):
     return "\n".join(out) + "\n"
 
 
+def _series_page(title, intro):
+    def render(records):
+        rels = [measured_series.rel(r, ROOT) for r in records]
+        out = [f"# {title}", "",
+               f"<!-- Written by {REWRITE} from {', '.join(map(str, rels))}; edit the"
+               f" records or the renderer (ipclab/report/measured_series.py), never this"
+               f" page. -->", "", intro, ""]
+        for r in records:
+            out += measured_series.section(r, ROOT)
+        return "\n".join(out)
+    return render
+
+
+SERIES_V4 = tuple(series.RECORDS / f for f in (
+    "v4-icount-tiny.json", "v4-icount-production.json", "v4-pipe-bench-tiny.json",
+    "failed-writes-tiny.json", "v4-fastpath-debian.json"))
+CENSUS = tuple(series.RECORDS / f for f in ("census-tiny.json",))
+
 PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),
-         Page("lab-times", step_times.REFERENCE, render_times))
+         Page("lab-times", step_times.REFERENCE, render_times),
+         Page("series-v4", SERIES_V4, _series_page(
+             "Series v4 (kernel/patches/mainline): every row of its records",
+             "The records behind the tables of the v4 mails (`scripts/series-tables`, which"
+             " prints each mail's few columns), here with every row and every kernel they"
+             " hold. Instruction counts are QEMU icount counts, deterministic mode, not"
+             " times; the disassembly is of an object file, no run.")),
+         Page("census", CENSUS, _series_page(
+             "The census: which wakeup sites find a sleeper",
+             "`ipclab census` boots mainline with the lab's wakeup counters"
+             " (`mainline+wakeup-counters`) once and runs every workload of"
+             " kernel/tests/wakeup-sites; each site counts its calls and the calls that"
+             " found a sleeper on the wait queue. Deterministic mode (icount): the counts a"
+             " workload's design fixes repeat from boot to boot; those that depend on when a"
+             " task is switched out can differ by a few between boots.")))
 
 
 def rendered():
