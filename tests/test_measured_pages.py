@@ -46,3 +46,29 @@ def test_a_changed_record_value_shows_on_its_page(tmp_path):
     bad.write_text(json.dumps(data))
     text = page.render((bad,) + page.record[1:])
     assert "| 1234.5 |" in text and text != page.path.read_text()
+
+
+def _script(name):
+    from importlib.machinery import SourceFileLoader
+    from importlib.util import module_from_spec, spec_from_loader
+    loader = SourceFileLoader(name.replace("-", "_"), str(measured.ROOT / "scripts" / name))
+    mod = module_from_spec(spec_from_loader(loader.name, loader))
+    loader.exec_module(mod)
+    return mod
+
+
+def test_a_cost_model_file_says_how_it_was_made_and_its_page_says_so(tmp_path):
+    """scripts/cost-calibrate writes the command line, the commit and the machine into the
+    file; the page prints them in place of "not recorded"."""
+    import json
+    how = _script("cost-calibrate").provenance(["cost-calibrate", "--rounds", "41"])
+    assert how["command"] == "scripts/cost-calibrate --rounds 41"
+    assert how["commit"] and how["machine"]["cpus"]
+    data = json.loads(measured.COST_MODEL.read_text())
+    data.update(how)
+    rec = tmp_path / "cost-model.json"
+    rec.write_text(json.dumps(data))
+    text = measured.render_cost_model(rec)
+    assert f"| commit | {how['commit']} |" in text
+    assert "| command | `scripts/cost-calibrate --rounds 41` |" in text
+    assert f"{how['machine']['cpus']} host CPUs" in text

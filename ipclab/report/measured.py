@@ -103,6 +103,64 @@ def render_times(record):
     return "\n".join(out) + "\n"
 
 
+COST_MODEL = ROOT / "ipclab" / "reference" / "cost-model.json"
+
+# What each probe loop is, for a reader of the table (kernel/qemu-plugin/cost-probe.c).
+PROBE_LOOPS = {"add_chain": "add_chain (one cycle)", "push_pop": "push+pop",
+               "pushf_popf": "pushf+popf", "chase_16k": "chase 16 KiB (L1d)",
+               "chase_512k": "chase 512 KiB (L2)", "chase_16m": "chase 16 MiB",
+               "chase_1g": "chase 1 GiB"}
+WEIGHT_NAMES = {"locked": "locked (per atomic)", "irqflag": "irq-flag change",
+                "l1_miss": "L1d miss (served by the last level)",
+                "ll_miss": "LL miss (served beyond it)"}
+
+
+def render_cost_model(record):
+    import json
+    data = json.loads(record.read_text())
+    cpu, probe = data["cpu"], data["probe"]
+    load = data.get("load_average", {})
+    m = data.get("machine")
+    machine = (f"{m['cpus']} host CPUs ({m['cpu']}), {m['mem_gib']} GiB" if m else
+               f"{cpu.get('vendor')} {cpu.get('model')}, family {cpu.get('family')}, model"
+               f" {cpu.get('model_number')}, stepping {cpu.get('stepping')}")
+    commit = data.get("commit") or (
+        "not recorded in the file (scripts/cost-calibrate did not write it then);"
+        " `git log -- ipclab/reference/cost-model.json` names the commit that stored it")
+    cache = data["cache"]
+    out = _head("The cost model's weights", record,
+                "the host CPU's own timings of the probe's loops, not a guest's:"
+                " `scripts/cost-calibrate` builds kernel/qemu-plugin/cost-probe.c and times"
+                " every loop once per round, pinned to one CPU. Timed on a shared machine:"
+                " each weight is taken from each loop's fastest round, since other work only"
+                " adds time.")
+    out += ["| | |", "|---|---|",
+            f"| command | `{data.get('command') or data.get('refit')}` |",
+            f"| commit | {commit} |",
+            f"| machine | {machine}; load average {load.get('before')} before,"
+            f" {load.get('after')} after |",
+            "| kernel base and config | none: the host CPU, no guest |",
+            f"| vCPUs | none; the probe pinned to host CPU {probe['cpu']},"
+            f" {probe['rounds']} rounds, {probe['clock']} |",
+            f"| architecture | {(m or {}).get('arch', 'x86_64')} |",
+            f"| calibrated | {data['calibrated']} |", "",
+            "ns per operation, over the rounds:", "",
+            "| loop | fastest | median | slowest |", "|---|---:|---:|---:|"]
+    for name, f in sorted(probe["ns_per_op"].items()):
+        out.append(f"| {PROBE_LOOPS.get(name, name)} | {f['min']} | {f['median']} |"
+                   f" {f['max']} |")
+    out += ["", f"The model, in cycles of {data['cycle_ns']:g} ns"
+            f" ({1 / data['cycle_ns']:.2f} GHz):", "",
+            "| weight | cycles | from |", "|---|---:|---|"]
+    for w, v in data["weights"].items():
+        out.append(f"| {WEIGHT_NAMES.get(w, w)} | {v:g} | {data['weights_from'].get(w, '')} |")
+    out += ["", f"The cache model: L1d {cache['l1d']['size'] // 1024} KiB"
+            f" {cache['l1d']['ways']}-way, last level {cache['ll']['size'] // 1024} KiB"
+            f" {cache['ll']['ways']}-way ({cache['ll']['is']}), {cache['line']}-byte lines,"
+            f" {cache['replacement']}, indexed by {cache['index']}."]
+    return "\n".join(out) + "\n"
+
+
 def _series_page(title, intro):
     def render(records):
         rels = [measured_series.rel(r, ROOT) for r in records]
@@ -123,6 +181,7 @@ CENSUS = tuple(series.RECORDS / f for f in ("census-tiny.json",))
 
 PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),
          Page("lab-times", step_times.REFERENCE, render_times),
+         Page("cost-model", COST_MODEL, render_cost_model),
          Page("series-v4", SERIES_V4, _series_page(
              "Series v4 (kernel/patches/mainline): every row of its records",
              "The records behind the tables of the v4 mails (`scripts/series-tables`, which"
