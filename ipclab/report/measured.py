@@ -177,7 +177,7 @@ def _series_page(title, intro):
 SERIES_V4 = tuple(series.RECORDS / f for f in (
     "v4-icount-tiny.json", "v4-icount-production.json", "v4-pipe-bench-tiny.json",
     "failed-writes-tiny.json", "v4-fastpath-debian.json"))
-CENSUS = tuple(series.RECORDS / f for f in ("census-tiny.json",))
+CENSUS = tuple(series.RECORDS / f for f in ("census-tiny.json", "census-tiny-2vcpu.json"))
 
 PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),
          Page("lab-times", step_times.REFERENCE, render_times),
@@ -195,7 +195,8 @@ PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),
              " kernel/tests/wakeup-sites; each site counts its calls and the calls that"
              " found a sleeper on the wait queue. Deterministic mode (icount): the counts a"
              " workload's design fixes repeat from boot to boot; those that depend on when a"
-             " task is switched out can differ by a few between boots.")))
+             " task is switched out can differ by a few between boots. Two vCPUs under icount"
+             " take turns, one after the other; they never run at once.")))
 
 
 def rendered():
