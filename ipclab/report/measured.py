@@ -161,6 +161,46 @@ def render_cost_model(record):
     return "\n".join(out) + "\n"
 
 
+TIMED_PIPE_BENCH = series.RECORDS / "timed-pipe-bench-production-2vcpu"
+
+
+def render_timed_ab(record):
+    """A timed `ab` kept whole (its two merged sides and its README): the comparison as
+    `ipclab compare A B` prints it, recomputed from the sides, under what the README and
+    the sides' own metadata say of how it was measured."""
+    import io
+    import re
+    from ipclab import compare, results
+    from ipclab.report import render_compare
+    a, b = sorted(record.glob("A-*.json"))[0], sorted(record.glob("B-*.json"))[0]
+    base, new = results.load(a), results.load(b)
+    readme = (record / "README.md").read_text()
+    how = readme[readme.index("How it was taken"):].strip()
+    commit = re.search(r"commit (\w+)", how)
+    machine = re.search(r"- machine: (.*?);", how, re.S)
+    meta = base["meta"]
+    build, clock = meta.get("build") or {}, meta.get("clock") or {}
+    buf = io.StringIO()
+    render_compare(compare.compare_results(base, new), buf)
+    rel_a, rel_b = (x.relative_to(ROOT) for x in (a, b))
+    out = _head(readme.split("\n", 1)[0].lstrip("# "), record,
+                "the record's README, as follows, and the two sides' own metadata.")
+    out += ["| | |", "|---|---|",
+            f"| command | see below; the comparison: `python -m ipclab compare {rel_a} {rel_b}` |",
+            f"| commit | {commit[1] if commit else 'see below'} |",
+            f"| machine | {' '.join(machine[1].split()) if machine else 'see below'} |",
+            f"| kernel base and config | {(build.get('base') or {}).get('name')}"
+            f" {build.get('release')}, {build.get('config_flavour')} config"
+            f" ({(build.get('distro_config') or {}).get('file', '')}), {build.get('compiler')} |",
+            f"| vCPUs | {clock.get('cpus')}, {clock.get('mode')}"
+            f"{', running at once' if clock.get('vcpus_concurrent') else ''} |",
+            f"| architecture | {meta.get('arch') or 'x86_64'}, QEMU {clock.get('qemu')}"
+            f" {meta.get('accel', '').upper()} |", "", how, "",
+            "The comparison, as `ipclab compare` prints it from the two sides:", "",
+            "```", buf.getvalue().rstrip(), "```"]
+    return "\n".join(out) + "\n"
+
+
 def _series_page(title, intro):
     def render(records):
         rels = [measured_series.rel(r, ROOT) for r in records]
@@ -182,6 +222,7 @@ CENSUS = tuple(series.RECORDS / f for f in ("census-tiny.json", "census-tiny-2vc
 PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),
          Page("lab-times", step_times.REFERENCE, render_times),
          Page("cost-model", COST_MODEL, render_cost_model),
+         Page("pipe-bench-timed", TIMED_PIPE_BENCH, render_timed_ab),
          Page("series-v4", SERIES_V4, _series_page(
              "Series v4 (kernel/patches/mainline): every row of its records",
              "The records behind the tables of the v4 mails (`scripts/series-tables`, which"
