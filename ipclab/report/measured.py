@@ -217,6 +217,7 @@ def _series_page(title, intro):
 SERIES_V4 = tuple(series.RECORDS / f for f in (
     "v4-icount-tiny.json", "v4-icount-production.json", "v4-pipe-bench-tiny.json",
     "failed-writes-tiny.json", "v4-fastpath-debian.json"))
+ARM64 = (series.RECORDS / "arm64-icount-tiny.json",)
 CENSUS = tuple(series.RECORDS / f for f in ("census-tiny.json", "census-tiny-2vcpu.json"))
 
 PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),
@@ -229,6 +230,16 @@ PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),
              " prints each mail's few columns), here with every row and every kernel they"
              " hold. Instruction counts are QEMU icount counts, deterministic mode, not"
              " times; the disassembly is of an object file, no run.")),
+         Page("arm64-icount", ARM64, _series_page(
+             "arm64: the icount-check cells, and two lab patches' known answers",
+             "7.3.4 (`mainline`) on arm64 (QEMU's virt machine, a Neoverse-N1 CPU, the lab's"
+             " own initramfs), tiny config, one vCPU, deterministic; and two lab-only patches"
+             " whose effect is known by construction: `mainline-smp-mb` adds one `smp_mb()`"
+             " per pipe write (a `dmb ish` on arm64), `mainline-write-cost` about 21"
+             " instructions per pipe write. On arm64 the cost paths count events, they do not"
+             " price them: atomics are LSE atomics plus store-exclusives, fences every DMB, DSB"
+             " and ISB, irq-flag changes DAIF writes. The same cells on x86: the `mainline`"
+             " column of [series-v4.md](series-v4.md).")),
          Page("census", CENSUS, _series_page(
              "The census: which wakeup sites find a sleeper",
              "`ipclab census` boots mainline with the lab's wakeup counters"
