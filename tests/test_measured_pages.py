@@ -72,3 +72,15 @@ def test_a_cost_model_file_says_how_it_was_made_and_its_page_says_so(tmp_path):
     assert f"| commit | {how['commit']} |" in text
     assert "| command | `scripts/cost-calibrate --rounds 41` |" in text
     assert f"{how['machine']['cpus']} host CPUs" in text
+
+
+def test_every_page_typed_by_hand_is_listed_with_its_reason():
+    """A page under by-hand/ has no record to check it by; its README says why, one row a
+    page, so a page that could be printed from a record is not left there unremarked."""
+    by_hand = measured.PAGES_DIR / "by-hand"
+    rows = {line.split("](", 1)[0].lstrip("| [") for line in
+            (by_hand / "README.md").read_text().splitlines() if line.startswith("| [")}
+    pages = {p.name for p in by_hand.glob("*.md") if p.name != "README.md"}
+    assert pages == rows, f"listed but gone: {rows - pages}; not listed: {pages - rows}"
+    assert not {p.name for p in measured.PAGES_DIR.glob("*.md")} & pages, \
+        "a page is both printed from a record and typed by hand"
