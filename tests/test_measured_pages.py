@@ -16,3 +16,71 @@ def test_every_page_under_docs_measured_has_a_record():
     pages = {p.path for p in measured.PAGES}
     assert {p for p in measured.PAGES_DIR.glob("*.md")} <= pages
 
+
+
+SAYS = ("| command |", "| commit |", "| machine |", "| kernel base and config |", "| vCPUs |",
+        "| architecture |")
+
+
+@pytest.mark.parametrize("page", [p for p in measured.PAGES if isinstance(p.record, tuple)],
+                         ids=lambda p: p.name)
+def test_a_series_page_says_how_each_record_was_measured(page):
+    text = page.path.read_text()
+    for rec in page.record:
+        section = text.split(f"[`{rec.relative_to(measured.ROOT)}`]", 1)
+        assert len(section) == 2, f"{page.path} has no section for {rec}"
+        head = section[0].rsplit("\n## ", 1)[1] + section[1].split("\n\n", 1)[0]
+        for line in SAYS:
+            assert line in head, f"{page.path}, {rec.name}: no {line!r} row"
+
+
+def test_a_changed_record_value_shows_on_its_page(tmp_path):
+    """The check compares figures, not only that a page exists: a median changed in a copy
+    of a record changes the page rendered from it."""
+    import json
+    page = next(p for p in measured.PAGES if p.name == "series-v4")
+    data = json.loads(page.record[0].read_text())
+    cell = "pipe-throughput/copies=1 | counters.task_clock_ns / metrics.loops"
+    data["kernels"][0]["cells"][cell]["median"] = 1234.5
+    bad = tmp_path / page.record[0].name
+    bad.write_text(json.dumps(data))
+    text = page.render((bad,) + page.record[1:])
+    assert "| 1234.5 |" in text and text != page.path.read_text()
+
+
+def _script(name):
+    from importlib.machinery import SourceFileLoader
+    from importlib.util import module_from_spec, spec_from_loader
+    loader = SourceFileLoader(name.replace("-", "_"), str(measured.ROOT / "scripts" / name))
+    mod = module_from_spec(spec_from_loader(loader.name, loader))
+    loader.exec_module(mod)
+    return mod
+
+
+def test_a_cost_model_file_says_how_it_was_made_and_its_page_says_so(tmp_path):
+    """scripts/cost-calibrate writes the command line, the commit and the machine into the
+    file; the page prints them in place of "not recorded"."""
+    import json
+    how = _script("cost-calibrate").provenance(["cost-calibrate", "--rounds", "41"])
+    assert how["command"] == "scripts/cost-calibrate --rounds 41"
+    assert how["commit"] and how["machine"]["cpus"]
+    data = json.loads(measured.COST_MODEL.read_text())
+    data.update(how)
+    rec = tmp_path / "cost-model.json"
+    rec.write_text(json.dumps(data))
+    text = measured.render_cost_model(rec)
+    assert f"| commit | {how['commit']} |" in text
+    assert "| command | `scripts/cost-calibrate --rounds 41` |" in text
+    assert f"{how['machine']['cpus']} host CPUs" in text
+
+
+def test_every_page_typed_by_hand_is_listed_with_its_reason():
+    """A page under by-hand/ has no record to check it by; its README says why, one row a
+    page, so a page that could be printed from a record is not left there unremarked."""
+    by_hand = measured.PAGES_DIR / "by-hand"
+    rows = {line.split("](", 1)[0].lstrip("| [") for line in
+            (by_hand / "README.md").read_text().splitlines() if line.startswith("| [")}
+    pages = {p.name for p in by_hand.glob("*.md") if p.name != "README.md"}
+    assert pages == rows, f"listed but gone: {rows - pages}; not listed: {pages - rows}"
+    assert not {p.name for p in measured.PAGES_DIR.glob("*.md")} & pages, \
+        "a page is both printed from a record and typed by hand"

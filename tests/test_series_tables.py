@@ -43,7 +43,7 @@ def test_a_table_shows_every_row_and_kernel_of_its_record(table):
         assert any(k.get("name", k["variant"]) == variant for k in record["kernels"])
 
 
-@pytest.mark.parametrize("name", sorted({t.record for t in series.TABLES}))
+@pytest.mark.parametrize("name", sorted(p.name for p in series.RECORDS.glob("*.json")))
 def test_a_record_says_how_it_was_measured(name):
     record = series.read(series.RECORDS / name)
     booted = record["kind"] != series.DISASSEMBLY
@@ -56,8 +56,11 @@ def test_a_record_says_how_it_was_measured(name):
         assert all(c.get("n") for c in k["cells"].values())
 
 
-def test_every_record_is_read_by_a_table():
+def test_every_record_is_read_by_a_table_or_a_measured_page():
+    from ipclab.report import measured
     used = {t.record for t in series.TABLES}
+    used |= {r.name for p in measured.PAGES for r in (p.record if isinstance(p.record, tuple)
+                                                      else (p.record,))}
     assert {p.name for p in series.RECORDS.glob("*.json")} <= used
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from ipclab import results
 from ipclab.deterministic import floor
 from ipclab import step_times
+from ipclab.report import measured_series, series
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES_DIR = ROOT / "docs" / "measured"
@@ -25,8 +26,8 @@ REWRITE = "scripts/measured-pages"
 @dataclass(frozen=True)
 class Page:
     name: str           # docs/measured/NAME.md
-    record: Path
-    render: object      # (record path) -> the page's Markdown
+    record: object      # a Path, or a tuple of Paths for a page of several records
+    render: object      # (record) -> the page's Markdown
 
     @property
     def path(self):
@@ -102,8 +103,156 @@ def render_times(record):
     return "\n".join(out) + "\n"
 
 
+COST_MODEL = ROOT / "ipclab" / "reference" / "cost-model.json"
+
+# What each probe loop is, for a reader of the table (kernel/qemu-plugin/cost-probe.c).
+PROBE_LOOPS = {"add_chain": "add_chain (one cycle)", "push_pop": "push+pop",
+               "pushf_popf": "pushf+popf", "chase_16k": "chase 16 KiB (L1d)",
+               "chase_512k": "chase 512 KiB (L2)", "chase_16m": "chase 16 MiB",
+               "chase_1g": "chase 1 GiB"}
+WEIGHT_NAMES = {"locked": "locked (per atomic)", "irqflag": "irq-flag change",
+                "l1_miss": "L1d miss (served by the last level)",
+                "ll_miss": "LL miss (served beyond it)"}
+
+
+def render_cost_model(record):
+    import json
+    data = json.loads(record.read_text())
+    cpu, probe = data["cpu"], data["probe"]
+    load = data.get("load_average", {})
+    m = data.get("machine")
+    machine = (f"{m['cpus']} host CPUs ({m['cpu']}), {m['mem_gib']} GiB" if m else
+               f"{cpu.get('vendor')} {cpu.get('model')}, family {cpu.get('family')}, model"
+               f" {cpu.get('model_number')}, stepping {cpu.get('stepping')}")
+    commit = data.get("commit") or (
+        "not recorded in the file (scripts/cost-calibrate did not write it then);"
+        " `git log -- ipclab/reference/cost-model.json` names the commit that stored it")
+    cache = data["cache"]
+    out = _head("The cost model's weights", record,
+                "the host CPU's own timings of the probe's loops, not a guest's:"
+                " `scripts/cost-calibrate` builds kernel/qemu-plugin/cost-probe.c and times"
+                " every loop once per round, pinned to one CPU. Timed on a shared machine:"
+                " each weight is taken from each loop's fastest round, since other work only"
+                " adds time.")
+    out += ["| | |", "|---|---|",
+            f"| command | `{data.get('command') or data.get('refit')}` |",
+            f"| commit | {commit} |",
+            f"| machine | {machine}; load average {load.get('before')} before,"
+            f" {load.get('after')} after |",
+            "| kernel base and config | none: the host CPU, no guest |",
+            f"| vCPUs | none; the probe pinned to host CPU {probe['cpu']},"
+            f" {probe['rounds']} rounds, {probe['clock']} |",
+            f"| architecture | {(m or {}).get('arch', 'x86_64')} |",
+            f"| calibrated | {data['calibrated']} |", "",
+            "ns per operation, over the rounds:", "",
+            "| loop | fastest | median | slowest |", "|---|---:|---:|---:|"]
+    for name, f in sorted(probe["ns_per_op"].items()):
+        out.append(f"| {PROBE_LOOPS.get(name, name)} | {f['min']} | {f['median']} |"
+                   f" {f['max']} |")
+    out += ["", f"The model, in cycles of {data['cycle_ns']:g} ns"
+            f" ({1 / data['cycle_ns']:.2f} GHz):", "",
+            "| weight | cycles | from |", "|---|---:|---|"]
+    for w, v in data["weights"].items():
+        out.append(f"| {WEIGHT_NAMES.get(w, w)} | {v:g} | {data['weights_from'].get(w, '')} |")
+    out += ["", f"The cache model: L1d {cache['l1d']['size'] // 1024} KiB"
+            f" {cache['l1d']['ways']}-way, last level {cache['ll']['size'] // 1024} KiB"
+            f" {cache['ll']['ways']}-way ({cache['ll']['is']}), {cache['line']}-byte lines,"
+            f" {cache['replacement']}, indexed by {cache['index']}."]
+    return "\n".join(out) + "\n"
+
+
+TIMED_PIPE_BENCH = series.RECORDS / "timed-pipe-bench-production-2vcpu"
+
+
+def render_timed_ab(record):
+    """A timed `ab` kept whole (its two merged sides and its README): the comparison as
+    `ipclab compare A B` prints it, recomputed from the sides, under what the README and
+    the sides' own metadata say of how it was measured."""
+    import io
+    import re
+    from ipclab import compare, results
+    from ipclab.report import render_compare
+    a, b = sorted(record.glob("A-*.json"))[0], sorted(record.glob("B-*.json"))[0]
+    base, new = results.load(a), results.load(b)
+    readme = (record / "README.md").read_text()
+    how = readme[readme.index("How it was taken"):].strip()
+    commit = re.search(r"commit (\w+)", how)
+    machine = re.search(r"- machine: (.*?);", how, re.S)
+    meta = base["meta"]
+    build, clock = meta.get("build") or {}, meta.get("clock") or {}
+    buf = io.StringIO()
+    render_compare(compare.compare_results(base, new), buf)
+    rel_a, rel_b = (x.relative_to(ROOT) for x in (a, b))
+    out = _head(readme.split("\n", 1)[0].lstrip("# "), record,
+                "the record's README, as follows, and the two sides' own metadata.")
+    out += ["| | |", "|---|---|",
+            f"| command | see below; the comparison: `python -m ipclab compare {rel_a} {rel_b}` |",
+            f"| commit | {commit[1] if commit else 'see below'} |",
+            f"| machine | {' '.join(machine[1].split()) if machine else 'see below'} |",
+            f"| kernel base and config | {(build.get('base') or {}).get('name')}"
+            f" {build.get('release')}, {build.get('config_flavour')} config"
+            f" ({(build.get('distro_config') or {}).get('file', '')}), {build.get('compiler')} |",
+            f"| vCPUs | {clock.get('cpus')}, {clock.get('mode')}"
+            f"{', running at once' if clock.get('vcpus_concurrent') else ''} |",
+            f"| architecture | {meta.get('arch') or 'x86_64'}, QEMU {clock.get('qemu')}"
+            f" {meta.get('accel', '').upper()} |", "", how, "",
+            "The comparison, as `ipclab compare` prints it from the two sides:", "",
+            "```", buf.getvalue().rstrip(), "```"]
+    return "\n".join(out) + "\n"
+
+
+def _series_page(title, intro):
+    def render(records):
+        rels = [measured_series.rel(r, ROOT) for r in records]
+        out = [f"# {title}", "",
+               f"<!-- Written by {REWRITE} from {', '.join(map(str, rels))}; edit the"
+               f" records or the renderer (ipclab/report/measured_series.py), never this"
+               f" page. -->", "", intro, ""]
+        for r in records:
+            out += measured_series.section(r, ROOT)
+        return "\n".join(out)
+    return render
+
+
+SERIES_V4 = tuple(series.RECORDS / f for f in (
+    "v4-icount-tiny.json", "v4-icount-production.json", "v4-pipe-bench-tiny.json",
+    "failed-writes-tiny.json", "v4-fastpath-debian.json"))
+ARM64 = (series.RECORDS / "arm64-icount-tiny.json",)
+CENSUS = tuple(series.RECORDS / f for f in ("census-tiny.json", "census-tiny-2vcpu.json"))
+
 PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),
-         Page("lab-times", step_times.REFERENCE, render_times))
+         Page("lab-times", step_times.REFERENCE, render_times),
+         Page("cost-model", COST_MODEL, render_cost_model),
+         Page("pipe-bench-timed", TIMED_PIPE_BENCH, render_timed_ab),
+         Page("series-v4", SERIES_V4, _series_page(
+             "Series v4 (kernel/patches/mainline): every row of its records",
+             "The records behind the tables of the v4 mails (`scripts/series-tables`, which"
+             " prints each mail's few columns), here with every row and every kernel they"
+             " hold. Instruction counts are QEMU icount counts, deterministic mode, not"
+             " times; the disassembly is of an object file, no run.")),
+         Page("arm64-icount", ARM64, _series_page(
+             "arm64: the icount-check cells, and two lab patches' known answers",
+             "7.3.4 (`mainline`) on arm64 (QEMU's virt machine, a Neoverse-N1 CPU, the lab's"
+             " own initramfs), tiny config, one vCPU, deterministic; and two lab-only patches"
+             " whose effect is known by construction: `mainline-smp-mb` adds one `smp_mb()`"
+             " per pipe write (a `dmb ish` on arm64), `mainline-write-cost` about 21"
+             " instructions per pipe write. On arm64 the cost paths count events, they do not"
+             " price them: atomics are LSE atomics plus store-exclusives, fences every DMB, DSB"
+             " and ISB, irq-flag changes DAIF writes. The same cells on x86: the `mainline`"
+             " column of [series-v4.md](series-v4.md).")),
+         Page("census", CENSUS, _series_page(
+             "The census: which wakeup sites find a sleeper",
+             "`ipclab census` boots mainline with the lab's wakeup counters"
+             " (`mainline+wakeup-counters`) once and runs every workload of"
+             " kernel/tests/wakeup-sites; each site counts its calls and the calls that"
+             " found a sleeper on the wait queue. Deterministic mode (icount): the counts a"
+             " workload's design fixes repeat from boot to boot; those that depend on when a"
+             " task is switched out do not (token-ring's write-rd found a sleeper in 396 and"
+             " in 292 of about 2565 calls in two boots of one image, 2026-11-27:"
+             " [by-hand/census-production-arm64.md]"
+             "(by-hand/census-production-arm64.md#the-census-on-arm64)),"
+             " and each table here is one boot. Two vCPUs under icount"
+             " take turns, one after the other; they never run at once.")))
 
 
 def rendered():
