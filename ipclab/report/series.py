@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ipclab import Error, proc
+from ipclab.mode import Mode
 # The kinds of record, re-exported for the tests, which read records by kind.
 from ipclab.report.series_records import (CENSUS, CONFORMANCE_LINES,  # noqa: F401
                                           DETERMINISTIC_ROWS, DISASSEMBLY, read)
@@ -81,8 +82,8 @@ class Table:
     rows: object = None         # (row dict) -> bool: which of the record's rows it shows
     caption: object = None      # (record) -> text above a deterministic table
     sites: tuple = ()           # census: ((FAMILY/SITE, column title), ...)
-    title: str = ""             # deterministic: over the rows' names; tells apart two tables
-                                # of one mail
+    title: str = ""             # deterministic, census: over the rows' names; tells apart two
+                                # tables of one mail
 
     @property
     def header(self):
@@ -92,9 +93,9 @@ class Table:
         if self.render is render_deterministic and self.title:
             titles.insert(0, self.title)
         if self.sites:
-            titles = ["workload"] + ([t for _, t in self.sites] if len(self.columns) == 1 else
-                                     [f"{st}, {kt}" for _, st in self.sites
-                                      for _, kt in self.columns])
+            # one kernel: a column per site; several: one site, a column per kernel
+            titles = [self.title or "workload"] + [t for _, t in (
+                self.sites if len(self.columns) == 1 else self.columns)]
         if self.render is render_pipe_bench:
             titles = ["w x r"] + [x for _, name in PIPE_BENCH_METRICS
                                   for x in [f"{name} {titles[0]}"] + titles[1:]]
@@ -266,15 +267,18 @@ WORKLOAD_NAMES = {
 
 
 def render_census(table, record):
+    """One kernel: per workload, a column per wakeup site. Several kernels (the first the
+    base): one site, a column per kernel."""
     kernels = [_kernel(record, v, table) for v, _ in table.columns]
+    if len(kernels) > 1 and len(table.sites) != 1:
+        raise Error(f"table {table.name}: a census of several kernels shows one site")
     shown, idle, failed = [], [], []
     for name in record["rows"]:
         label = WORKLOAD_NAMES.get(name, name)
         cs = [k["cells"][name] for k in kernels]
         rcs = [c.get("rc") for c in cs]
         if any(rcs):
-            failed.append(f"{label} (exit {', '.join(str(rc) for rc in rcs)})" if len(cs) > 1
-                          else f"{label} (exit {rcs[0]})")
+            failed.append(f"{label} (exit {', '.join(str(rc) for rc in rcs)})")
             continue
         counts = [c["sites"].get(site, {}) for site, _ in table.sites for c in cs]
         if not any(x.get("calls") for x in counts):
@@ -283,23 +287,30 @@ def render_census(table, record):
         shown.append([label] + [f"{x.get('sleepers', 0)} of {x.get('calls', 0)}"
                                 for x in counts])
     cfg = CONFIG_NAMES.get(record["config"], f"{record['config']} config")
-    where = record["release"] if len(kernels) == 1 else \
-        f"{record['release']} and " + ", ".join(t for _, t in table.columns[1:])
-    if record.get("mode") == "timed":
+    timed = not Mode.named(record["mode"]).deterministic
+    if timed:
         how = (f"QEMU {record['qemu']} TCG, timed, {record['cpus']} vCPUs each on a host"
                " thread of its own, on a host shared with other work")
     else:
         how = (f"QEMU {record['qemu']} TCG with -icount"
                f" {record['clock'].replace('icount ', '')}, {record['cpus']} vCPU")
-    cap = (f"Calls of each wakeup site that found a sleeper, of all its calls, per"
-           f" workload, counted at the site in {where} built from {cfg}, one"
-           f" boot{' each' if len(kernels) > 1 else ''}, {how},"
-           f" {record['arch']}. Workloads that never reached "
+    if len(kernels) == 1:
+        what = "Calls of each wakeup site that found a sleeper, of all its calls"
+        where = record["release"]
+    else:
+        what = f"Calls of the {table.sites[0][1]} that found a sleeper, of all its calls"
+        where = f"{record['release']}, without and with " + \
+            ", ".join(t for _, t in table.columns[1:]) + ","
+    cap = (f"{what}, per workload, counted at the site in {where} built from {cfg}, one"
+           f" boot{' each' if len(kernels) > 1 else ''}, {how}, {record['arch']}."
+           + (" Timed counts move from boot to boot; one boot a kernel shows what one boot"
+              " did, not a change." if timed else "")
+           + " Workloads that never reached "
            + ("this site" if len(table.sites) == 1 else "these sites") + ": "
            + ("; ".join(idle) or "none") + "."
            + (" Failed: " + "; ".join(failed) + "." if failed else ""))
-    header = ["workload"] + ([t for _, t in table.sites] if len(kernels) == 1 else
-                             [f"{st}, {kt}" for _, st in table.sites for _, kt in table.columns])
+    header = [table.title or "workload"] + [t for _, t in (table.sites if len(kernels) == 1
+                                                           else table.columns)]
     return _wrap(cap) + _layout(header, shown, "<" + ">" * (len(header) - 1))
 
 
@@ -435,6 +446,15 @@ TABLES = (
     Table("wakeups", "pipe-0000-cover-letter.patch", "census-tiny.json",
           (("mainline+wakeup-counters", "7.3.4"),), render_census,
           sites=(("pipe/write-rd", "rd_wait wakeup, end of write"),)),
+    Table("wakeups-smp-write", "pipe-0000-cover-letter.patch", "census-production-2vcpu.json",
+          (("mainline+wakeup-counters", "7.3.4"), ("mainline-series+wakeup-counters",
+                                                   "patches 1-2")), render_census,
+          sites=(("pipe/write-rd", "rd_wait wakeup at the end of a write"),),
+          title="rd_wait, end of write"),
+    Table("wakeups-smp-read", "pipe-0000-cover-letter.patch", "census-production-2vcpu.json",
+          (("mainline+wakeup-counters", "7.3.4"), ("mainline-series+wakeup-counters",
+                                                   "patches 1-2")), render_census,
+          sites=(("pipe/read-wr", "wr_wait wakeup in a read"),), title="wr_wait, read"),
     Table("mqueue-pollers", "mqueue-0001-ipc-mqueue-skip-the-poll-wakeup-without-pollers.patch",
           "census-tiny.json", (("mainline+wakeup-counters", "7.3.4"),), render_census,
           sites=(("mqueue/send-poll", "send site"), ("mqueue/recv-poll", "receive site"))),
