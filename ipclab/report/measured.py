@@ -9,7 +9,9 @@ was measured (the command line, the kernel, the vCPUs, the architecture) comes f
 record too.
 """
 
+import json
 import math
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -218,9 +220,44 @@ SERIES_V4 = tuple(series.RECORDS / f for f in (
     "v4-icount-tiny.json", "v4-icount-production.json", "v4-pipe-bench-tiny.json",
     "failed-writes-tiny.json", "v4-fastpath-debian.json"))
 ARM64 = (series.RECORDS / "arm64-icount-tiny.json",)
-CENSUS = tuple(series.RECORDS / f for f in ("census-tiny.json", "census-tiny-2vcpu.json"))
+CENSUS = tuple(series.RECORDS / f for f in ("census-tiny.json", "census-tiny-2vcpu.json",
+                                             "census-production-2vcpu.json"))
+TEST_FLAKY = ROOT / "ipclab" / "reference" / "test-flaky.json"
+
+
+def render_flaky(record):
+    data = json.loads(record.read_text())
+    tier = data["python_tier"]
+    out = _head(
+        "How flaky the tests are", record,
+        f"`make test-flaky` (scripts/test-flaky) at commit {data['commit']}, on"
+        f" {data['machine']['cpus']} host CPUs ({data['machine']['cpu']}): the Python tier"
+        f" (`pytest {' '.join(tier['args'])}`), each run a pytest session of its own, under"
+        f" `{tier['load']}`; the deterministic A/A tests ("
+        + "; ".join(f"{a['arch']}: `pytest {' '.join(a['args'])}`" for a in data["aa_tests"])
+        + ") without that load, with the lab's cached kernels. Seconds are wall clock on a"
+        " machine that other work shared. `scripts/test-flaky --summary DIR` made this"
+        " record from the runs' junitxml files.")
+    by_kind = {}
+    for sess in data["sessions"]:
+        by_kind.setdefault(sess["kind"], []).append(sess)
+    out += ["| runs of | sessions | tests a session | failed sessions | median s | min s |"
+            " max s |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for kind, ss in sorted(by_kind.items()):
+        read = [x for x in ss if x.get("read")]
+        secs = [x["seconds"] for x in read] or [math.nan]
+        tests = sorted({x["tests"] for x in read}) or [0]
+        tests_text = str(tests[0]) if len(tests) == 1 else f"{tests[0]}-{tests[-1]}"
+        failed = sum(1 for x in ss if not x.get("read") or x["failed"] or x["errors"])
+        out.append(f"| {kind} | {len(ss)} | {tests_text} | {failed} |"
+                   f" {statistics.median(secs):.0f} | {min(secs):.0f} | {max(secs):.0f} |")
+    out += ["", "Tests that failed at least once:", ""]
+    out += [f"- `{f['test']}`: {f['failures']} of its runs" for f in data["failed_tests"]] \
+        or ["- none"]
+    return "\n".join(out) + "\n"
 
 PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),
+         Page("test-flaky", TEST_FLAKY, render_flaky),
          Page("lab-times", step_times.REFERENCE, render_times),
          Page("cost-model", COST_MODEL, render_cost_model),
          Page("pipe-bench-timed", TIMED_PIPE_BENCH, render_timed_ab),

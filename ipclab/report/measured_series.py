@@ -137,23 +137,25 @@ def disassembly(record):
 
 
 def census(record):
-    k = record["kernels"][0]
     sites = [f"{fam}/{s}" for fam, names in (record.get("sites") or {}).items()
              for s in names]
-    out = [f"Calls of each wakeup site that found a sleeper / all its calls, per workload,"
-           f" one boot of `{_name(k)}` ({', '.join(k.get('patches') or []) or 'no patches'});"
-           f" \"-\": the workload never reached the site; a workload that exited non-zero"
-           f" says so.", "",
-           "| workload | exit | " + " | ".join(s.split("/", 1)[1] for s in sites) + " |",
-           "|---|---:|" + "---:|" * len(sites)]
-    for name in record["rows"]:
-        c = k["cells"][name]
-        vals = []
-        for s in sites:
-            v = c["sites"].get(s, {})
-            vals.append(f"{v['sleepers']}/{v['calls']}" if v.get("calls") else "-")
-        out.append(f"| {name} | {c.get('rc')} | " + " | ".join(vals) + " |")
-    return out + [""]
+    out = []
+    for k in record["kernels"]:
+        out += [f"Calls of each wakeup site that found a sleeper / all its calls, per"
+                f" workload, one boot of `{_name(k)}`"
+                f" ({', '.join(k.get('patches') or []) or 'no patches'}); \"-\": the workload"
+                f" never reached the site; a workload that exited non-zero says so.", "",
+                "| workload | exit | " + " | ".join(s.split("/", 1)[1] for s in sites) + " |",
+                "|---|---:|" + "---:|" * len(sites)]
+        for name in record["rows"]:
+            c = k["cells"][name]
+            vals = []
+            for s in sites:
+                v = c["sites"].get(s, {})
+                vals.append(f"{v['sleepers']}/{v['calls']}" if v.get("calls") else "-")
+            out.append(f"| {name} | {c.get('rc')} | " + " | ".join(vals) + " |")
+        out.append("")
+    return out
 
 
 KINDS = {DETERMINISTIC_ROWS: deterministic, CONFORMANCE_LINES: conformance,
