@@ -284,10 +284,9 @@ PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),
              " kernel/tests/wakeup-sites; each site counts its calls and the calls that"
              " found a sleeper on the wait queue. Deterministic mode (icount): the counts a"
              " workload's design fixes repeat from boot to boot; those that depend on when a"
-             " task is switched out do not (token-ring's write-rd found a sleeper in 396 and"
-             " in 292 of about 2565 calls in two boots of one image, 2026-11-27:"
-             " [by-hand/census-production-arm64.md]"
-             "(by-hand/census-production-arm64.md#the-census-on-arm64)),"
+             " task is switched out do not (two boots of one image differed in token-ring's"
+             " write-rd, seen by hand when the census was first run: [history.md]"
+             "(../history.md#the-census-on-arm64)),"
              " and each table here is one boot. Two vCPUs under icount"
              " take turns, one after the other; they never run at once.")))
 
@@ -295,3 +294,9 @@ PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),
 def rendered():
     """[(page, its text now)] of every page."""
     return [(p, p.render(p.record)) for p in PAGES]
+
+
+def strays():
+    """Files under docs/measured/ that no page writes: a figure there would have no record."""
+    written = {p.path for p in PAGES}
+    return sorted(f for f in PAGES_DIR.rglob("*") if f.is_file() and f not in written)
