@@ -1,22 +1,108 @@
 # SPDX-License-Identifier: MIT
-"""Kernel lab, the debug variant's checks in an arm64 guest: fault injection and kmemleak
-(`vm run VARIANT+debug --arch arm64 --conformance --fail-page-alloc ... --kmemleak`, and
-scripts/fault-runs --arch arm64).
+"""The arm64 init's job and what its steps leave: the job file (scripts/guest-init.c reads
+it), each step's exit status and output read back, and the debug variant's checks.
 
-On x86, scripts/guest-run.py arms the fault-injection facilities, marks the command, scans
-kmemleak and reads lockdep's state in the guest. The arm64 guest has no Python, so the same
-is steps of the init's job (scripts/guest-init.c: `write`, `make-it-fail`, `copy`) before
-and after the runs, and the host reads back what they left into the boot's status, under
-the names guest-run.py gives them, so that faults.boot_row and faults.*_verdict judge an
-arm64 boot as they judge an x86 one.
+The guest has no Python, so what scripts/guest-run.py does in an x86 guest is steps of the
+job: the guest set up (THP, a memory cgroup, no address randomization under icount), and
+for fault injection and kmemleak the facilities armed, the runs marked, then disarmed and
+scanned (`write`, `make-it-fail`, `copy`). The host reads back what they left into the
+boot's status, under the names guest-run.py gives them, so that faults.boot_row and
+faults.*_verdict judge an arm64 boot as they judge an x86 one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 
-from . import arm64
+from ipclab import EXIT_FAILED, Error, engine
+
+from .. import vm
+
+# What the profile's runs must not inherit: the engine would write its marks' file over 9p
+# inside the profile's window (profile.marked_cell drops it on x86 too).
+NOT_MARKED_ENV = ("IPCBENCH_MARK",)
+
+
+def job_text(env: dict, thp: str, clock: vm.Clock, steps: list[tuple[str, list[str]]],
+             step_timeout: int = 0, marked: list[tuple[str, list[str]]] = (),
+             before: list[list[str]] = (), after: list[list[str]] = ()) -> str:
+    """The init's job (scripts/guest-init.c): the guest set up as guest-run.py sets up an x86
+    guest (THP, a memory cgroup, no address randomization under icount), then the runs, each
+    under a watchdog of step_timeout seconds when given, then the `marked` runs of a profile
+    (profile_steps) without NOT_MARKED_ENV; `before` and `after` are more steps around the
+    runs (before_runs and after_runs: fault injection armed, kmemleak scanned)."""
+    lines = setup_lines(env, thp, clock, step_timeout, before)
+    lines += [["run", name, *argv] for name, argv in steps]
+    if marked:
+        lines += [["unset", name] for name in NOT_MARKED_ENV if name in env]
+        lines += [["marked", name, *argv] for name, argv in marked]
+    return render(lines + list(after))
+
+
+def setup_lines(env: dict, thp: str, clock: vm.Clock, step_timeout: int = 0,
+                before: list[list[str]] = ()) -> list[list[str]]:
+    """job_text's steps before the runs, for a job that has more than runs (the census)."""
+    lines = [["write", "/sys/kernel/mm/transparent_hugepage/enabled", thp],
+             ["write", "/sys/fs/cgroup/cgroup.subtree_control", "+memory"],
+             ["mkdir", "/sys/fs/cgroup/ipclab"],
+             ["write", "/sys/fs/cgroup/ipclab/cgroup.procs", "0"]]
+    if clock.deterministic:
+        lines.append(["write", "/proc/sys/kernel/randomize_va_space", "0"])
+    lines += [["env", f"{k}={v}"] for k, v in env.items()]
+    lines += before
+    if step_timeout:
+        lines.append(["timeout", str(step_timeout)])
+    return lines
+
+
+def render(lines: list[list[str]]) -> str:
+    """The job file: a step a line, its fields separated by tabs; Error for a field that
+    would split a step."""
+    for line in lines:
+        if any("\t" in f or "\n" in f for f in line):
+            raise Error(f"a guest job step has a tab or newline: {line!r}", EXIT_FAILED)
+    return "".join("\t".join(line) + "\n" for line in lines)
+
+
+def read_left(path: Path) -> str | None:
+    """A file the guest's init left in the shared directory; None when it left none."""
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return None
+
+
+def step_output(shared: Path, name: str) -> str:
+    """A step's standard output then its standard error, as the init left them ('' for
+    what it left none of)."""
+    return (read_left(shared / f"{name}.out") or "") + (read_left(shared / f"{name}.err") or "")
+
+
+def read_step(shared: Path, name: str, argv: list[str]) -> engine.CellRun:
+    """What one engine invocation of the job gave, from what the init left of its step
+    (NAME.rc, a wait status; NAME.out; NAME.err)."""
+    try:
+        status = int((shared / f"{name}.rc").read_text())
+    except (OSError, ValueError):
+        return engine.CellRun("failed", error="the guest did not run it (it stopped "
+                              "first)", argv=argv)
+    if status < 0 or not os.WIFEXITED(status):
+        sig = os.WTERMSIG(status) if status >= 0 else None
+        return engine.CellRun("failed", error=f"killed by signal {sig}" if sig else
+                              "could not be started in the guest", rc=-1, argv=argv)
+    try:
+        out = (shared / f"{name}.out").read_text(errors="replace")
+        err = (shared / f"{name}.err").read_text(errors="replace")
+    except OSError as e:
+        return engine.CellRun("failed", error=f"the guest left no output of it: {e}",
+                              rc=-1, argv=argv)
+    return engine.outcome(argv, os.WEXITSTATUS(status), out, err)
+
+
+# --------------------------------------------------------------------------- debug checks
+
 
 DEBUGFS = "/sys/kernel/debug"
 KMEMLEAK = "kmemleak.txt"           # where vm.boot looks for a scan, on both architectures
@@ -96,15 +182,15 @@ def read_back(shared: Path, faults: dict | None, status: dict) -> dict:
                                       for n in notes for kind in faults)
         injected = {}
         for kind, knobs in faults.items():
-            left, times = arm64.read_left(shared / left_name(kind)), int(knobs.get("times", -1))
+            left, times = read_left(shared / left_name(kind)), int(knobs.get("times", -1))
             with contextlib.suppress(ValueError):
                 if times > 0 and left is not None:
                     injected[kind] = times - int(left)
         if injected:
             out["faults_injected"] = sum(injected.values())
             out["faults_injected_by"] = injected
-        out["fault_messages"] = (arm64.read_left(shared / "dmesg.txt") or "").count(FAULT_LINE)
-    for line in (arm64.read_left(shared / LOCKDEP_STATS) or "").splitlines():
+        out["fault_messages"] = (read_left(shared / "dmesg.txt") or "").count(FAULT_LINE)
+    for line in (read_left(shared / LOCKDEP_STATS) or "").splitlines():
         if line.strip().startswith("debug_locks:"):
             with contextlib.suppress(ValueError):
                 out["debug_locks"] = int(line.split(":")[1])
