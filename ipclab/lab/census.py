@@ -3,10 +3,12 @@
 sleeper, under the seeds' workloads and real ones (kernel/tests/workloads).
 
 `ipclab census VARIANT` builds VARIANT+wakeup-counters (the overlay's per-site counters in
-debugfs), builds the compiled workloads on the host (the repository is read-only in the
-guest), boots once and runs kernel/tests/wakeup-sites there, which resets the counters, runs
-each workload to a fixed number of operations and reads them back: one JSON line per
-workload. This module turns those lines into the table and the JSON record.
+debugfs), boots once and runs kernel/tests/wakeup-sites's workloads there, which resets the
+counters, runs each workload to a fixed number of operations and reads them back: one JSON
+row per workload. The boot is the architecture's backend's (vm.CensusJob): on x86 the
+workloads are built on the host and the driver runs in the guest; on arm64 the host does
+the driver's part (arm64/census.py). This module turns the rows into the table and the JSON
+record.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The conformance tests in an arm64 guest (ipclab/lab/arm64_conformance.py), with no build
+"""The conformance tests in an arm64 guest (ipclab/lab/arm64/conformance.py), with no build
 and no boot: the init's job, the KTAP read back from what the guest left, the cross-build
 command, the initramfs they go in, and `vm run --conformance` on both architectures."""
 
