@@ -114,7 +114,7 @@ def profile_cells(engine_path, cells, out_path, period=PERIOD, stream=None, by="
     """Profile each cell once. by="perf": perf samples here; by="marker": only mark each
     cell's window for the lab's instruction counter (cells in order, window 2i + 1).
     marked(cell) -> its record instead of a marked run here: a guest without Python made
-    the runs between its own markers (ipclab/lab/arm64.py), and the host reads them back."""
+    the runs between its own markers (ipclab/lab/arm64/suite.py), and the host reads them back."""
     prof = {"schema": SCHEMA, "period": period if by == "perf" else 1,
             "event": "cpu-clock" if by == "perf" else "insncount", "cells": {}, "order": []}
     for cell in cells:

@@ -3,7 +3,7 @@
  * guest-init.c: PID 1 of a guest whose user space is the lab's own initramfs (arm64, where
  * the host's root and its Python cannot be shared): it mounts what the engine needs, runs
  * the job the host wrote, leaves the evidence in the shared directory and powers off. It is
- * built static with the guest's cross compiler by ipclab/lab/arm64.py, which also writes
+ * built static with the guest's cross compiler by ipclab/lab/arm64/guest.py, which also writes
  * the job and reads what this leaves.
  *
  * The kernel command line names the shared directory (ipclab.shared=PATH, a 9p export with

@@ -10,7 +10,7 @@ import pytest
 
 from ipclab import Error
 from ipclab.cli import main
-from ipclab.lab import census
+from ipclab.lab import census, vm
 
 ROW = {"workload": "ping", "rc": 0, "nproc": 1,
        "pipe": {"read-wr": {"calls": 0, "sleepers": 0},
@@ -22,7 +22,7 @@ def test_parse_keeps_the_rows_and_nothing_else():
     text = "\n".join(["warning: something", json.dumps(ROW), "{not json",
                       json.dumps({"no": "workload"}), "[1, 2]",
                       "  " + json.dumps({**ROW, "workload": "two", "rc": 1}) + "  ", ""])
-    rows = census.parse(text)
+    rows = vm.CensusJob.parse(text)
     assert [r["workload"] for r in rows] == ["ping", "two"]
     assert rows[0]["pipe"]["write-rd"] == {"calls": 10002, "sleepers": 9989}
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ipclab import Error, proc, report
-from ipclab.lab import ab, arm64_conformance, bases, census, gittree, kernel, variants, vm
+from ipclab.lab import ab, bases, census, gittree, kernel, variants, vm
 from ipclab.lab import bisect as lab_bisect
 from ipclab.lab import executor as executors
 from ipclab.report import lab as labreport
@@ -236,7 +236,7 @@ def _conformance_tests(args, command: list[str] | None) -> list[str]:
         raise Error("--profile, --cost and --cell follow the cells of a SUITE; the conformance"
                     " tests have none")
     tests = list(command or [])
-    arm64_conformance.check_tests(tests)
+    vm.ConformanceJob.check(tests)
     return tests
 
 

@@ -19,12 +19,12 @@ import os
 import time
 from pathlib import Path
 
-from ipclab import EXIT_FAILED, Error, compare, proc, profile, results, runner, suites
+from ipclab import Error, compare, proc, profile, results, runner, suites
 from ipclab import step_times, upstream
 from ipclab.deterministic import cost
 from ipclab.progress import log
 
-from . import arm64, arm64_conformance, faults as fault_runs, kernel, variants, vm
+from . import backends, kernel, variants, vm
 from . import ab_resume, executor as executors
 
 
@@ -49,8 +49,7 @@ def suite_job(suite: str, clock: vm.Clock, *, full: bool = False,
         upstream.prebuild(chosen)
     job = vm.SuiteJob(suite, suites.FULL if full else suites.QUICK, reps, warmups, profile_by,
                       tuple(cells))
-    if arch == "arm64":
-        arm64.check_job(job)
+    backends.for_arch(arch).check_suite(job)
     return job
 
 
@@ -114,22 +113,13 @@ def run_suite_boot(meta: dict, accel: str, job: vm.SuiteJob, out: Path, *,
     Deterministic boots load the QEMU plugin: each sample then gets the cost model's counts
     of its measured section (memory: what of memory, vm.PLUGIN_MEMORY)."""
     shared = vm.new_shared(variants.slug(meta["variant"]), job.suite)
-    if meta.get("arch") != "arm64" and not proc.is_dry_run():
-        upstream.stage(suites.SUITES[job.suite].cells(job.mode), shared)
     insn_counts = job.insn_counts(shared, clock)
     # `ipclab run` exits 1 when a cell failed; the cells say which, so only the kernel and
     # the guest (dead, hung, splat, no results) can fail the whole boot.
     thp = thp or vm.suite_thp(job.suite) or "madvise"
-    if meta.get("arch") == "arm64":
-        if faults or kmemleak:
-            raise Error("fault injection and kmemleak are in the arm64 guest for its "
-                        "conformance tests only (vm run VARIANT --arch arm64 --conformance)")
-        b = arm64.boot_suite(meta, job, shared, thp=thp, timeout=timeout, clock=clock,
-                             cpus=cpus, insn_counts=insn_counts, plugin_memory=memory)
-    else:
-        b = vm.boot(meta, accel, job.argv(shared), thp=thp, timeout=timeout, shared=shared,
-                    faults=faults, kmemleak=kmemleak, watch=job.RESULTS, job_rc_fails=False,
-                    clock=clock, cpus=cpus, insn_counts=insn_counts, plugin_memory=memory)
+    b = backends.for_arch(meta.get("arch")).suite(
+        meta, accel, job, shared, thp=thp, timeout=timeout, faults=faults, kmemleak=kmemleak,
+        clock=clock, cpus=cpus, insn_counts=insn_counts, plugin_memory=memory)
     if proc.is_dry_run():
         return None, b
     step_times.note_boot(shared, b.record(), meta.get("arch", "x86_64"), job.suite)
@@ -230,43 +220,34 @@ def vm_command(kern: variants.Variant | dict, command: list[str], *,
                record: Path | None = None) -> VmRun | None:
     """`vm run VARIANT -- CMD`: the boot and the command's output; None in a dry run."""
     meta = kernel.obtain(kern)
-    if meta.get("arch") == "arm64":
-        raise Error("vm run -- COMMAND: the arm64 guest has no shell or host root to run a "
-                    "command in; run a suite (vm run VARIANT SUITE --arch arm64) or the "
-                    "conformance tests (vm run VARIANT --arch arm64 --conformance)")
-    accel = vm.accel_for(kernel.image_path(meta), clock, meta.get("arch"))
-    b = vm.boot(meta, accel, command, thp=thp or "madvise", timeout=timeout, faults=faults,
-                kmemleak=kmemleak, clock=clock, cpus=cpus)
-    if proc.is_dry_run():
-        return None
-    # A guest killed before its job started (a slow boot on a busy host) has no output;
-    # the record and the verdict must still be written.
-    output = ""
-    with contextlib.suppress(FileNotFoundError):
-        output = (b.shared / "job.out").read_text(errors="replace")
-    if record:
-        proc.write_json_atomic(record, b.record())
-    return VmRun(b, accel, clock, output=output)
+    run = backends.for_arch(meta.get("arch")).command(
+        meta, command, thp=thp, timeout=timeout, faults=faults, kmemleak=kmemleak,
+        clock=clock, cpus=cpus)
+    return _vm_run(run, clock, record)
 
 
 def vm_conformance(kern: variants.Variant | dict, tests: list[str] = (), *,
                    thp: str | None = None, timeout: float = 900, faults: dict | None = None,
                    kmemleak: bool = False, clock: vm.Clock, cpus: int | None = None,
-                   record: Path | None = None) -> VmRun | None:
-    """`vm run VARIANT --conformance [-- TEST...]`: the conformance tests (all, or these) in
-    one boot, as KTAP; on x86 conformance/run.sh in the guest, on arm64 the init's own job
-    (arm64_conformance)."""
+                   record: Path | None = None,
+                   environ: dict | None = None) -> VmRun | None:
+    """`vm run VARIANT --conformance [-- TEST...]` and a fault run's boot: the conformance
+    tests (all, or these) in one boot, as KTAP, with run.sh's variables from `environ`
+    (CT_STRESS_ARGS...; on arm64 the host's when None); None in a dry run."""
+    vm.ConformanceJob.check(tests)
     meta = kernel.obtain(kern)
-    if meta.get("arch") != "arm64":
-        return vm_command(meta, [fault_runs.RUN_SH, *tests], thp=thp, timeout=timeout, faults=faults,
-                          kmemleak=kmemleak, clock=clock, cpus=cpus, record=record)
-    run = arm64_conformance.run(meta, thp=thp, timeout=timeout, clock=clock, cpus=cpus,
-                                record=record, tests=list(tests), faults=faults,
-                                kmemleak=kmemleak)
-    if run is None:
+    run = backends.for_arch(meta.get("arch")).conformance(
+        meta, vm.ConformanceJob(tuple(tests), environ), thp=thp, timeout=timeout,
+        faults=faults, kmemleak=kmemleak, clock=clock, cpus=cpus)
+    return _vm_run(run, clock, record)
+
+
+def _vm_run(run: vm.GuestRun, clock: vm.Clock, record: Path | None) -> VmRun | None:
+    if proc.is_dry_run():
         return None
-    return VmRun(run.boot, "tcg", clock, output=run.output,
-                 judged_rc=0 if run.passed else EXIT_FAILED)
+    if record:
+        proc.write_json_atomic(record, run.boot.record())
+    return VmRun(run.boot, run.boot.accel, clock, output=run.output, judged_rc=run.judged_rc)
 
 
 def vm_suite(kern: variants.Variant | dict, job: vm.SuiteJob, out: Path | None = None, *,

@@ -3,15 +3,16 @@
 sleeper, under the seeds' workloads and real ones (kernel/tests/workloads).
 
 `ipclab census VARIANT` builds VARIANT+wakeup-counters (the overlay's per-site counters in
-debugfs), builds the compiled workloads on the host (the repository is read-only in the
-guest), boots once and runs kernel/tests/wakeup-sites there, which resets the counters, runs
-each workload to a fixed number of operations and reads them back: one JSON line per
-workload. This module turns those lines into the table and the JSON record.
+debugfs), boots once and runs kernel/tests/wakeup-sites's workloads there, which resets the
+counters, runs each workload to a fixed number of operations and reads them back: one JSON
+row per workload. The boot is the architecture's backend's (vm.CensusJob): on x86 the
+workloads are built on the host and the driver runs in the guest; on arm64 the host does
+the driver's part (arm64/census.py). This module turns the rows into the table and the JSON
+record.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib.machinery
 import importlib.util
@@ -20,15 +21,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ipclab import EXIT_FAILED, ROOT, Error, envinfo, proc
+from ipclab import EXIT_FAILED, Error, envinfo, proc
 from ipclab.progress import log
 
-from . import ab, arm64_census, kernel, source, variants, vm
+from . import ab, backends, kernel, variants, vm
 
 OVERLAY = "wakeup-counters"
-DRIVER = ROOT / "kernel" / "tests" / "wakeup-sites"
-WORKLOADS_DIR = ROOT / "kernel" / "tests" / "workloads"
-SELFTESTS = Path("tools") / "testing" / "selftests" / "mqueue"
+DRIVER = vm.CensusJob.DRIVER
 # The sites as the counters patch names them, in the order the table shows them.
 SITES = {"pipe": ("read-wr", "read-next-rd", "write-sleep-rd", "write-rd", "write-rd-poll",
                   "write-next-wr"),
@@ -59,44 +58,6 @@ def select(wanted: list[str]) -> list[str]:
     if unknown:
         raise Error(f"unknown workload {unknown[0]!r} (known: {', '.join(known)})")
     return list(dict.fromkeys(wanted)) or known
-
-
-def build_workloads(tree: Path | None, names: list[str]) -> None:
-    """make -C kernel/tests/workloads on the host, with the base's mqueue selftests when
-    they are wanted; Error naming what failed."""
-    argv = ["make", "-s", "-C", str(WORKLOADS_DIR)]
-    if "mqueue-selftests" in names:
-        where = tree / SELFTESTS if tree else None
-        if where is None and proc.is_dry_run():
-            # A dry run opens no source tree: it shows where the build would look.
-            where = Path("<the kernel's source tree>") / SELFTESTS
-        elif where is None or not (where / "mq_perf_tests.c").is_file():
-            raise Error(f"mqueue-selftests: no {SELFTESTS} in the kernel's source tree "
-                        f"({tree}); leave the workload out (--workload)", EXIT_FAILED)
-        argv.append(f"SELFTESTS={where}")
-    if proc.would_run(argv):
-        return
-    done = proc.run(argv, 600, capture=True)
-    if done.rc != 0:
-        tail = (done.err or done.out).strip().splitlines()[-3:]
-        raise Error(f"building kernel/tests/workloads failed: {' | '.join(tail)}", EXIT_FAILED)
-
-
-def parse(text: str) -> list[dict]:
-    """The driver's rows from the guest's output: every line that is a JSON object with a
-    "workload"; anything else (warnings, a traceback) is not a row."""
-    rows = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(row, dict) and isinstance(row.get("workload"), str):
-            rows.append(row)
-    return rows
 
 
 def cell(row: dict, kind: str, site: str) -> str:
@@ -161,8 +122,8 @@ def record(rows: list[dict], meta: dict, b: vm.Boot, clock: vm.Clock, cpus: int)
 
 @functools.lru_cache(maxsize=1)
 def driver():
-    """kernel/tests/wakeup-sites as a module, for what the host does in its stead (the
-    arm64 guest has no Python): its workloads, counter files, watchdog and counter reader."""
+    """kernel/tests/wakeup-sites as a module, for what the host does in its stead where the
+    guest has no Python (arm64): its workloads, counter files, watchdog and counter reader."""
     loader = importlib.machinery.SourceFileLoader("ipclab_wakeup_sites", str(DRIVER))
     spec = importlib.util.spec_from_loader(loader.name, loader)
     module = importlib.util.module_from_spec(spec)
@@ -178,14 +139,14 @@ def run(kern: variants.Variant, *, workloads: list[str], clock: vm.Clock,
     and naming one is refused (exit 2) before anything is built."""
     names = select(workloads)
     cpus = cpus or vm.default_cpus(clock)
-    if kern.arch == "arm64":
-        with tempfile.TemporaryDirectory(prefix="ipclab-census-arm64-") as bindir:
-            plan = arm64_census.plan(driver(), names, Path(bindir), named=bool(workloads))
-            meta = kernel.obtain(kern)
-            b, rows = arm64_census.boot(driver(), meta, plan, clock=clock, cpus=cpus,
-                                        timeout=timeout)
-    else:
-        meta, b, rows = _boot_x86(kern, names, clock, cpus, timeout)
+    backend = backends.for_arch(kern.arch)
+    job = vm.CensusJob(tuple(names), named=bool(workloads), driver=driver())
+    # What the guest needs built for it lasts the boot (arm64: its static workloads).
+    with tempfile.TemporaryDirectory(prefix=f"ipclab-census-{kern.arch}-") as workdir:
+        plan = backend.census_plan(job, Path(workdir))
+        meta = kernel.obtain(kern)
+        b, rows = backend.census(meta, kern, job, plan, clock=clock, cpus=cpus,
+                                 timeout=timeout)
     if proc.is_dry_run():
         return 0
     ab.report_boot(b, None)
@@ -212,20 +173,3 @@ def run(kern: variants.Variant, *, workloads: list[str], clock: vm.Clock,
         log(f"census: failed: {', '.join(failed) or 'none'}; no counts: "
             f"{', '.join(missing) or 'none'}")
     return 0 if b.ok and not missing and not failed else EXIT_FAILED
-
-
-def _boot_x86(kern: variants.Variant, names: list[str], clock: vm.Clock, cpus: int,
-              timeout: float) -> tuple[dict, vm.Boot, list[dict]]:
-    """The x86 census: the host's root in the guest, the driver run there."""
-    meta = kernel.obtain(kern)
-    tree = None if proc.is_dry_run() else source.open_source(
-        str(kern.tree) if kern.tree else None, create=False, variant=kern).tree
-    build_workloads(tree, names)
-    accel = vm.accel_for(kernel.image_path(meta), clock)
-    b = vm.boot(meta, accel, [sys.executable, str(DRIVER), *names], timeout=timeout,
-                clock=clock, cpus=cpus)
-    text = ""
-    if not proc.is_dry_run():
-        with contextlib.suppress(OSError):
-            text = (b.shared / "job.out").read_text(errors="replace")
-    return meta, b, parse(text)

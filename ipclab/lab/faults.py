@@ -26,7 +26,7 @@ from pathlib import Path
 from . import vm
 
 OVERLAYS = "+debug+counters"
-RUN_SH = "conformance/run.sh"
+RUN_SH = vm.ConformanceJob.RUN_SH
 STRESS_TESTS = ("stress_pipe_integrity", "stress_pipe_splice_integrity")
 # With faults armed, an ENOMEM is retried by the stress test and counted (conformance/
 # README.md, "Stress options"); without, it stays a failure, as on a healthy kernel.

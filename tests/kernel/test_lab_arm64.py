@@ -31,7 +31,7 @@ import pytest
 
 from conftest import ARM64_BESIDE
 from ipclab import compare, profile, results
-from ipclab.lab import arm64_conformance
+from ipclab.lab import vm
 from .conftest import KNOWN_ANSWER_REPS, ROLES, aa_bound, assert_ab_verdict, ipclab, missing_prereq
 
 ARM64 = ("--arch", "arm64")
@@ -231,7 +231,7 @@ def test_conformance_fails_on_arm64_what_it_fails_on_x86(plain_built):
                "--timeout", str(CONFORMANCE_BOOT_S), timeout=CONFORMANCE_BOOT_S + 300)
     assert "TAP version 13" in r.stdout, r.stderr[-3000:]
     got = ktap_results(r.stdout)
-    assert sorted(got) == arm64_conformance.test_names(), r.stdout[-3000:]
+    assert sorted(got) == vm.ConformanceJob.test_names(), r.stdout[-3000:]
     failed = {name for name, verdict in got.items() if verdict == "not ok"}
     assert failed == ROLES["mainline"]["upstream_fails"], r.stdout[-3000:] + r.stderr[-2000:]
     assert "(the guest stopped before it)" not in r.stdout

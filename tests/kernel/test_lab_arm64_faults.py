@@ -2,7 +2,7 @@
 """Kernel tier, fault runs on arm64: `scripts/fault-runs mainline-series --arch arm64`, the
 two boots of ipclab/lab/faults.py's plans in the series' arm64 debug build (lockdep,
 kmemleak, fail_page_alloc and failslab), with the tests run by the guest's init and the
-debug checks set up by its job (ipclab/lab/arm64_debug.py). Nothing may be lost, the
+debug checks set up by its job (ipclab/lab/arm64/steps.py). Nothing may be lost, the
 injected failures must reach the tests as ENOMEM or short writes, kmemleak and lockdep
 stay clean.
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The census in an arm64 guest (ipclab/lab/arm64_census.py), with no kernel build and no
+"""The census in an arm64 guest (ipclab/lab/arm64/census.py), with no kernel build and no
 boot: which workloads the guest runs and as what, the init's job, the driver's rows read
 back from what the guest left, the marked rows and the refusals. The boot itself is the
 opt-in kernel-tier test tests/kernel/test_lab_arm64_census.py (make test-arm64-census)."""
@@ -12,7 +12,8 @@ import pytest
 
 from ipclab import EXIT_FAILED, Error
 from ipclab.cli import main
-from ipclab.lab import arm64, arm64_census as ac, census, vm
+from ipclab.lab import census, vm
+from ipclab.lab.arm64 import census as ac, guest as arm64_guest
 
 DRIVER = census.driver()
 NAMES = list(DRIVER.WORKLOADS)
@@ -27,7 +28,7 @@ def built(tmp_path, monkeypatch):
     io-uring-full-pipe, whose library the toolchain lacks."""
     conf = tmp_path / "conformance-arm64"
     conf.mkdir()
-    monkeypatch.setattr(ac.arm64_conformance, "binaries", lambda: conf)
+    monkeypatch.setattr(ac.conformance, "binaries", lambda: conf)
     monkeypatch.setattr(ac, "cross_build", lambda name, bindir: (
         "needs liburing for arm64" if name == "io-uring-full-pipe" else None))
     return tmp_path / "bin"
@@ -43,7 +44,7 @@ def test_each_workload_runs_as_its_static_program_or_is_refused_with_why(built):
     p = ac.plan(DRIVER, NAMES, built, named=False)
     assert p.names == NAMES
     # The engine's invocations keep their arguments, on the initramfs's engine.
-    assert p.argv["token-ring"] == [arm64.GUEST_ENGINE, *DRIVER.WORKLOADS["token-ring"][1:]]
+    assert p.argv["token-ring"] == [arm64_guest.GUEST_ENGINE, *DRIVER.WORKLOADS["token-ring"][1:]]
     assert p.argv["pipe_poll_race"] == ["/conformance/pipe_poll_race"]
     assert p.argv["pipe1"] == ["/census/pipe1"]
     assert p.files["/census/pipe1"] == built / "pipe1"
@@ -130,7 +131,7 @@ def test_a_missing_library_is_a_reason_and_a_broken_source_an_error(monkeypatch,
     err = "ld: cannot find -luring: No such file or directory\ncollect2: error"
     assert "needs liburing for arm64" in ac.cross_build("io-uring-full-pipe", tmp_path)
     assert runs[0][-1] == str(tmp_path / "io-uring-full-pipe")
-    assert f"CC={arm64.CC}" in runs[0] and "LDFLAGS=-static -s" in runs[0]
+    assert f"CC={arm64_guest.CC}" in runs[0] and "LDFLAGS=-static -s" in runs[0]
     err = "fatal error: liburing.h: No such file or directory"
     assert "needs liburing.h for arm64" in ac.cross_build("io-uring-full-pipe", tmp_path)
     err = "pipe1.c:3:1: error: expected ';' before '}' token"
@@ -139,7 +140,7 @@ def test_a_missing_library_is_a_reason_and_a_broken_source_an_error(monkeypatch,
     assert e.value.code == EXIT_FAILED
 
 
-@pytest.mark.skipif(not shutil.which(arm64.CC), reason="needs gcc-aarch64-linux-gnu")
+@pytest.mark.skipif(not shutil.which(arm64_guest.CC), reason="needs gcc-aarch64-linux-gnu")
 def test_the_compiled_workload_cross_builds_static(tmp_path):
     assert ac.cross_build("pipe1", tmp_path) is None
     head = (tmp_path / "pipe1").read_bytes()[:20]
@@ -148,11 +149,11 @@ def test_the_compiled_workload_cross_builds_static(tmp_path):
 
 def test_the_initramfs_carries_the_programs_after_the_init_s(built, tmp_path, monkeypatch):
     base = tmp_path / "base.cpio"
-    base.write_bytes(arm64.cpio_archive([("init", 0o100755, b"INIT")]))
-    monkeypatch.setattr(ac.arm64, "initramfs", lambda: base)
+    base.write_bytes(arm64_guest.cpio_archive([("init", 0o100755, b"INIT")]))
+    monkeypatch.setattr(ac.guest, "initramfs", lambda: base)
     built.mkdir()
     (built / "pipe1").write_bytes(b"PIPE1")
-    (ac.arm64_conformance.binaries() / "pipe_poll_race").write_bytes(b"RACE")
+    (ac.conformance.binaries() / "pipe_poll_race").write_bytes(b"RACE")
     p = ac.plan(DRIVER, ["pipe1", "pipe_poll_race"], built, named=False)
     data = ac.initrd(p, tmp_path).read_bytes()
     assert data.startswith(base.read_bytes())

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The conformance tests in an arm64 guest (ipclab/lab/arm64_conformance.py), with no build
+"""The conformance tests in an arm64 guest (ipclab/lab/arm64/conformance.py), with no build
 and no boot: the init's job, the KTAP read back from what the guest left, the cross-build
 command, the initramfs they go in, and `vm run --conformance` on both architectures."""
 
@@ -14,10 +14,11 @@ from init_leaves import leave
 
 from ipclab import EXIT_FAILED
 from ipclab.cli import main
-from ipclab.lab import ab, arm64, arm64_conformance as ac, faults, vm
+from ipclab.lab import ab, faults, vm, x86
+from ipclab.lab.arm64 import conformance as ac, guest as arm64_guest
 from ipclab.report import lab as labreport
 
-NAMES = ac.test_names()
+NAMES = vm.ConformanceJob.test_names()
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +37,7 @@ def test_the_job_runs_every_test_as_run_sh_would():
     """Every test, in run.sh's order, a step named after it under a watchdog of run.sh's
     120 s stretched 25 times (TCG), with run.sh's environment, after the guest's setup."""
     assert len(NAMES) > 30 and NAMES == sorted(NAMES) and "pipe_order" in NAMES
-    text, timeout_s = ac.job(NAMES, vm.TIMED, "madvise")
+    text, timeout_s = ac.job_text(NAMES, vm.TIMED, "madvise")
     lines = job_lines(text)
     assert timeout_s == 3000
     runs = [line for line in lines if line[0] == "run"]
@@ -56,7 +57,7 @@ def test_the_job_takes_run_sh_variables_from_the_host(monkeypatch):
     monkeypatch.setenv("CT_SEED", "42")
     monkeypatch.setenv("CT_STRESS_ARGS", "--duration 3 --tolerate-enomem")
     monkeypatch.setenv("CT_ARGS_pipe_order", "--extra")
-    text, timeout_s = ac.job(["pipe_order", "stress_pipe_integrity"], vm.TIMED, "never")
+    text, timeout_s = ac.job_text(["pipe_order", "stress_pipe_integrity"], vm.TIMED, "never")
     lines = job_lines(text)
     assert timeout_s == 60 and ["timeout", "60"] in lines
     assert ["env", "CT_WATCHDOG_SCALE=2"] in lines and ["env", "CT_SEED=42"] in lines
@@ -71,7 +72,7 @@ def test_the_job_takes_run_sh_variables_from_the_host(monkeypatch):
 def test_bad_run_sh_variables_are_errors(monkeypatch, var, value):
     monkeypatch.setenv(var, value)
     with pytest.raises(ac.Error, match=var):
-        ac.job(NAMES, vm.TIMED, "madvise")
+        ac.job_text(NAMES, vm.TIMED, "madvise")
 
 
 # --------------------------------------------------------------------------- KTAP
@@ -108,8 +109,8 @@ def test_ktap_of_every_way_a_step_can_end(tmp_path):
         "a_ok": "pass", "b_skip": "skip", "c_fail": "fail", "d_signal": "fail",
         "e_timeout": "fail", "f_exit2": "fail", "g_nostart": "fail", "h_never": "fail"}
     assert read["c_fail"].lines == ["FAIL x.c:3: lost a record", "stderr line"]
-    assert not ac.ConformanceRun(None, outcomes).passed
-    assert ac.ConformanceRun(None, outcomes[:2]).passed
+    assert ac.guest_run(None, outcomes).judged_rc == EXIT_FAILED
+    assert ac.guest_run(None, outcomes[:2]).judged_rc == 0
 
 
 # --------------------------------------------------------------------------- the build
@@ -151,8 +152,8 @@ def cpio_names(data: bytes) -> list[str]:
 
 def test_the_tests_go_in_an_initramfs_after_the_init_s(tmp_path, monkeypatch):
     base = tmp_path / "initramfs-arm64-k.cpio"
-    base.write_bytes(arm64.cpio_archive([("init", 0o100755, b"x" * 5)]))
-    monkeypatch.setattr(arm64, "initramfs", lambda: base)
+    base.write_bytes(arm64_guest.cpio_archive([("init", 0o100755, b"x" * 5)]))
+    monkeypatch.setattr(arm64_guest, "initramfs", lambda: base)
     bindir = tmp_path / "conformance-arm64-abc"
     bindir.mkdir()
     for n in ("t1", "t2"):
@@ -187,14 +188,22 @@ def test_vm_run_conformance_takes_test_names_and_nothing_else(capsys, monkeypatc
     assert not seen
 
 
-def test_on_x86_conformance_is_run_sh_in_the_guest(monkeypatch):
+def test_on_x86_conformance_is_run_sh_in_the_guest(monkeypatch, tmp_path):
+    """run.sh in the guest, given its tests and, from a fault run, its variables."""
     seen = {}
-    monkeypatch.setattr(ab, "vm_command", lambda meta, command, **kw: seen.update(
-        meta=meta, command=command, **kw) or "x86 run")
-    assert ab.vm_conformance({"arch": "x86_64"}, timeout=5, clock=vm.TIMED) == "x86 run"
+
+    def command(self, meta, argv, **kw):
+        seen.update(meta=meta, command=argv, **kw)
+        return vm.GuestRun(boot(tmp_path), "TAP version 13\n")
+    monkeypatch.setattr(x86.X86, "command", command)
+    run = ab.vm_conformance({"arch": "x86_64"}, timeout=5, clock=vm.TIMED)
+    assert run.output == "TAP version 13\n" and run.judged_rc is None
     assert seen["command"] == ["conformance/run.sh"] and seen["timeout"] == 5
-    ab.vm_conformance({"arch": "x86_64"}, ["pipe_order"], clock=vm.TIMED)
+    assert seen["extra_env"] is None
+    ab.vm_conformance({"arch": "x86_64"}, ["pipe_order"], environ={"CT_SEED": "7"},
+                     clock=vm.TIMED)
     assert seen["command"] == ["conformance/run.sh", "pipe_order"]
+    assert seen["extra_env"] == {"CT_SEED": "7"}
 
 
 def boot(tmp_path, ok=True):
@@ -210,7 +219,7 @@ def test_on_arm64_the_exit_status_is_run_sh_s(monkeypatch, tmp_path, kinds, boot
     """0 when every test passed or skipped in a healthy boot, 1 otherwise; the KTAP on
     stdout."""
     outcomes = [ac.Outcome(f"t{i}", kind) for i, kind in enumerate(kinds)]
-    monkeypatch.setattr(ac, "run", lambda meta, **kw: ac.ConformanceRun(
+    monkeypatch.setattr(ac, "run", lambda meta, job, **kw: ac.guest_run(
         boot(tmp_path, boot_ok), outcomes))
     run = ab.vm_conformance({"arch": "arm64"}, clock=vm.TIMED)
     out = io.StringIO()
@@ -218,9 +227,12 @@ def test_on_arm64_the_exit_status_is_run_sh_s(monkeypatch, tmp_path, kinds, boot
     assert out.getvalue() == ac.ktap(outcomes)
 
 
-def test_an_unknown_test_is_refused_before_anything_is_built():
+def test_an_unknown_test_is_refused_before_anything_is_built(monkeypatch):
     with pytest.raises(ac.Error, match="no such conformance test: nope"):
-        ac.run({"arch": "arm64"}, tests=["nope", "pipe_order"])
+        ac.run({"arch": "arm64"}, vm.ConformanceJob(("nope", "pipe_order")), clock=vm.TIMED)
+    monkeypatch.setattr(ab.kernel, "obtain", lambda *a, **k: pytest.fail("built"))
+    with pytest.raises(ac.Error, match="no such conformance test: nope"):
+        ab.vm_conformance({"arch": "arm64"}, ["nope"], clock=vm.TIMED)
 
 
 def test_a_boot_runs_the_named_tests_in_the_order_given(tmp_path, monkeypatch):
@@ -233,16 +245,15 @@ def test_a_boot_runs_the_named_tests_in_the_order_given(tmp_path, monkeypatch):
 
     def guest(meta, accel, argv, *, shared, launcher, cpus, timeout, **kw):
         seen["qemu"] = launcher(Path("/Image"), cpus, "2G", [], [])
-        steps = [line for line in job_lines((shared / arm64.JOB).read_text())
+        steps = [line for line in job_lines((shared / arm64_guest.JOB).read_text())
                  if line[0] == "run"]
         seen["steps"] = [line[1] for line in steps]
         leave(shared, steps[0][1], 0, out="# done\n")
         return boot(shared)
     monkeypatch.setattr(vm, "boot", guest)
-    run = ac.run({"variant": "mainline", "arch": "arm64"}, cpus=1,
-                 tests=["pipe_order", "mq_notify"])
+    run = ac.run({"variant": "mainline", "arch": "arm64"},
+                 vm.ConformanceJob(("pipe_order", "mq_notify")), cpus=1, clock=vm.TIMED)
     assert seen["steps"] == ["pipe_order", "mq_notify"]
     assert seen["qemu"][seen["qemu"].index("-initrd") + 1] == str(tmp_path / "initrd.cpio")
-    assert [(o.name, o.kind) for o in run.outcomes] == [("pipe_order", "pass"),
-                                                        ("mq_notify", "error")]
+    assert "ok 1 pipe_order" in run.output.splitlines() and run.judged_rc == EXIT_FAILED
     assert "not ok 2 mq_notify # error: not run (the guest stopped before it)" in run.output

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Fault injection and kmemleak in an arm64 guest (ipclab/lab/arm64_debug.py), with no
+"""Fault injection and kmemleak in an arm64 guest (ipclab/lab/arm64/steps.py), with no
 build and no boot: the init's steps around the tests, the init's own handling of them
 (scripts/guest-init.c built for the host with only its job), what the host reads back, and
 `vm run --conformance` and scripts/fault-runs on arm64 with a stand-in for the guest."""
@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from ipclab.cli import main
-from ipclab.lab import ab, arm64, arm64_conformance as ac, arm64_debug, faults, vm
+from ipclab.lab import ab, faults, vm
+from ipclab.lab.arm64 import conformance as ac, guest as arm64_guest, steps
 
 # no_ct_env: the host's run.sh variables would change the job (autouse, here too).
 from test_arm64_conformance import job_lines, no_ct_env  # noqa: F401
@@ -31,7 +32,7 @@ def test_the_job_arms_before_the_tests_and_scans_after_them():
     before the facility is disarmed, kmemleak scanned twice and kept, lockdep's state
     kept: each in its place around the runs."""
     spec = vm.fault_injection("2,1,2000,1M", "10,3,400,64K")
-    text, _ = ac.job(["pipe_order", "stress_pipe_integrity"], vm.TIMED, "madvise",
+    text, _ = ac.job_text(["pipe_order", "stress_pipe_integrity"], vm.TIMED, "madvise",
                      environ={}, faults=spec, kmemleak=True)
     lines = job_lines(text)
     runs = [i for i, line in enumerate(lines) if line[0] == "run"]
@@ -63,17 +64,17 @@ def test_the_job_arms_before_the_tests_and_scans_after_them():
 
 def test_workers_are_marked_by_the_tests_and_a_plain_job_has_no_debug_steps():
     spec = vm.fault_injection("2,1,8", None, "workers")
-    lines = job_lines(ac.job(["stress_pipe_integrity"], vm.TIMED, "madvise", environ={},
+    lines = job_lines(ac.job_text(["stress_pipe_integrity"], vm.TIMED, "madvise", environ={},
                              faults=spec)[0])
     assert ["env", "CT_MAKE_IT_FAIL=1"] in lines
     assert not any(line[0] == "make-it-fail" and line[1] == "1" for line in lines)
     # Few failures: a stack for each.
     assert ["write", f"{KNOBS}/verbose", "2"] in lines
     assert ["copy", "/sys/kernel/debug/kmemleak", "kmemleak.txt"] not in lines
-    plain = job_lines(ac.job(["pipe_order"], vm.TIMED, "madvise", environ={})[0])
+    plain = job_lines(ac.job_text(["pipe_order"], vm.TIMED, "madvise", environ={})[0])
     assert not any(line[0] in ("make-it-fail", "copy") or "/sys/kernel/debug" in line[1]
                    for line in plain)
-    only_leaks = job_lines(ac.job(["pipe_order"], vm.TIMED, "madvise", environ={},
+    only_leaks = job_lines(ac.job_text(["pipe_order"], vm.TIMED, "madvise", environ={},
                                   kmemleak=True)[0])
     assert only_leaks[-1] == ["copy", "/proc/lockdep_stats", "lockdep_stats.txt"]
     assert not any(line[0] == "make-it-fail" for line in only_leaks)
@@ -83,12 +84,12 @@ def test_the_job_takes_run_sh_variables_from_what_it_is_given(monkeypatch):
     """A fault run's variables are its plan's, not whatever the host has set."""
     monkeypatch.setenv("CT_STRESS_ARGS", "--from-the-host")
     plan = faults.PLANS[0]
-    lines = job_lines(ac.job(list(plan.tests), vm.TIMED, "madvise", environ=plan.env(5))[0])
+    lines = job_lines(ac.job_text(list(plan.tests), vm.TIMED, "madvise", environ=plan.env(5))[0])
     runs = {line[1]: line[3:] for line in lines if line[0] == "run"}
     assert runs["stress_pipe_integrity"] == ["--tolerate-enomem", "--duration", "5",
                                              *faults.BIG_RECORDS]
     assert runs["stress_pipe_splice_integrity"] == ["--tolerate-enomem", "--duration", "5"]
-    host = job_lines(ac.job(["stress_pipe_integrity"], vm.TIMED, "madvise")[0])
+    host = job_lines(ac.job_text(["stress_pipe_integrity"], vm.TIMED, "madvise")[0])
     assert [line for line in host if line[0] == "run"][0][3:] == ["--from-the-host"]
 
 
@@ -102,13 +103,13 @@ def host_init(tmp_path_factory):
         pytest.skip("gcc not installed")
     out = tmp_path_factory.mktemp("init") / "init"
     subprocess.run(["gcc", "-O2", "-Wall", "-Wno-unused-function", "-Werror",
-                    "-DGUEST_INIT_JOB_ONLY", "-o", str(out), str(arm64.GUEST_INIT)],
+                    "-DGUEST_INIT_JOB_ONLY", "-o", str(out), str(arm64_guest.GUEST_INIT)],
                    check=True)
     return out
 
 
 def run_job(init, shared, lines):
-    (shared / arm64.JOB).write_text("".join("\t".join(line) + "\n" for line in lines))
+    (shared / arm64_guest.JOB).write_text("".join("\t".join(line) + "\n" for line in lines))
     subprocess.run([str(init), str(shared)], check=True, timeout=60)
     return json.loads((shared / "status.json").read_text())
 
@@ -153,16 +154,16 @@ def test_the_host_reads_back_what_guest_run_py_reports_on_x86(tmp_path):
     (tmp_path / "dmesg.txt").write_text(f"[1] {line}\n[2] other\n[3] {line}\n")
     (tmp_path / "lockdep_stats.txt").write_text(
         " lock-classes:  900 [max: 8192]\n debug_locks:                     1\n")
-    got = arm64_debug.read_back(tmp_path, spec, {"notes": ["/dev/mqueue: busy"]})
+    got = steps.read_back(tmp_path, spec, {"notes": ["/dev/mqueue: busy"]})
     # failslab was unbounded: only the kernel log counts it.
     assert got == {"faults_armed": True, "faults_injected": 588,
                    "faults_injected_by": {"fail_page_alloc": 588}, "fault_messages": 2,
                    "debug_locks": 1}
     unarmed = {"notes": [f"{KNOBS}/task-filter: No such file or directory"]}
-    assert arm64_debug.read_back(tmp_path, spec, unarmed)["faults_armed"] is False
+    assert steps.read_back(tmp_path, spec, unarmed)["faults_armed"] is False
     (tmp_path / "lockdep_stats.txt").write_text(" debug_locks:  0\n")
-    assert arm64_debug.read_back(tmp_path, None, {}) == {"debug_locks": 0}
-    assert arm64_debug.read_back(tmp_path / "none", None, {}) == {}
+    assert steps.read_back(tmp_path, None, {}) == {"debug_locks": 0}
+    assert steps.read_back(tmp_path / "none", None, {}) == {}
 
 
 # --------------------------------------------------------------------------- a boot
@@ -173,7 +174,7 @@ def fake_guest(leaks="", debug_locks=1, left=(1900, 390), notes=()):
     summary), and left what the job's debug steps leave; its verdict as vm.boot gives it
     (a leak fails the boot)."""
     def guest(meta, accel, argv, *, shared, launcher, faults=None, kmemleak=False, **kw):
-        lines = job_lines((shared / arm64.JOB).read_text())
+        lines = job_lines((shared / arm64_guest.JOB).read_text())
         for line in lines:
             if line[0] == "run":
                 (shared / f"{line[1]}.rc").write_text("0\n")
@@ -213,8 +214,8 @@ def test_a_fault_boot_on_arm64_is_judged_as_on_x86(tmp_path, monkeypatch, no_bui
 
     def row(**guest):
         monkeypatch.setattr(vm, "boot", fake_guest(**guest))
-        run = ac.run(meta, tests=list(plan.tests), faults=plan.faults, kmemleak=True,
-                     environ=plan.env(5))
+        run = ac.run(meta, vm.ConformanceJob(plan.tests, plan.env(5)), faults=plan.faults,
+                     kmemleak=True, clock=vm.TIMED)
         return faults.boot_row("mainline", plan, run.boot.record(), run.output)
 
     good = row()
@@ -234,7 +235,9 @@ def test_a_fault_boot_on_arm64_is_judged_as_on_x86(tmp_path, monkeypatch, no_bui
 
 def test_vm_run_passes_faults_and_kmemleak_to_the_arm64_guest(monkeypatch, tmp_path):
     seen = {}
-    monkeypatch.setattr(ac, "run", lambda meta, **kw: seen.update(kw) or None)
+    monkeypatch.setattr(ac, "run", lambda meta, job, **kw: seen.update(kw, tests=list(
+        job.tests)) or vm.GuestRun(vm.Boot("mainline", "7.3.4", "tcg", tmp_path, True, 0,
+                                           None, [], "", {}, {}), "", 0))
     monkeypatch.setattr(ab.kernel, "obtain", lambda kern, **kw: {"arch": kern.arch})
     assert main(["vm", "run", "mainline+debug+counters", "--arch", "arm64", "--conformance",
                  "--fail-page-alloc", "2,1,20", "--fault-tasks", "workers", "--kmemleak",

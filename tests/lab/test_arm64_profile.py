@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""`--profile` in an arm64 guest (ipclab/lab/arm64.py), with no build and no boot: the
+"""`--profile` in an arm64 guest (ipclab/lab/arm64/suite.py), with no build and no boot: the
 init's marked runs in the job, and on the host the profile read back from what the guest
 left, its windows named by an arm64 System.map, with the A64 events per function."""
 
@@ -12,7 +12,9 @@ import pytest
 from ipclab import peers, profile, suites
 from ipclab.cli import main
 from ipclab.deterministic import cost
-from ipclab.lab import ab, arm64, kernel, vm
+from ipclab.lab import ab, kernel, vm
+from ipclab.lab.arm64 import guest as arm64_guest, suite
+from ipclab.lab.arm64 import steps as init_steps
 from ipclab.report import lab as labreport
 
 # A64 fields with the plugin's memory model off, as a deterministic boot counts them.
@@ -44,19 +46,19 @@ def test_the_profile_runs_come_after_the_plan_without_the_mark_file():
     the engine's mark file (9p) is dropped from their environment first."""
     job = profiled_job()
     assert job.profile_by == "marker"
-    _, cells, steps = arm64.plan(job, order_seed=7)
-    marked = arm64.profile_steps(cells)
+    _, cells, steps = suite.plan(job, order_seed=7)
+    marked = suite.profile_steps(cells)
     assert [cell.key for _, cell, _ in marked] == [c.key for c in cells]
     assert [name for name, _, _ in marked] == [f"p{i:05d}" for i in range(len(cells))]
     env = {"IPCBENCH_CLOCK": "icount shift=0", "IPCBENCH_MARK": "/shared/marks"}
-    lines = job_lines(arm64.job_text(env, "madvise", vm.DETERMINISTIC, steps,
+    lines = job_lines(init_steps.job_text(env, "madvise", vm.DETERMINISTIC, steps,
                                      marked=[(n, argv) for n, _, argv in marked]))
     kinds = [line[0] for line in lines]
     last_run = len(kinds) - 1 - kinds[::-1].index("run")
     assert lines[last_run + 1] == ["unset", "IPCBENCH_MARK"]
     assert lines[last_run + 2:] == [["marked", n, *argv] for n, _, argv in marked]
-    assert all(argv[0] == arm64.GUEST_ENGINE and "--json" in argv for _, _, argv in marked)
-    plain = job_lines(arm64.job_text(env, "madvise", vm.DETERMINISTIC, steps))
+    assert all(argv[0] == arm64_guest.GUEST_ENGINE and "--json" in argv for _, _, argv in marked)
+    plain = job_lines(init_steps.job_text(env, "madvise", vm.DETERMINISTIC, steps))
     assert not [line for line in plain if line[0] in ("unset", "marked")]
 
 
@@ -65,7 +67,7 @@ def test_the_peers_cells_take_no_profile_window():
     them keep contiguous names, so the i-th marked run is the plugin's window 2i + 1."""
     _, _, cells, _, _ = ab.runner.plan("icount-check")
     peer = next(c for c in suites.SUITES["peers"].cells(suites.QUICK) if peers.is_peer(c))
-    marked = arm64.profile_steps([cells[0], peer, cells[1]])
+    marked = suite.profile_steps([cells[0], peer, cells[1]])
     assert [(name, cell.key) for name, cell, _ in marked] == [("p00000", cells[0].key),
                                                               ("p00001", cells[1].key)]
 
@@ -75,8 +77,8 @@ def test_a_timed_arm64_profile_is_refused_before_a_build(monkeypatch, capsys):
     assert main(["ab", "mainline", "mainline-write-cost", "--arch", "arm64", "--suite",
                  "icount-check", "--profile"]) == 2
     assert "--profile on arm64 needs --deterministic" in capsys.readouterr().err
-    with pytest.raises(arm64.Error, match="needs --deterministic"):
-        arm64.check_job(ab.suite_job("icount-check", vm.TIMED, profile=True))
+    with pytest.raises(suite.Error, match="needs --deterministic"):
+        suite.check_job(ab.suite_job("icount-check", vm.TIMED, profile=True))
 
 
 def counts_line(counts):
@@ -104,7 +106,7 @@ def fake_guest(extra=0, killed=None):
     """vm.boot's stand-in: the init's job run as the init would leave it, the plugin's file
     beside it; the marked run named `killed` dies of SIGKILL (its window is still made)."""
     def boot(meta, accel, argv, *, shared, launcher, insn_counts, **kw):
-        lines = job_lines((shared / arm64.JOB).read_text())
+        lines = job_lines((shared / arm64_guest.JOB).read_text())
         marked = [line for line in lines if line[0] == "marked"]
         for kind, name, *_ in (line for line in lines if line[0] in ("run", "marked")):
             status = 9 if name == killed else 0             # wait status: killed / exit 0
@@ -131,7 +133,7 @@ def profiled_boot(tmp_path, monkeypatch, name, **guest):
 @pytest.fixture
 def image(tmp_path, monkeypatch):
     monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(arm64, "initramfs", lambda: tmp_path / "initramfs.cpio")
+    monkeypatch.setattr(arm64_guest, "initramfs", lambda: tmp_path / "initramfs.cpio")
     kernel.image_dir("k-arm64").mkdir(parents=True)
     (kernel.image_dir("k-arm64") / "System.map").write_text(SYSTEM_MAP)
 
@@ -171,7 +173,7 @@ def test_ab_prints_where_an_arm64_patch_s_instructions_went(tmp_path, monkeypatc
 
 def test_the_init_knows_the_marked_and_unset_steps():
     """guest-init.c reads every step kind the job writes (an unknown one is only noted)."""
-    source = Path(arm64.GUEST_INIT).read_text()
+    source = Path(arm64_guest.GUEST_INIT).read_text()
     for kind in ("unset", "marked"):
         assert f'"{kind}"' in source
     assert "SYS_swapoff" in source and profile.MARKER_SYMBOL.endswith("swapoff")

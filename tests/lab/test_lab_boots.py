@@ -349,13 +349,14 @@ def test_arm64_job_replays_the_plan_sample_for_sample(tmp_path):
     the guest leaves (exit status, stdout) reads back as the samples `ipclab run` would
     have written, each in its cell; a run the guest never made fails its cell."""
     from ipclab import runner
-    from ipclab.lab import arm64
+    from ipclab.lab.arm64 import guest, suite
+    from ipclab.lab.arm64 import steps as init_steps
     job = vm.SuiteJob("icount-check", reps=2, warmups=1)
-    res, cells, steps = arm64.plan(job, order_seed=7)
+    res, cells, steps = suite.plan(job, order_seed=7)
     assert len(steps) == 3 * len(cells) and any(c.workload == "mq-latency" for c in cells)
-    assert all(argv[0] == arm64.GUEST_ENGINE and "--json" in argv for _, argv in steps)
-    text = arm64.job_text({"IPCBENCH_CLOCK": "icount shift=0"}, "madvise", vm.DETERMINISTIC,
-                          steps)
+    assert all(argv[0] == guest.GUEST_ENGINE and "--json" in argv for _, argv in steps)
+    text = init_steps.job_text({"IPCBENCH_CLOCK": "icount shift=0"}, "madvise", vm.DETERMINISTIC,
+                               steps)
     assert "write\t/proc/sys/kernel/randomize_va_space\t0\n" in text
     assert text.count("\nrun\t") == len(steps)
     seen = {}
@@ -367,8 +368,8 @@ def test_arm64_job_replays_the_plan_sample_for_sample(tmp_path):
         (tmp_path / f"{name}.err").write_text("")
         (tmp_path / f"{name}.out").write_text(json.dumps(
             {"workload": argv[1], "metrics": {"n": n}, "env": {"clock": "icount shift=0"}}) + "\n")
-    side = runner.Side(res, cells, arm64.GUEST_ENGINE, str(tmp_path / "r.json"))
-    assert runner.execute([side], quiet=True, run=arm64.replay(tmp_path, cells, steps)) == 0
+    side = runner.Side(res, cells, guest.GUEST_ENGINE, str(tmp_path / "r.json"))
+    assert runner.execute([side], quiet=True, run=suite.replay(tmp_path, cells, steps)) == 0
     for cell, rc in zip(cells, res["cells"]):
         if cell.workload == "mq-latency":
             assert rc["status"] == "failed" and "did not run it" in rc["error"]
@@ -381,8 +382,8 @@ def test_arm64_job_replays_the_plan_sample_for_sample(tmp_path):
 
 
 def test_arm64_initramfs_members_are_newc():
-    from ipclab.lab import arm64
-    entry = arm64._cpio_entry(3, "init", 0o100755, b"abcde")
+    from ipclab.lab.arm64 import guest
+    entry = guest._cpio_entry(3, "init", 0o100755, b"abcde")
     assert entry.startswith(b"070701") and len(entry) % 4 == 0
     assert entry[110:115] == b"init\0" and b"abcde" in entry
     assert int(entry[6 + 6 * 8:6 + 7 * 8], 16) == 5      # filesize
@@ -391,7 +392,7 @@ def test_arm64_initramfs_members_are_newc():
 def test_arm64_initramfs_is_built_once_when_both_sides_of_an_ab_ask(tmp_path, monkeypatch):
     import threading
     import time
-    from ipclab.lab import arm64
+    from ipclab.lab.arm64 import guest
     monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path))
     inside, most, built = [0], [0], []
 
@@ -404,12 +405,12 @@ def test_arm64_initramfs_is_built_once_when_both_sides_of_an_ab_ask(tmp_path, mo
         built.append(out.name)
         inside[0] -= 1
         return out
-    monkeypatch.setattr(arm64, "_cross_build", cross_build)
+    monkeypatch.setattr(guest, "_cross_build", cross_build)
     got, errors = [], []
 
     def side():
         try:
-            got.append(arm64.initramfs())
+            got.append(guest.initramfs())
         except Exception as e:      # what a race raised: the test reports it
             errors.append(e)
     threads = [threading.Thread(target=side) for _ in range(2)]

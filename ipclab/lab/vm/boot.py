@@ -189,7 +189,8 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
     the window of each engine sample, which the guest's engine marks through IPCBENCH_MARK);
     plugin_memory: what it counts of memory (PLUGIN_MEMORY); plugin_args: more of its
     options. launcher(image, cpus, memory, append, qemu_opts) -> argv starts a guest that is
-    not virtme-ng's (arm64.launcher, whose caller has written the guest's job)."""
+    not virtme-ng's (the arm64 backend's, lab/arm64/guest.py, which has written the guest's
+    job)."""
     image = kernel.image_path(meta)
     if clock.deterministic:
         accel = "tcg"    # icount is a TCG feature

@@ -1,14 +1,18 @@
 # SPDX-License-Identifier: MIT
 """What a boot asks of the guest: a suite's job (`ipclab run SUITE` as a structured job), the
-THP mode a suite wants, and the fault injection a command gets."""
+census's (kernel/tests/wakeup-sites's workloads), the conformance tests', the THP mode a
+suite wants, and the fault injection a command gets. Each architecture's backend
+(lab/backend.py) gets a job into its guest its own way."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
-from ipclab import Error, suites
+from ipclab import ROOT, Error, suites
 
 from .clock import Clock
 
@@ -53,6 +57,73 @@ class SuiteJob:
         """Where QEMU's plugin writes its counts: it is loaded in every deterministic boot
         (each sample's costs, and the marker profile)."""
         return shared / self.INSN_COUNTS if clock.deterministic else None
+
+
+@dataclasses.dataclass(frozen=True)
+class CensusJob:
+    """What a census boot asks of the guest: kernel/tests/wakeup-sites's workloads, each
+    one's counters reset, the workload run and the counters read, a JSON row each.
+
+    named: the workloads were named on the command line (a backend refuses one its guest
+    cannot run, exit 2, rather than marking its row); driver: the driver as a module, for a
+    backend whose guest has no Python and does the driver's part on the host."""
+    names: tuple[str, ...]
+    named: bool = False
+    driver: object = None
+
+    DRIVER = ROOT / "kernel" / "tests" / "wakeup-sites"
+    WORKLOADS_DIR = ROOT / "kernel" / "tests" / "workloads"
+
+    def argv(self) -> list[str]:
+        """The driver's command in a guest that has the host's root and Python."""
+        return [sys.executable, str(self.DRIVER), *self.names]
+
+    @staticmethod
+    def parse(text: str) -> list[dict]:
+        """The driver's rows from the guest's output: every line that is a JSON object with
+        a "workload"; anything else (warnings, a traceback) is not a row."""
+        rows = []
+        for line in text.splitlines():
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict) and isinstance(row.get("workload"), str):
+                rows.append(row)
+        return rows
+
+
+@dataclasses.dataclass(frozen=True)
+class ConformanceJob:
+    """What a conformance boot asks of the guest: conformance/run.sh's tests (all, or
+    these, in the order given), with run.sh's variables (CT_TIMEOUT, CT_SEED,
+    CT_STRESS_ARGS, CT_ARGS_<test>...) from `environ` when given."""
+    tests: tuple[str, ...] = ()
+    environ: Mapping[str, str] | None = None
+
+    DIR = ROOT / "conformance"
+    RUN_SH = "conformance/run.sh"
+
+    def argv(self) -> list[str]:
+        """run.sh's command in a guest that has a shell and the host's root."""
+        return [self.RUN_SH, *self.tests]
+
+    @classmethod
+    def test_names(cls) -> list[str]:
+        """Every test, in run.sh's order (its bin/* glob)."""
+        return sorted(p.stem for p in cls.DIR.glob("*.c"))
+
+    @classmethod
+    def check(cls, tests) -> None:
+        """Error (exit 2) for a name that is no conformance test, as run.sh's "no such
+        test"."""
+        unknown = sorted(set(tests) - set(cls.test_names()))
+        if unknown:
+            raise Error(f"no such conformance test: {', '.join(unknown)} (the tests are "
+                        f"conformance/*.c)")
 
 
 def suite_thp(suite: str) -> str | None:

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""Kernel lab, the census in an arm64 guest (`census VARIANT --arch arm64`).
+"""The census in the arm64 guest (`census VARIANT --arch arm64`).
 
 kernel/tests/wakeup-sites is Python, and the arm64 guest has neither Python nor a shell, so
-this module does the driver's part on both sides of one boot, as arm64_conformance does
+this module does the driver's part on both sides of one boot, as conformance.py does
 run.sh's. The driver stays the one list of workloads and the one reader of the counters
 (census hands its module in). Each workload's argv becomes the guest's: the engine's is the
 initramfs's /ipcbench, a conformance test's the static one under /conformance, a compiled
@@ -24,12 +24,13 @@ import re
 import tempfile
 from pathlib import Path
 
-from ipclab import EXIT_FAILED, ROOT, Error, proc
+from ipclab import EXIT_FAILED, Error, proc
 
-from . import arm64, arm64_conformance, variants, vm
+from .. import variants, vm
+from . import conformance, guest, steps
 
-WORKLOADS_DIR = ROOT / "kernel" / "tests" / "workloads"
-CONFORMANCE_BIN = ROOT / "conformance" / "bin"
+WORKLOADS_DIR = vm.CensusJob.WORKLOADS_DIR
+CONFORMANCE_BIN = vm.ConformanceJob.DIR / "bin"
 GUEST_DIR = "census"                # in the initramfs: /census/NAME
 # What a cross-build's error says when the arm64 toolchain lacks a header or a library (not
 # a fault of the workload's source, which then fails the census).
@@ -65,7 +66,7 @@ def cross_build(name: str, bindir: Path) -> str | None:
     """kernel/tests/workloads' own Makefile builds NAME static for arm64 into bindir; None
     when built, the reason when the toolchain lacks what it needs; Error on another
     failure."""
-    argv = ["make", "-s", "-C", str(WORKLOADS_DIR), f"CC={arm64.CC}", "LDFLAGS=-static -s",
+    argv = ["make", "-s", "-C", str(WORKLOADS_DIR), f"CC={guest.CC}", "LDFLAGS=-static -s",
             f"BIN={bindir}", str(bindir / name)]
     if proc.would_run(argv):
         return None
@@ -85,23 +86,23 @@ def plan(driver, names: list[str], bindir: Path, named: bool) -> Plan:
     """The guest's argv of each workload, building what it needs; Error (exit 2) when a
     workload that cannot run on arm64 was named (`named`), before any kernel is built."""
     p = Plan(names, {}, {})
-    conformance = None
+    tests = None
     for name in names:
         argv = driver.WORKLOADS[name]
         exe = Path(argv[0]).resolve()       # the driver's paths go through kernel/tests/../..
         if exe == Path(driver.ENGINE).resolve():
-            p.argv[name] = [arm64.GUEST_ENGINE, *argv[1:]]
+            p.argv[name] = [guest.GUEST_ENGINE, *argv[1:]]
         elif exe.parent == CONFORMANCE_BIN:
-            conformance = conformance or arm64_conformance.binaries()
-            guest = f"/{arm64_conformance.GUEST_DIR}/{exe.name}"
-            p.argv[name], p.files[guest] = [guest, *argv[1:]], conformance / exe.name
+            tests = tests or conformance.binaries()
+            there = f"/{conformance.GUEST_DIR}/{exe.name}"
+            p.argv[name], p.files[there] = [there, *argv[1:]], tests / exe.name
         elif exe.parent == WORKLOADS_DIR / "bin":
             reason = cross_build(exe.name, bindir)
             if reason:
                 p.refused[name] = reason
             else:
-                guest = f"/{GUEST_DIR}/{exe.name}"
-                p.argv[name], p.files[guest] = [guest, *argv[1:]], bindir / exe.name
+                there = f"/{GUEST_DIR}/{exe.name}"
+                p.argv[name], p.files[there] = [there, *argv[1:]], bindir / exe.name
         else:
             prog = interpreter(exe)
             what = INTERPRETERS.get(prog or "", prog)
@@ -124,20 +125,20 @@ def job_text(driver, p: Plan, clock: vm.Clock, thp: str) -> str:
     """The init's job: the guest set up as for a suite, then per workload the counters
     reset, the run, and the counters copied out, as the driver does per workload."""
     env = {"IPCBENCH_ACCEL": "tcg", "IPCBENCH_CLOCK": clock.engine_clock()}
-    lines = arm64.setup_lines(env, thp, clock, step_timeout=driver.TIMEOUT_S)
+    lines = steps.setup_lines(env, thp, clock, step_timeout=driver.TIMEOUT_S)
     for i, name in enumerate(n for n in p.names if n in p.argv):
         # A write of anything resets the counters (the overlay's patch).
         lines += [["write", path, "0"] for path in driver.SITES.values()]
         lines.append(["run", step(i, name), *p.argv[name]])
         lines += [["copy", path, f"{step(i, name)}.{kind}"]
                   for kind, path in driver.SITES.items()]
-    return arm64.render(lines)
+    return steps.render(lines)
 
 
 def initrd(p: Plan, where: Path) -> Path:
     """The guest's initramfs with the workloads' programs: the init's archive and one with
     the programs after it (the kernel unpacks both)."""
-    base = arm64.initramfs()
+    base = guest.initramfs()
     out = where / "initramfs-census.cpio"
     if proc.is_dry_run():
         return out
@@ -145,14 +146,14 @@ def initrd(p: Plan, where: Path) -> Path:
     entries = [(d, 0o040755, b"") for d in dirs]
     entries += [(g.lstrip("/"), 0o100755, host.read_bytes())
                 for g, host in sorted(p.files.items())]
-    proc.write_text_atomic(out, base.read_bytes() + arm64.cpio_archive(entries))
+    proc.write_text_atomic(out, base.read_bytes() + guest.cpio_archive(entries))
     return out
 
 
 def row(driver, shared: Path, step_name: str, name: str, nproc) -> dict | None:
     """The driver's row for one workload from what its steps left; None when the guest did
     not run it or left no counters (a kernel without them)."""
-    rc_text = arm64.read_left(shared / f"{step_name}.rc")
+    rc_text = steps.read_left(shared / f"{step_name}.rc")
     if rc_text is None or any(not (shared / f"{step_name}.{k}").is_file()
                               for k in driver.SITES):
         return None
@@ -172,7 +173,7 @@ def row(driver, shared: Path, step_name: str, name: str, nproc) -> dict | None:
     for kind in driver.SITES:
         out[kind] = driver.read_sites(str(shared / f"{step_name}.{kind}"))
     if rc != 0:
-        out["output_tail"] = arm64.step_output(shared, step_name).splitlines()[-5:]
+        out["output_tail"] = steps.step_output(shared, step_name).splitlines()[-5:]
     return out
 
 
@@ -196,12 +197,9 @@ def boot(driver, meta: dict, p: Plan, *, clock: vm.Clock, cpus: int, timeout: fl
     shared = vm.new_shared(variants.slug(meta["variant"]), "census")
     with tempfile.TemporaryDirectory(prefix="ipclab-census-") as tmp:
         image = initrd(p, Path(tmp))
-        if not proc.is_dry_run():
-            shared.mkdir(parents=True, exist_ok=True)
-            proc.write_text_atomic(shared / arm64.JOB, job_text(driver, p, clock, thp))
-        b = vm.boot(meta, "tcg", ["/init", f"({len(p.argv)} workloads)"], thp=thp,
-                    timeout=timeout, shared=shared, job_rc_fails=False, clock=clock,
-                    cpus=cpus, launcher=arm64.launcher(shared, image))
+        text = "" if proc.is_dry_run() else job_text(driver, p, clock, thp)
+        b = guest.boot(meta, shared, text, ["/init", f"({len(p.argv)} workloads)"],
+                       initrd=image, thp=thp, timeout=timeout, clock=clock, cpus=cpus)
     if proc.is_dry_run():
         return b, []
     return b, rows(driver, p, shared, b.status.get("nproc"))

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""Kernel lab, the conformance tests in an arm64 guest (`vm run VARIANT --arch arm64
---conformance`).
+"""The conformance tests in the arm64 guest (`vm run VARIANT --arch arm64 --conformance`,
+and scripts/fault-runs --arch arm64's boots).
 
 The arm64 guest has no shell, so conformance/run.sh cannot run there: this module does its
 part on both sides of the boot. Before it, the tests are cross-built static (conformance's
@@ -20,13 +20,14 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from ipclab import EXIT_FAILED, ROOT, Error, proc
+from ipclab import EXIT_FAILED, Error, proc
 from ipclab.progress import log
 
-from . import arm64, arm64_debug, kernel, variants, vm
-from .cache import cache_root
+from .. import variants, vm
+from ..cache import cache_root
+from . import guest, steps
 
-CONFORMANCE = ROOT / "conformance"
+CONFORMANCE = vm.ConformanceJob.DIR
 GUEST_DIR = "conformance"           # in the initramfs: /conformance/TEST
 # run.sh's defaults: 120 s a test, stretched 25 times under TCG (IPCBENCH_ACCEL=tcg), which
 # is the only way an arm64 guest runs here.
@@ -41,39 +42,26 @@ GUEST_TMPDIR = "/tmp"
 def sources() -> list[Path]:
     """What the tests are built from: their digest names the build."""
     return sorted([*CONFORMANCE.glob("*.c"), *(CONFORMANCE / "lib").glob("*.[ch]"),
-                   CONFORMANCE / "Makefile", *(arm64.BENCH_SRC.glob("shared.[ch]"))])
-
-
-def test_names() -> list[str]:
-    """Every test, in run.sh's order (its bin/* glob)."""
-    return sorted(p.stem for p in CONFORMANCE.glob("*.c"))
-
-
-def check_tests(tests: list[str]) -> None:
-    """Error (exit 2) for a name that is no conformance test, as run.sh's "no such test"."""
-    unknown = sorted(set(tests) - set(test_names()))
-    if unknown:
-        raise Error(f"no such conformance test: {', '.join(unknown)} (the tests are "
-                    f"conformance/*.c)")
+                   CONFORMANCE / "Makefile", *(guest.BENCH_SRC.glob("shared.[ch]"))])
 
 
 def build_argv(bindir: Path, jobs: int) -> list[str]:
     """conformance's own Makefile, with the arm64 compiler, static and stripped, into
     bindir."""
-    return ["make", "-s", "-C", str(CONFORMANCE), f"-j{jobs}", f"CC={arm64.CC}",
+    return ["make", "-s", "-C", str(CONFORMANCE), f"-j{jobs}", f"CC={guest.CC}",
             "LDFLAGS=-static -s", f"BIN={bindir}"]
 
 
 def binaries() -> Path:
     """The directory of static arm64 tests, built once per source into the lab's tools."""
-    out = cache_root() / "tools" / f"conformance-arm64-{arm64.digest(sources())}"
+    out = cache_root() / "tools" / f"conformance-arm64-{guest.digest(sources())}"
     if out.is_dir():
         return out
-    tmp = arm64.temp_name(out)
+    tmp = guest.temp_name(out)
     argv = build_argv(tmp, os.cpu_count() or 1)
     if proc.would_run(argv):
         return out
-    log(f"conformance: cross-building {len(test_names())} tests for arm64")
+    log(f"conformance: cross-building {len(vm.ConformanceJob.test_names())} tests for arm64")
     done = proc.run(argv, 900, capture=True)
     if done.rc != 0:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -87,14 +75,14 @@ def binaries() -> Path:
 def initrd(bindir: Path, names: list[str]) -> Path:
     """The guest's initramfs with the tests under /conformance: initramfs()'s archive and
     one of the tests after it (the kernel unpacks the two in turn)."""
-    base = arm64.initramfs()
+    base = guest.initramfs()
     out = base.with_name(f"{base.stem}-conformance-{bindir.name.rsplit('-', 1)[-1]}.cpio")
     if proc.is_dry_run() or out.exists():
         return out
     entries = [(GUEST_DIR, 0o040755, b"")]
     entries += [(f"{GUEST_DIR}/{name}", 0o100755, (bindir / name).read_bytes())
                 for name in names]
-    arm64.write_atomic(out, base.read_bytes() + arm64.cpio_archive(entries))
+    guest.write_atomic(out, base.read_bytes() + guest.cpio_archive(entries))
     return out
 
 
@@ -115,12 +103,13 @@ def per_test_timeout(scale: float, environ: Mapping[str, str]) -> int:
     return int((int(raw) if raw else TIMEOUT_S) * scale + 0.5)
 
 
-def job(names: list[str], clock: vm.Clock, thp: str, environ: Mapping[str, str] | None = None,
-        faults: dict | None = None, kmemleak: bool = False) -> tuple[str, int]:
+def job_text(names: list[str], clock: vm.Clock, thp: str,
+             environ: Mapping[str, str] | None = None, faults: dict | None = None,
+             kmemleak: bool = False) -> tuple[str, int]:
     """The init's job and its per-test timeout: each test a step of its own name, with the
     environment run.sh gives it and run.sh's variables from `environ` (the host's unless
     given): CT_TIMEOUT, CT_WATCHDOG_SCALE, CT_SEED, CT_STRESS_ARGS, CT_ARGS_<test>. With
-    `faults` or `kmemleak`, the debug variant's checks around the tests (arm64_debug)."""
+    `faults` or `kmemleak`, the debug variant's checks around the tests (steps.before_runs)."""
     environ = os.environ if environ is None else environ
     scale = watchdog_scale(environ)
     env = {"IPCBENCH_ACCEL": "tcg", "IPCBENCH_CLOCK": clock.engine_clock(),
@@ -129,10 +118,10 @@ def job(names: list[str], clock: vm.Clock, thp: str, environ: Mapping[str, str] 
         if environ.get(var):
             env[var] = environ[var]
     timeout_s = per_test_timeout(scale, environ)
-    steps = [(name, [f"/{GUEST_DIR}/{name}", *_own_args(name, environ)]) for name in names]
-    return arm64.job_text(env, thp, clock, steps, step_timeout=timeout_s,
-                          before=arm64_debug.before_runs(faults),
-                          after=arm64_debug.after_runs(faults, kmemleak)), timeout_s
+    runs = [(name, [f"/{GUEST_DIR}/{name}", *_own_args(name, environ)]) for name in names]
+    return steps.job_text(env, thp, clock, runs, step_timeout=timeout_s,
+                          before=steps.before_runs(faults),
+                          after=steps.after_runs(faults, kmemleak)), timeout_s
 
 
 def _own_args(name: str, environ: Mapping[str, str]) -> list[str]:
@@ -156,9 +145,9 @@ class Outcome:
 def outcome(shared: Path, name: str) -> Outcome:
     """What the guest left of one test's step, judged as run.sh judges its exit status."""
     lines = [line if line.startswith("#") else f"# {line}"
-             for line in arm64.step_output(shared, name).splitlines()]
-    rc_text = arm64.read_left(shared / f"{name}.rc")
-    limit = arm64.read_left(shared / f"{name}.timeout")
+             for line in steps.step_output(shared, name).splitlines()]
+    rc_text = steps.read_left(shared / f"{name}.rc")
+    limit = steps.read_left(shared / f"{name}.timeout")
     try:
         status = int(rc_text) if rc_text is not None else None
     except ValueError:
@@ -199,48 +188,33 @@ def ktap(outcomes: list[Outcome]) -> str:
 # --------------------------------------------------------------------------- the boot
 
 
-@dataclasses.dataclass
-class ConformanceRun:
-    """What `vm run --arch arm64 --conformance` did: the boot and each test's outcome."""
-    boot: vm.Boot
-    outcomes: list[Outcome]
-
-    @property
-    def output(self) -> str:
-        return ktap(self.outcomes)
-
-    @property
-    def passed(self) -> bool:
-        return all(o.kind in ("pass", "skip") for o in self.outcomes)
-
-
-def run(kern: variants.Variant | dict, *, thp: str | None = None, timeout: float = 900,
-        clock: vm.Clock = vm.TIMED, cpus: int | None = None, record: Path | None = None,
-        tests: list[str] | None = None, environ: Mapping[str, str] | None = None,
-        faults: dict | None = None, kmemleak: bool = False) -> ConformanceRun | None:
-    """One arm64 boot running every conformance test (or these `tests`), with run.sh's
-    variables from `environ` (the host's unless given), and fault injection and kmemleak
-    when asked (vm.fault_injection's `faults`); None in a dry run."""
-    names = test_names()
-    check_tests(tests or [])
-    meta = kernel.obtain(kern)
-    bindir = binaries()
-    image = initrd(bindir, names)
-    names = list(tests) if tests else names     # run.sh's order: the one it was given
+def run(meta: dict, job: vm.ConformanceJob, *, thp: str | None = None, timeout: float = 900,
+        clock: vm.Clock, cpus: int | None = None, faults: dict | None = None,
+        kmemleak: bool = False) -> vm.GuestRun:
+    """One arm64 boot running every conformance test (or the job's), with run.sh's
+    variables from the job's `environ` (the host's unless it has one), and fault injection
+    and kmemleak when asked (vm.fault_injection's `faults`): the boot, with the debug
+    checks' results in its status, the KTAP run.sh would print and its exit status."""
+    names = vm.ConformanceJob.test_names()
+    vm.ConformanceJob.check(job.tests)
+    image = initrd(binaries(), names)
+    names = list(job.tests) or names     # run.sh's order: the one it was given
     shared = vm.new_shared(variants.slug(meta["variant"]), "conformance")
-    text, timeout_s = job(names, clock, thp or "madvise", environ, faults, kmemleak)
-    if not proc.is_dry_run():
-        shared.mkdir(parents=True, exist_ok=True)
-        proc.write_text_atomic(shared / arm64.JOB, text)
-    b = vm.boot(meta, "tcg", [f"/{GUEST_DIR}/*", f"({len(names)} tests, {timeout_s} s each)"],
-                thp=thp or "madvise", timeout=timeout, shared=shared, job_rc_fails=False,
-                clock=clock, cpus=cpus, faults=faults, kmemleak=kmemleak,
-                launcher=arm64.launcher(shared, image))
+    text, timeout_s = job_text(names, clock, thp or "madvise", job.environ, faults, kmemleak)
+    b = guest.boot(meta, shared, text,
+                   [f"/{GUEST_DIR}/*", f"({len(names)} tests, {timeout_s} s each)"],
+                   initrd=image, thp=thp or "madvise", timeout=timeout, clock=clock, cpus=cpus,
+                   faults=faults, kmemleak=kmemleak)
     if proc.is_dry_run():
-        return None
+        return vm.GuestRun(b)
     # Before anything reads the record: the debug checks' results, where guest-run.py puts
     # them on x86.
-    b.status.update(arm64_debug.read_back(shared, faults, b.status))
-    if record:
-        proc.write_json_atomic(record, b.record())
-    return ConformanceRun(b, [outcome(shared, name) for name in names])
+    b.status.update(steps.read_back(shared, faults, b.status))
+    return guest_run(b, [outcome(shared, name) for name in names])
+
+
+def guest_run(b: vm.Boot, outcomes: list[Outcome]) -> vm.GuestRun:
+    """The boot, run.sh's KTAP of the outcomes, and its exit status: 0 when every test
+    passed or skipped, 1 otherwise (a failed boot fails the command besides)."""
+    passed = all(o.kind in ("pass", "skip") for o in outcomes)
+    return vm.GuestRun(b, ktap(outcomes), 0 if passed else EXIT_FAILED)
