@@ -105,7 +105,7 @@ def placement(sample):
 
 
 @dataclass
-class Finding:
+class BimodalCell:
     key: str
     path: str
     unit: str
@@ -128,7 +128,7 @@ def _pinned(cell):
 
 
 def find(cell, path=None):
-    """A Finding when the cell's samples of its primary metric fall into two modes."""
+    """A BimodalCell when the cell's samples of its primary metric fall into two modes."""
     path = path or next(iter(metrics.metrics_for(cell)), None)
     if not path:
         return None
@@ -159,9 +159,9 @@ def find(cell, path=None):
     else:
         advice = ("Its samples do not record where they ran; pinning with --cpus A,B removes"
                   " the most common cause, the scheduler's choice of CPUs.")
-    return Finding(cell["key"], path, unit, sp, cause, advice)
+    return BimodalCell(cell["key"], path, unit, sp, cause, advice)
 
 
 def findings(res):
-    """[Finding] for every cell of a results file whose samples split into modes."""
+    """[BimodalCell] for every cell of a results file whose samples split into modes."""
     return [f for f in (find(c) for c in res.get("cells", [])) if f]

@@ -218,7 +218,7 @@ class Measure:
 
 
 @dataclass(frozen=True)
-class Pair:
+class PeerCommand:
     name: str               # the peer cell is "peer/" + name
     tool: str
     args: tuple             # after the tool; "{json}" is a file the tool writes
@@ -252,7 +252,7 @@ _SKIP = "seed-skip-wakeups"
 # (bench/README.md, "Workload shapes of the live peers"). `differs` says only what is
 # left: what the peer does that the engine does not, or times that the engine does not.
 PAIRS = (
-    Pair("perf-sched-pipe", "perf", ("bench", "sched", "pipe", "-l", "20000"), read_perf_pipe,
+    PeerCommand("perf-sched-pipe", "perf", ("bench", "sched", "pipe", "-l", "20000"), read_perf_pipe,
          ("pipe-context/copies=1", "pipe-context", ("--copies", "1", "--count", "20000")),
          (Measure("round trips/s", "metrics.round_trips_per_s", "metrics.round_trips_per_s",
                   (_SKIP, "unixbench", "pipe context (round trips/s)", "copies=1")),),
@@ -262,7 +262,7 @@ PAIRS = (
          est_s=1.0),
     # Five times the loops of the unpinned pair: perf's clock also covers forking and
     # reaping its second process, which took 1-30 ms here on a busy machine (-l 10).
-    Pair("perf-sched-pipe-cpu0", "perf", ("bench", "sched", "pipe", "-l", "100000"),
+    PeerCommand("perf-sched-pipe-cpu0", "perf", ("bench", "sched", "pipe", "-l", "100000"),
          read_perf_pipe,
          ("pipe-context/cpus=0,0", "pipe-context",
           ("--copies", "1", "--cpus", "0,0", "--count", "100000")),
@@ -270,7 +270,7 @@ PAIRS = (
                   "metrics.round_trips_per_s"),),
          "both sides on CPU 0; perf's clock covers forking and reaping its second process",
          est_s=1.5, pin="0"),
-    Pair("perf-sched-messaging", "perf",
+    PeerCommand("perf-sched-messaging", "perf",
          ("bench", "sched", "messaging", "--pipe", "-g", "1", "-l", "1000"),
          read_perf_messaging,
          ("messaging/g=1,20x20", "messaging",
@@ -280,7 +280,7 @@ PAIRS = (
          " its total was 26 ms against ipcbench's 3.7 ms (medians of 5, load 12), which raises"
          " ours/peer by about 3% at -l 1000; perf prints whole milliseconds",
          est_s=1.0),
-    Pair("stress-ng-pipe", "stress-ng", ("--pipe", "1", "--pipe-ops", "200000", "--metrics"),
+    PeerCommand("stress-ng-pipe", "stress-ng", ("--pipe", "1", "--pipe-ops", "200000", "--metrics"),
          read_stress_ng_pipe,
          ("pipe-sweep/packet,512B", "pipe-sweep",
           ("--writers", "1", "--readers", "1", "--write-size", "512", "--pipe-size", "64K",
@@ -289,7 +289,7 @@ PAIRS = (
          "unpinned; stress-ng times its writer's loop, ipcbench from the start to the"
          " reader's last read",
          est_s=1.0),
-    Pair("stress-ng-pipe-cpu0", "stress-ng",
+    PeerCommand("stress-ng-pipe-cpu0", "stress-ng",
          ("--pipe", "1", "--pipe-ops", "200000", "--metrics"),
          read_stress_ng_pipe,
          ("pipe-sweep/packet,512B,cpus=0,0", "pipe-sweep",
@@ -298,7 +298,7 @@ PAIRS = (
          (Measure("MB/s", "metrics.throughput", "metrics.throughput"),),
          "both processes on CPU 0 (taskset for stress-ng, --cpus 0,0 for ipcbench)",
          est_s=1.0, pin="0"),
-    Pair("stress-ng-pipeherd", "stress-ng", ("--pipeherd", "1", "--timeout", "3", "--metrics"),
+    PeerCommand("stress-ng-pipeherd", "stress-ng", ("--pipeherd", "1", "--timeout", "3", "--metrics"),
          read_stress_ng_pipeherd,
          ("token-ring/herd=101", "token-ring",
           ("--procs", "101", "--no-decoy", "--packet", "--duration", "3",
@@ -311,7 +311,7 @@ PAIRS = (
          " were 1.1% of its elapsed_s (median of 10, load 16); stress-ng's token is 8 bytes,"
          " ipcbench's 4",
          est_s=3.5),
-    Pair("stress-ng-mq", "stress-ng", ("--mq", "1", "--mq-ops", "100000", "--metrics"),
+    PeerCommand("stress-ng-mq", "stress-ng", ("--mq", "1", "--mq-ops", "100000", "--metrics"),
          read_stress_ng_mq,
          ("mq-latency/stream,process", "mq-latency",
           ("--receiver", "process", "--stream", "--priorities", "random", "--count",
@@ -323,7 +323,7 @@ PAIRS = (
          " ipcbench's 0.4 and spends 4.5 against 2.4 us of CPU per message (perf software"
          " counters, 3 runs each, load 12): its figure is not the cost of a message",
          est_s=1.0),
-    Pair("stress-ng-mq-cpu0", "stress-ng", ("--mq", "1", "--mq-ops", "100000", "--metrics"),
+    PeerCommand("stress-ng-mq-cpu0", "stress-ng", ("--mq", "1", "--mq-ops", "100000", "--metrics"),
          read_stress_ng_mq,
          ("mq-latency/stream,process,cpus=0,0", "mq-latency",
           ("--receiver", "process", "--stream", "--priorities", "random", "--count",
@@ -333,7 +333,7 @@ PAIRS = (
          " message, and on one CPU it then switches 0.86 times per message against"
          " ipcbench's 0.37-0.49 (perf software counters, 3 runs each, load 12)",
          est_s=1.0, pin="0"),
-    Pair("stress-ng-vm-splice", "stress-ng",
+    PeerCommand("stress-ng-vm-splice", "stress-ng",
          ("--vm-splice", "1", "--vm-splice-ops", "50000", "--metrics"),
          _read_stress_ng_rate("vm-splice", "MB per sec vm-splice rate"),
          ("splice-chain/vmsplice", "splice-chain",
@@ -341,7 +341,7 @@ PAIRS = (
          (Measure("GiB/s", "metrics.call_throughput", "metrics.throughput"),),
          "none in the calls: both time the two vmsplice calls of each round",
          est_s=1.0),
-    Pair("stress-ng-splice", "stress-ng", ("--splice", "1", "--splice-ops", "25000", "--metrics"),
+    PeerCommand("stress-ng-splice", "stress-ng", ("--splice", "1", "--splice-ops", "25000", "--metrics"),
          _read_stress_ng_rate("splice", "MB per sec splice rate"),
          ("splice-chain/splice", "splice-chain", ("--chain", "splice", "--count", "25000")),
          (Measure("GiB/s", "metrics.call_throughput", "metrics.throughput"),),
@@ -349,14 +349,14 @@ PAIRS = (
          " failing or empty calls per round, and ping-pongs a page between two more pipes;"
          " only the two timed splices count",
          est_s=1.0),
-    Pair("stress-ng-tee", "stress-ng", ("--tee", "1", "--tee-ops", "5000", "--metrics"),
+    PeerCommand("stress-ng-tee", "stress-ng", ("--tee", "1", "--tee-ops", "5000", "--metrics"),
          _read_stress_ng_rate("tee", "MB per sec tee rate"),
          ("splice-chain/tee", "splice-chain", ("--chain", "tee", "--count", "5000")),
          (Measure("GiB/s", "metrics.call_throughput", "metrics.throughput"),),
          "unpinned, three processes on two CPUs; stress-ng's tee process also makes three"
          " tee calls that fail or move nothing per round",
          est_s=1.0),
-    Pair("stress-ng-tee-cpu0", "stress-ng", ("--tee", "1", "--tee-ops", "5000", "--metrics"),
+    PeerCommand("stress-ng-tee-cpu0", "stress-ng", ("--tee", "1", "--tee-ops", "5000", "--metrics"),
          _read_stress_ng_rate("tee", "MB per sec tee rate"),
          ("splice-chain/tee,cpus=0,0", "splice-chain",
           ("--chain", "tee", "--count", "5000", "--cpus", "0,0")),
@@ -364,7 +364,7 @@ PAIRS = (
          "all three processes on CPU 0; stress-ng's tee process also makes three tee calls"
          " that fail or move nothing per round",
          est_s=1.0, pin="0"),
-    Pair("pmqtest", "pmqtest", ("-l", "5000", "-i", "100", "-d", "0", "-q", "--json={json}"),
+    PeerCommand("pmqtest", "pmqtest", ("-l", "5000", "-i", "100", "-d", "0", "-q", "--json={json}"),
          read_pmqtest,
          ("mq-latency/wake,thread,100us", "mq-latency",
           ("--receiver", "thread", "--interval", "100", "--count", "5000")),
@@ -372,7 +372,7 @@ PAIRS = (
          "unpinned; pmqtest reads the clock in microseconds (gettimeofday), locks its memory"
          " (mlockall) and asks for SCHED_FIFO priority 0, which the kernel refuses",
          est_s=1.0),
-    Pair("pmqtest-cpu0", "pmqtest",
+    PeerCommand("pmqtest-cpu0", "pmqtest",
          ("-l", "5000", "-i", "100", "-d", "0", "-q", "--json={json}"),
          read_pmqtest,
          ("mq-latency/wake,thread,100us,cpus=0,0", "mq-latency",

@@ -163,7 +163,7 @@ def pair_record(row):
 @dataclass
 class PeerRow:
     """One figure of one pair in a peers run: the ipcbench cell's values and the peer's."""
-    pair: object        # peers.Pair
+    pair: object        # peers.PeerCommand
     measure: object     # peers.Measure
     ours: list
     peer: list

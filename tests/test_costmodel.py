@@ -165,7 +165,7 @@ def test_floors_of_cost_rows_come_from_the_floor_file(tmp_path):
     # its 5% level, so the bound is t(8, 1 - 0.025/8) x 0.5%, about 1.9%.
     path = cost.row_path("atomics")
     data = {"floors": []}
-    pairs = [aa_floor.Pair("pipe-throughput/copies=1", path, (12.0, 12.0 * (1 + d)), (9, 9),
+    pairs = [aa_floor.AAPair("pipe-throughput/copies=1", path, (12.0, 12.0 * (1 + d)), (9, 9),
                            "aa", i, "2026-11-25") for i, d in enumerate((0.005, -0.005) * 4)]
     aa_floor.append(data, "icount shift=0", 1, "mainline", pairs, {})
     fl = tmp_path / "floor.json"

@@ -197,7 +197,7 @@ def dumps(data):
 
 
 @dataclass
-class Pair:
+class AAPair:
     """One A/A pair of boots of one cell and metric, as the file keeps it."""
     cell_key: str
     path: str

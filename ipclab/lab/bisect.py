@@ -179,7 +179,7 @@ class BisectLog:
 
 
 @dataclasses.dataclass
-class Finding:
+class BisectResult:
     first: list[str]            # the first new commit, or the commits it can be
     verdicts: dict[str, str]
     steps: int                  # commits measured between GOOD and BAD
@@ -266,7 +266,7 @@ class Bisect:
         nxt = {pick(self.commits, v) for v in after} - {None} - set(self.done)
         self.measure.prepare(sorted(nxt, key=self.commits.index))
 
-    def run(self, resumed: dict[str, Measurement] | None = None) -> Finding:
+    def run(self, resumed: dict[str, Measurement] | None = None) -> BisectResult:
         self.done.update(resumed or {})
         t0 = time.monotonic()
         self._prepare({self.p.bad: NEW})
@@ -306,7 +306,7 @@ class Bisect:
             self._costs(m)
         first = conclude(self.commits, verdicts)
         measured = sum(1 for c in self.commits[:-1] if c in verdicts)
-        out = Finding(first, verdicts, measured, deltas)
+        out = BisectResult(first, verdicts, measured, deltas)
         self._report(out, rule, time.monotonic() - t0)
         return out
 
@@ -326,7 +326,7 @@ class Bisect:
         self.said[m.commit] = row["verdict"] if row else ""
         self.log.judged(m.commit, verdict, delta, rec)
 
-    def _report(self, out: Finding, rule: StepRule, seconds: float) -> None:
+    def _report(self, out: BisectResult, rule: StepRule, seconds: float) -> None:
         self._say("")
         if not out.found:
             self._say(f"only skipped commits are left: the first commit that moves the metric"
@@ -492,9 +492,9 @@ class LabMeasure:
 
 
 def run(p: Params | None, outdir: Path, *, resume: bool = False, timeout: float = 1800,
-        jobs: int | None = None, out=None) -> Finding | None:
+        jobs: int | None = None, out=None) -> BisectResult | None:
     """`ipclab bisect`, its steps written to `out` (default: stdout, as it is when called) as
-    it goes: the Finding (None in a dry run). A build or boot of GOOD or BAD that failed is
+    it goes: the BisectResult (None in a dry run). A build or boot of GOOD or BAD that failed is
     an Error (exit 1)."""
     out = out or sys.stdout
     logfile = BisectLog(outdir / LOG_NAME)

@@ -50,7 +50,7 @@ FAILSLAB = "10,1,400,64K"
 
 
 @dataclasses.dataclass(frozen=True)
-class Plan:
+class FaultBoot:
     """One boot of a fault run: which tests, with which faults armed."""
     name: str
     tests: tuple[str, ...]
@@ -76,9 +76,9 @@ class Plan:
 
 
 PLANS = (
-    Plan("faults", STRESS_TESTS, FAIL_PAGE_ALLOC, FAILSLAB,
+    FaultBoot("faults", STRESS_TESTS, FAIL_PAGE_ALLOC, FAILSLAB,
          test_args=(("stress_pipe_integrity", BIG_RECORDS),)),
-    Plan("clean", ("pipe_nonblock_eagain", "pipe_epipe_sigpipe",
+    FaultBoot("clean", ("pipe_nonblock_eagain", "pipe_epipe_sigpipe",
                    "pipe_failed_write_allocates_nothing", "stress_pipe_integrity")),
 )
 
@@ -178,7 +178,7 @@ def lockdep_verdict(record: dict) -> str:
     return "clean" if LOCKDEP_BANNER in dmesg else "off"
 
 
-def boot_row(variant: str, plan: Plan, record: dict, output: str) -> dict:
+def boot_row(variant: str, plan: FaultBoot, record: dict, output: str) -> dict:
     """One row of the fault-run table, as data: what the boot ran and showed, whether it
     passed (`ok`) and, if not, each reason (`problems`)."""
     tests = parse_ktap(output, plan.tests)
@@ -215,7 +215,7 @@ def boot_row(variant: str, plan: Plan, record: dict, output: str) -> dict:
     return row
 
 
-def problems(plan: Plan, row: dict) -> list[str]:
+def problems(plan: FaultBoot, row: dict) -> list[str]:
     """Why a row failed; empty when it passed. Every test of the plan must have run and
     passed (a skip is a failure here: a skipped witness checked nothing)."""
     out = []

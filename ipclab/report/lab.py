@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """What the kernel lab's commands print, from the data the lab returns (ipclab/lab/ab.py's
-VmRun and ABRun, ipclab/lab/bisect.py's Finding): `vm run`'s output, verdict and results,
+VmRun and ABRun, ipclab/lab/bisect.py's BisectResult): `vm run`'s output, verdict and results,
 `ab`'s comparison and profile diff, and the exit status each means. The lab computes, and
 logs only the progress of its builds and boots; the CLI hands its data here."""
 

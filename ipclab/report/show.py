@@ -228,7 +228,7 @@ def quality(res):
 
 
 def mode_text(f):
-    """One line for a cell whose samples split into two modes (bimodal.Finding)."""
+    """One line for a cell whose samples split into two modes (bimodal.BimodalCell)."""
     sp = f.split
     unit = f" {f.unit}" if f.unit else ""
     cause = f"; {f.cause}" if f.cause else ""

@@ -218,7 +218,7 @@ def boot(tmp_path, ok=True):
 def test_on_arm64_the_exit_status_is_run_sh_s(monkeypatch, tmp_path, kinds, boot_ok, rc):
     """0 when every test passed or skipped in a healthy boot, 1 otherwise; the KTAP on
     stdout."""
-    outcomes = [ac.Outcome(f"t{i}", kind) for i, kind in enumerate(kinds)]
+    outcomes = [ac.KtapLine(f"t{i}", kind) for i, kind in enumerate(kinds)]
     monkeypatch.setattr(ac, "run", lambda meta, job, **kw: ac.guest_run(
         boot(tmp_path, boot_ok), outcomes))
     run = ab.vm_conformance({"arch": "arm64"}, clock=vm.TIMED)

@@ -39,7 +39,7 @@ INTERPRETERS = {"sh": "shell", "bash": "shell", "python3": "Python", "python": "
 
 
 @dataclasses.dataclass
-class Plan:
+class GuestWorkloads:
     """What the arm64 guest runs: each workload's argv there, or why it cannot run."""
     names: list[str]                                    # all, in the driver's order
     argv: dict[str, list[str]]                          # name -> argv in the guest
@@ -82,10 +82,10 @@ def cross_build(name: str, bindir: Path) -> str | None:
     raise Error(f"cross-building {name} for arm64 failed: {text[-300:]}", EXIT_FAILED)
 
 
-def plan(driver, names: list[str], bindir: Path, named: bool) -> Plan:
+def plan(driver, names: list[str], bindir: Path, named: bool) -> GuestWorkloads:
     """The guest's argv of each workload, building what it needs; Error (exit 2) when a
     workload that cannot run on arm64 was named (`named`), before any kernel is built."""
-    p = Plan(names, {}, {})
+    p = GuestWorkloads(names, {}, {})
     tests = None
     for name in names:
         argv = driver.WORKLOADS[name]
@@ -121,7 +121,7 @@ def step(i: int, name: str) -> str:
     return f"{i:02d}-{name}"
 
 
-def job_text(driver, p: Plan, clock: vm.Clock, thp: str) -> str:
+def job_text(driver, p: GuestWorkloads, clock: vm.Clock, thp: str) -> str:
     """The init's job: the guest set up as for a suite, then per workload the counters
     reset, the run, and the counters copied out, as the driver does per workload."""
     env = {"IPCBENCH_ACCEL": "tcg", "IPCBENCH_CLOCK": clock.engine_clock()}
@@ -135,7 +135,7 @@ def job_text(driver, p: Plan, clock: vm.Clock, thp: str) -> str:
     return steps.render(lines)
 
 
-def initrd(p: Plan, where: Path) -> Path:
+def initrd(p: GuestWorkloads, where: Path) -> Path:
     """The guest's initramfs with the workloads' programs: the init's archive and one with
     the programs after it (the kernel unpacks both)."""
     base = guest.initramfs()
@@ -177,7 +177,7 @@ def row(driver, shared: Path, step_name: str, name: str, nproc) -> dict | None:
     return out
 
 
-def rows(driver, p: Plan, shared: Path, nproc) -> list[dict]:
+def rows(driver, p: GuestWorkloads, shared: Path, nproc) -> list[dict]:
     """Every workload's row in the driver's order: a refused one marked with its reason."""
     out, ran = [], [n for n in p.names if n in p.argv]
     for name in p.names:
@@ -190,7 +190,7 @@ def rows(driver, p: Plan, shared: Path, nproc) -> list[dict]:
     return out
 
 
-def boot(driver, meta: dict, p: Plan, *, clock: vm.Clock, cpus: int, timeout: float,
+def boot(driver, meta: dict, p: GuestWorkloads, *, clock: vm.Clock, cpus: int, timeout: float,
          thp: str = "madvise") -> tuple[vm.Boot, list[dict]]:
     """One arm64 boot running the plan's workloads; (boot, rows), rows empty in a dry
     run."""

@@ -134,7 +134,7 @@ def _own_args(name: str, environ: Mapping[str, str]) -> list[str]:
 
 
 @dataclasses.dataclass
-class Outcome:
+class KtapLine:
     """One test's result line as run.sh would print it, and its diagnostic lines."""
     name: str
     kind: str                   # "pass", "skip", "fail" or "error" (run.sh's totals)
@@ -142,7 +142,7 @@ class Outcome:
     lines: list[str] = dataclasses.field(default_factory=list)
 
 
-def outcome(shared: Path, name: str) -> Outcome:
+def outcome(shared: Path, name: str) -> KtapLine:
     """What the guest left of one test's step, judged as run.sh judges its exit status."""
     lines = [line if line.startswith("#") else f"# {line}"
              for line in steps.step_output(shared, name).splitlines()]
@@ -153,25 +153,25 @@ def outcome(shared: Path, name: str) -> Outcome:
     except ValueError:
         status = None
     if status is None:
-        return Outcome(name, "error", "error: not run (the guest stopped before it)", lines)
+        return KtapLine(name, "error", "error: not run (the guest stopped before it)", lines)
     if limit is not None:
-        return Outcome(name, "fail", f"TIMEOUT {limit.strip()} seconds", lines)
+        return KtapLine(name, "fail", f"TIMEOUT {limit.strip()} seconds", lines)
     if status < 0:
-        return Outcome(name, "error", "error: could not be started in the guest", lines)
+        return KtapLine(name, "error", "error: could not be started in the guest", lines)
     if os.WIFSIGNALED(status):
-        return Outcome(name, "fail", f"killed by signal {os.WTERMSIG(status)}", lines)
+        return KtapLine(name, "fail", f"killed by signal {os.WTERMSIG(status)}", lines)
     rc = os.WEXITSTATUS(status)
     if rc == 0:
-        return Outcome(name, "pass", "", lines)
+        return KtapLine(name, "pass", "", lines)
     if rc == EXIT_SKIP:
         reason = next((ln[len("# SKIP "):] for ln in lines if ln.startswith("# SKIP ")), "")
-        return Outcome(name, "skip", f"SKIP {reason or 'skipped'}", lines)
+        return KtapLine(name, "skip", f"SKIP {reason or 'skipped'}", lines)
     if rc == 1:
-        return Outcome(name, "fail", "", lines)
-    return Outcome(name, "error", f"error: exit {rc}", lines)
+        return KtapLine(name, "fail", "", lines)
+    return KtapLine(name, "error", f"error: exit {rc}", lines)
 
 
-def ktap(outcomes: list[Outcome]) -> str:
+def ktap(outcomes: list[KtapLine]) -> str:
     """run.sh's KTAP: the plan, each test's name, output and result line, the totals."""
     out = ["TAP version 13", f"1..{len(outcomes)}"]
     totals = dict.fromkeys(("pass", "fail", "skip", "error"), 0)
@@ -213,7 +213,7 @@ def run(meta: dict, job: vm.ConformanceJob, *, thp: str | None = None, timeout: 
     return guest_run(b, [outcome(shared, name) for name in names])
 
 
-def guest_run(b: vm.Boot, outcomes: list[Outcome]) -> vm.GuestRun:
+def guest_run(b: vm.Boot, outcomes: list[KtapLine]) -> vm.GuestRun:
     """The boot, run.sh's KTAP of the outcomes, and its exit status: 0 when every test
     passed or skipped, 1 otherwise (a failed boot fails the command besides)."""
     passed = all(o.kind in ("pass", "skip") for o in outcomes)
