@@ -47,9 +47,6 @@ ALLOWED = {
     ("ipclab/lab/vm/__init__.py", "the deterministic reps taken past the mode"),
     # An Outcome is data: compare_results and compare_values set its mode.
     ("ipclab/compare/outcome.py", "a default of the mode's own"),
-    # The one boot every backend calls; its callers pass the mode, this default is left
-    # to make required once each backend's calls are checked.
-    ("ipclab/lab/vm/boot.py", "a default of the mode's own"),
     # `record deterministic`: the kind of record a script writes, not a mode
     ("scripts/series-tables", "a mode's name chosen or tested as a string"),
 }

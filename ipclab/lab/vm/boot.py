@@ -23,7 +23,7 @@ from ipclab.progress import log
 
 from .. import kernel, variants
 from .accel import kvm_qemu_opts
-from .clock import DETERMINISTIC, DETERMINISTIC_CPUS, TIMED, Clock
+from .clock import DETERMINISTIC, DETERMINISTIC_CPUS, Clock
 from .plugin import (DEFAULT_PLUGIN_MEMORY, MARKS, fixed_layout_args, has_symbols,
                      insn_plugin_opts, smp_code_args)
 from .vng import (DEFAULT_CPUS, DEFAULT_MEMORY, GUEST_SCRIPT, host_fs, new_shared, run_vng,
@@ -178,7 +178,7 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
          timeout: float = 900, faults: dict | None = None, kmemleak: bool = False,
          extra_env: dict | None = None, cpus: int | None = None,
          memory: str = DEFAULT_MEMORY, shared: Path | None = None, watch: str | None = None,
-         job_rc_fails: bool = True, clock: Clock = TIMED,
+         job_rc_fails: bool = True, clock: Clock,
          insn_counts: Path | None = None, plugin_memory: str = DEFAULT_PLUGIN_MEMORY,
          plugin_args: tuple[str, ...] = (), kernel_args: tuple[str, ...] = (),
          launcher=None) -> Boot:
