@@ -269,16 +269,31 @@ def test_ctrl_c_cancels_the_jobs_it_submitted_and_nothing_else(fake, tmp_path, m
     # interrupt_main() does nothing where SIGINT is ignored (make test as a background job,
     # CI): Python's own handler for the test's length. The watchdog ends the jobs if the
     # interrupt never lands, so that the test fails instead of polling forever.
+    # The interrupt comes once both jobs are submitted and polled (the first squeue call),
+    # not after a guessed delay: under load, a timer fired while sbatch still ran.
     before = signal.signal(signal.SIGINT, signal.default_int_handler)
-    timer = threading.Timer(1.0, _thread.interrupt_main)
+    stop = threading.Event()
+
+    def ctrl_c_once_polled():
+        while not stop.is_set():
+            try:
+                polled = any(c[0].endswith("squeue") for c in calls(fake))
+            except ValueError:          # a line the fake is still writing
+                polled = False
+            if polled:
+                _thread.interrupt_main()
+                return
+            stop.wait(0.02)
+    watcher = threading.Thread(target=ctrl_c_once_polled)
     watchdog = threading.Timer(60.0, os.environ.__setitem__, ("FAKE_STATE", "COMPLETED"))
-    timer.start()
+    watcher.start()
     watchdog.start()
     try:
         with pytest.raises(KeyboardInterrupt):
             run_boots(boots(tmp_path), opts(), poll_s=0.05)
     finally:
-        timer.cancel()
+        stop.set()
+        watcher.join()
         watchdog.cancel()
         signal.signal(signal.SIGINT, before)
     cancels = [c[1:] for c in calls(fake) if c[0].endswith("scancel")]
