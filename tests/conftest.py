@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 import os
+import subprocess
 import sys
 import time
 
@@ -175,3 +176,20 @@ def pytest_terminal_summary(terminalreporter):
     beside = [t.time_line() for t in (FIRST_BUILD, ARM64_BESIDE) if t]
     beside = "; ".join(t for t in beside if t)
     terminalreporter.write_line("time per tier: " + line + (f"; {beside}" if beside else ""))
+
+
+def small_git_tree(tmp_path, files=()):
+    """A git tree of two commits holding a Makefile and `files` (paths, empty): what the
+    lab's checks of a user's tree read, without a kernel."""
+    tree = tmp_path / "linux"
+    tree.mkdir()
+    (tree / "Makefile").write_text("VERSION = 6\n")
+    for f in files:
+        (tree / f).parent.mkdir(parents=True, exist_ok=True)
+        (tree / f).write_text("")
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    for n in (1, 2):
+        subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", str(n)], check=True)
+    return tree

@@ -5,9 +5,9 @@ decision (a boolean, a clock string, a default of its own) must not come back.""
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
+import conftest
 import pytest
 
 from ipclab import Error, compare
@@ -170,16 +170,7 @@ def test_ab_dry_run_gives_the_mode_s_boots_reps_and_unit(capfd, tmp_path, monkey
 
 @pytest.fixture
 def tree(tmp_path):
-    tree = tmp_path / "linux"
-    (tree / "kernel").mkdir(parents=True)
-    (tree / "Makefile").write_text("VERSION = 6\n")
-    (tree / "kernel" / "x.c").write_text("")
-    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(git + ["init", "-q"], check=True)
-    subprocess.run(git + ["add", "-A"], check=True)
-    for n in (1, 2):
-        subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", str(n)], check=True)
-    return tree
+    return conftest.small_git_tree(tmp_path, ["kernel/x.c"])
 
 
 @pytest.mark.parametrize("flags,mode", [(["--timed"], vm.TIMED), ([], vm.DETERMINISTIC),

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import conftest
 import pytest
 from conftest import FAKE_ENGINE, ROOT, fixture, sigint_default
 
@@ -282,15 +283,7 @@ def test_an_absurd_plan_is_refused_with_its_cost(extra, fake_engine, tmp_path, m
 
 
 def _git_tree(tmp_path):
-    tree = tmp_path / "linux"
-    tree.mkdir()
-    (tree / "Makefile").write_text("VERSION = 6\n")
-    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(git + ["init", "-q"], check=True)
-    subprocess.run(git + ["add", "-A"], check=True)
-    for n in (1, 2):
-        subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", str(n)], check=True)
-    return tree
+    return conftest.small_git_tree(tmp_path)
 
 
 @pytest.mark.parametrize("metric,want", [
