@@ -87,6 +87,13 @@ def side_paths(out, run_id, specs):
     return [str(stem.parent / f"{stem.name}.{s.name}.json") for s in specs]
 
 
+def planned_cells(name, full=False, reps=None, warmups=None, cells=()):
+    """(cells, reps, warmups) that `run NAME --cell C...` plans, checked: what a lab boot's
+    guest will run."""
+    _, _, planned, reps, warmups = plan(name, (), full, reps, warmups)
+    return (suites.select(planned, cells) if cells else planned), reps, warmups
+
+
 def plan(name, extra_args=(), full=False, reps=None, warmups=None):
     """(suite, mode, cells, reps, warmups) for `run NAME`, checked."""
     suite = suites.resolve(name, extra_args)

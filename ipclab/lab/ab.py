@@ -40,8 +40,7 @@ def suite_job(suite: str, clock: vm.Clock, *, full: bool = False,
     # only marks where each cell starts and ends. Timed guests sample with perf inside.
     profile_by = ("marker" if clock.deterministic else "perf") if profile else None
     # The guest's plan, checked as `ipclab run` there would check it, before a boot.
-    _, _, planned, n_reps, n_warmups = runner.plan(suite, (), full, reps, warmups)
-    chosen = suites.select(planned, cells) if cells else planned
+    chosen, n_reps, n_warmups = runner.planned_cells(suite, full, reps, warmups, cells)
     runner.check_size(chosen, n_reps, n_warmups)
     # Upstream's benchmarks are built here, before a boot, so that a build error is the
     # host's one line; the guest gets them in its shared directory.

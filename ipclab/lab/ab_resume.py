@@ -17,9 +17,8 @@ from . import kernel, vm
 
 def _expected(job: vm.SuiteJob) -> tuple[list[str], int]:
     """The cell keys and repetitions `ipclab run` plans in the guest for this job."""
-    _, _, planned, reps, _ = runner.plan(job.suite, (), job.mode == suites.FULL, job.reps,
-                                         job.warmups)
-    chosen = suites.select(planned, job.cells) if job.cells else planned
+    chosen, reps, _ = runner.planned_cells(job.suite, job.mode == suites.FULL, job.reps,
+                                           job.warmups, job.cells)
     return [c.key for c in chosen], reps
 
 
