@@ -137,7 +137,7 @@ def test_a_bad_ipclab_cache_is_named_at_the_start(kind, tmp_path, monkeypatch, c
     (tmp_path / "f").write_text("")
     monkeypatch.setenv("IPCLAB_CACHE", {"file": str(tmp_path / "f"), "relative": "cache",
                                         "under a file": str(tmp_path / "f" / "c")}[kind])
-    assert main(["kernel", "build", "base", "--dry-run"]) == 2
+    assert main(["kernel", "build", "lts", "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert one_line(err) and "IPCLAB_CACHE" in err, err
 

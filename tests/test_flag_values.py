@@ -12,7 +12,7 @@ from ipclab.cli import main
 @pytest.mark.parametrize("argv", [
     ["run", "--quiet", "false"], ["run", "seeds", "--dry-run", "no"],
     ["compare", "a.json", "b.json", "--common", "FALSE"],
-    ["ab", "base", "--deterministic", "false"], ["report", "r.json", "--force", "off"],
+    ["ab", "lts", "--deterministic", "false"], ["report", "r.json", "--force", "off"],
 ])
 def test_a_flag_given_a_boolean_is_refused(argv, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
@@ -23,8 +23,8 @@ def test_a_flag_given_a_boolean_is_refused(argv, tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("argv", [["run", "--warmup", "false"], ["run", "--warmup", "2"],
-                                  ["vm", "run", "base", "--warmup", "1"],
-                                  ["ab", "base", "new", "--warmup", "1"]])
+                                  ["vm", "run", "lts", "--warmup", "1"],
+                                  ["ab", "lts", "mainline", "--warmup", "1"]])
 def test_warmup_is_not_short_for_warmups(argv, fake_engine, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2

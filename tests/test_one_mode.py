@@ -153,7 +153,7 @@ def dry_run(capfd, argv):
 def test_ab_dry_run_gives_the_mode_s_boots_reps_and_unit(capfd, tmp_path, monkeypatch, flags,
                                                          mode):
     monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
-    _, err = dry_run(capfd, ["ab", "base", "base", "--suite", "seed-skip-wakeups",
+    _, err = dry_run(capfd, ["ab", "lts", "lts", "--suite", "seed-skip-wakeups",
                               "--cell", "pipe-throughput/copies=1"] + flags)
     reps = f"{mode.reps} reps" if mode.reps else "the suite's reps"
     assert (f"ab: {mode.name} mode: {mode.boots} boot(s) of each side, {reps} per cell,"

@@ -86,7 +86,7 @@ def positive_float(s):
 
 
 class _IntermixedParser(argparse.ArgumentParser):
-    """`vm run`'s parser: options anywhere among VARIANT and SUITE (`vm run base --full
+    """`vm run`'s parser: options anywhere among VARIANT and SUITE (`vm run lts --full
     seeds`), which plain argparse refuses once an option splits the positionals."""
 
     _mixing = False

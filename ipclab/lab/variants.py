@@ -20,11 +20,14 @@ from . import bases, gittree, image
 from .cache import cache_root, sha256_bytes, sha256_file
 
 KERNEL_DIR = ROOT / "kernel"
-BASE_FRAGMENT = "lab.config"
+LAB_FRAGMENT = "lab.config"
 # --config NAME: `tiny` is tinyconfig + lab.config; `production` starts from the base's
 # Debian config (bases.fetch_config) with production.config on top instead of lab.config.
 FLAVOURS = ("tiny", "production")
 PRODUCTION_FRAGMENT = "production.config"
+# A base (bases.py) is what a variant is built on, never a variant: asked for the variant
+# `base`, the error names the unpatched LTS kernel's.
+RENAMED_LTS = "base"
 # The architectures a variant builds for (the kernel's ARCH names; bases owns the list). x86_64
 # is the lab's own; another gets its fragment kernel/config/arch/ARCH.config after the others
 # (its machine's console, interrupt controller and virtio transport; ARCH-production.config on
@@ -97,7 +100,8 @@ def load_variant(name: str) -> Variant:
     path = KERNEL_DIR / "series" / name
     if not path.is_file():
         known = ", ".join(list_variants()) or "none"
-        raise Error(f"unknown variant {name!r} (known: {known})")
+        moved = " (the unpatched LTS kernel is `lts`)" if name == RENAMED_LTS else ""
+        raise Error(f"unknown variant {name!r}{moved} (known: {known})")
     patches, base = [], bases.DEFAULT_BASE
     for lineno, line in enumerate(path.read_text().splitlines(), 1):
         line = line.split("#", 1)[0].strip()
@@ -120,11 +124,11 @@ def load_variant(name: str) -> Variant:
         patches.append(line)
     # Convention instead of syntax, so series files stay plain patch lists: every variant gets
     # lab.config, plus kernel/config/<variant>.config when it exists (e.g. debug.config).
-    fragments = [BASE_FRAGMENT]
+    fragments = [LAB_FRAGMENT]
     if name != "lab" and (KERNEL_DIR / "config" / f"{name}.config").is_file():
         fragments.append(f"{name}.config")
-    if not (KERNEL_DIR / "config" / BASE_FRAGMENT).is_file():
-        raise Error(f"missing kernel/config/{BASE_FRAGMENT}", EXIT_FAILED)
+    if not (KERNEL_DIR / "config" / LAB_FRAGMENT).is_file():
+        raise Error(f"missing kernel/config/{LAB_FRAGMENT}", EXIT_FAILED)
     return Variant(name, patches, fragments, base)
 
 
@@ -154,7 +158,7 @@ def resolve(spec: str, tree: str | None = None, patches=(), config: str | None =
     own = user_config(config) if config and config not in FLAVOURS else None
     if git_tree is not None:
         commit = gittree.resolve(git_tree, name)
-        v = Variant(name, [], [BASE_FRAGMENT], tree=git_tree, commit=commit,
+        v = Variant(name, [], [LAB_FRAGMENT], tree=git_tree, commit=commit,
                     describe=gittree.describe(git_tree, commit))
     else:
         v = load_variant("+".join([name, *overlays]))
@@ -166,7 +170,7 @@ def resolve(spec: str, tree: str | None = None, patches=(), config: str | None =
         v.flavour = "own"
     elif config == "production":
         v.flavour = config
-        v.fragments = [PRODUCTION_FRAGMENT] + [f for f in v.fragments if f != BASE_FRAGMENT]
+        v.fragments = [PRODUCTION_FRAGMENT] + [f for f in v.fragments if f != LAB_FRAGMENT]
     v.arch = arch
     return v
 
@@ -265,14 +269,14 @@ def load_overlaid(name: str) -> Variant:
     measurement configuration (counters, lock statistics, debug checks) applies to any
     variant without a series file per pair. A fragment that sets no option is left out of
     the config, so that a patch-only overlay builds in the variant's own build directory."""
-    base, *overlays = name.split("+")
-    v = load_variant(base)
+    first, *overlays = name.split("+")
+    v = load_variant(first)
     patches, fragments = list(v.patches), list(v.fragments)
     for o in overlays:
         frag = f"{o}.config"
         if o == "lab" or not (KERNEL_DIR / "config" / frag).is_file():
             known = ", ".join(sorted(p.stem for p in (KERNEL_DIR / "config").glob("*.config")
-                                     if p.name != BASE_FRAGMENT)) or "none"
+                                     if p.name != LAB_FRAGMENT)) or "none"
             raise Error(f"variant {name!r}: no overlay {o!r} (kernel/config/{o}.config; "
                         f"known: {known})")
         options = sets_options(KERNEL_DIR / "config" / frag)

@@ -32,7 +32,7 @@ ROLES = {
                      long_hold="mainline-long-hold",
                      upstream_fails={"pipe_failed_write_allocates_nothing",
                                      "pipe_blocked_writer_holds_no_pages"}),
-    "lts": dict(plain="base", write_cost="write-cost", series="seeds", upstream_fails=set()),
+    "lts": dict(plain="lts", write_cost="write-cost", series="seeds", upstream_fails=set()),
 }
 ROLE = ROLES[TEST_BASE]
 # The deterministic known answers are a whole event or about 1% of a cell's instructions per

@@ -64,19 +64,19 @@ def parse(argv):
 
 
 def test_vm_run_argument_forms(capsys):
-    a = parse(["vm", "run", "base", "seed-exclusive-waits", "--thp", "always"])
+    a = parse(["vm", "run", "lts", "seed-exclusive-waits", "--thp", "always"])
     assert a.suite == "seed-exclusive-waits" and a.thp == "always" and a.engine_args is None
     a = parse(["vm", "run", "--timeout", "60", "base", "--", "uname", "-r", "--x"])
     assert a.engine_args == ["uname", "-r", "--x"] and a.suite is None and a.timeout == 60
-    a = parse(["vm", "run", "base", "--", "true"])
+    a = parse(["vm", "run", "lts", "--", "true"])
     assert a.engine_args == ["true"]
     # Options anywhere, also between VARIANT and SUITE.
-    a = parse(["vm", "run", "base", "--full", "seed-exclusive-waits", "--reps", "3"])
-    assert a.variant == "base" and a.suite == "seed-exclusive-waits" and a.full and a.reps == 3
+    a = parse(["vm", "run", "lts", "--full", "seed-exclusive-waits", "--reps", "3"])
+    assert a.variant == "lts" and a.suite == "seed-exclusive-waits" and a.full and a.reps == 3
     # Misuse is one line and exit 2, before anything is built or booted.
-    for argv in (["vm", "run", "base"], ["vm", "run", "base", "--"],
-                 ["vm", "run", "base", "icount-check", "--", "ls"],
-                 ["vm", "run", "base", "--", "true", "--dry-run"]):
+    for argv in (["vm", "run", "lts"], ["vm", "run", "lts", "--"],
+                 ["vm", "run", "lts", "icount-check", "--", "ls"],
+                 ["vm", "run", "lts", "--", "true", "--dry-run"]):
         assert main(argv) == 2, argv
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["ipclab: error: nothing to run: give a SUITE, -- CMD or --conformance",
@@ -88,13 +88,20 @@ def test_vm_run_argument_forms(capsys):
 
 def test_bad_input_is_one_line_and_exit_2(capsys):
     assert main(["kernel", "build", "no-such-variant"]) == 2
-    assert main(["vm", "run", "base", "--fail-page-alloc", "x", "--", "true"]) == 2
+    assert main(["vm", "run", "lts", "--fail-page-alloc", "x", "--", "true"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(line.startswith("ipclab: error:") for line in err)
 
 
+def test_the_variant_base_is_refused_with_the_lts_variants_name(capsys):
+    # `base` names a kernel base (--base); the unpatched LTS kernel is the variant `lts`.
+    assert main(["kernel", "build", "base"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown variant 'base' (the unpatched LTS kernel is `lts`)" in err[0]
+
+
 def test_profile_without_a_suite_is_a_usage_error(capsys):
-    assert main(["vm", "run", "base", "--profile", "--", "true"]) == 2
+    assert main(["vm", "run", "lts", "--profile", "--", "true"]) == 2
     assert "--profile" in capsys.readouterr().err
 
 
@@ -149,7 +156,7 @@ def dry_run_lines(capsys, *argv):
 
 def test_full_suite_and_deterministic_clock_reach_the_guest(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
-    lines = dry_run_lines(capsys, "vm", "run", "base", "seed-skip-wakeups", "--full",
+    lines = dry_run_lines(capsys, "vm", "run", "lts", "seed-skip-wakeups", "--full",
                           "--deterministic")
     vng = next(l for l in lines if "would run:" in l and "vng" in l)
     job = json.loads(next(l for l in lines if "guest job:" in l).split("guest job: ", 1)[1])
@@ -161,13 +168,13 @@ def test_full_suite_and_deterministic_clock_reach_the_guest(capsys, tmp_path, mo
     # Guest time under icount is not host time: only the host's watchdog bounds the boot.
     assert job["timeout"] is None
     # The timed mode is unchanged: the quick suite, no icount, two CPUs.
-    lines = dry_run_lines(capsys, "vm", "run", "base", "seed-skip-wakeups")
+    lines = dry_run_lines(capsys, "vm", "run", "lts", "seed-skip-wakeups")
     vng = next(l for l in lines if "would run:" in l and "vng" in l)
     job = json.loads(next(l for l in lines if "guest job:" in l).split("guest job: ", 1)[1])
     assert "--quick" in job["argv"] and "icount" not in vng and "--cpus 2 " in vng
     assert job["env"]["IPCBENCH_CLOCK"] == "real" and "--profile" not in job["argv"]
     assert job["timeout"] == 900 - 120
-    lines = dry_run_lines(capsys, "vm", "run", "base", "icount-check", "--deterministic",
+    lines = dry_run_lines(capsys, "vm", "run", "lts", "icount-check", "--deterministic",
                           "--profile")
     job = json.loads(next(l for l in lines if "guest job:" in l).split("guest job: ", 1)[1])
     vng = next(l for l in lines if "would run:" in l and "vng" in l)
@@ -178,14 +185,14 @@ def test_full_suite_and_deterministic_clock_reach_the_guest(capsys, tmp_path, mo
 def test_cell_reaches_every_boot_and_a_cell_no_suite_has_is_exit_2(capsys, tmp_path,
                                                                      monkeypatch):
     monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
-    lines = dry_run_lines(capsys, "ab", "base", "base", "--suite", "seed-skip-wakeups",
+    lines = dry_run_lines(capsys, "ab", "lts", "lts", "--suite", "seed-skip-wakeups",
                           "--deterministic", "--cell", "pipe-throughput/copies=1")
     jobs = [json.loads(l.split("guest job: ", 1)[1]) for l in lines if "guest job:" in l]
     assert len(jobs) == 2
     assert all(j["argv"][j["argv"].index("--cell") + 1] == "pipe-throughput/copies=1"
                for j in jobs)
-    assert main(["ab", "base", "base", "--suite", "icount-check", "--cell", "nope"]) == 2
-    assert main(["vm", "run", "base", "--cell", "pipe", "--", "true"]) == 2
+    assert main(["ab", "lts", "lts", "--suite", "icount-check", "--cell", "nope"]) == 2
+    assert main(["vm", "run", "lts", "--cell", "pipe", "--", "true"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0].startswith("ipclab: error: --cell nope: no cell has that key")
     assert "--cell" in err[1] and len(err) == 2
@@ -195,8 +202,8 @@ def test_cell_reaches_every_boot_and_a_cell_no_suite_has_is_exit_2(capsys, tmp_p
 def test_unknown_suite_fails_on_the_host_before_any_build(capsys, tmp_path, monkeypatch):
     # "Before any build": the untouched cache shows it, which a time bound under a load would not
     monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
-    assert main(["ab", "base", "base", "--suite", "nosuch"]) == 2
-    assert main(["vm", "run", "base", "nosuch", "--deterministic"]) == 2
+    assert main(["ab", "lts", "lts", "--suite", "nosuch"]) == 2
+    assert main(["vm", "run", "lts", "nosuch", "--deterministic"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all("unknown suite or workload 'nosuch'" in l for l in err)
     assert not (tmp_path / "cache").exists()
@@ -245,7 +252,7 @@ def test_guest_killed_before_its_job_still_leaves_a_record(tmp_path, monkeypatch
     monkeypatch.setattr(vm, "accel_for", lambda *a: "tcg")
     monkeypatch.setattr(vm, "boot", lambda *a, **k: boot)
     rec = tmp_path / "record.json"
-    assert main(["vm", "run", "base", "--record", str(rec), "--", "sleep", "3600"]) == 1
+    assert main(["vm", "run", "lts", "--record", str(rec), "--", "sleep", "3600"]) == 1
     assert "watchdog" in json.loads(rec.read_text())["reason"]
 
 

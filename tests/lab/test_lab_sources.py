@@ -38,7 +38,7 @@ def lab(tmp_path, monkeypatch):
     for d in ("series", "patches", "config"):
         (kdir / d).mkdir(parents=True)
     (kdir / "config" / "lab.config").write_text("CONFIG_SMP=y\n")
-    (kdir / "series" / "base").write_text("# none\n")
+    (kdir / "series" / "lts").write_text("# none\n")
     monkeypatch.setattr(variants, "KERNEL_DIR", kdir)
     # kernel/patches is the default base's patch directory here.
     (tmp_path / "per-base").mkdir()
@@ -147,13 +147,13 @@ def test_name_plus_patch_and_an_mbox_split_per_mail(lab, tmp_path):
     mbox.write_text("".join(
         f"From 1234567890abcdef1234567890abcdef12345678 Mon Sep 17 00:00:00 2001\n"
         f"From: t <t@t>\nSubject: [PATCH {n}] {s}\n\n{body or 'words'}\n" for n, s, body in mails))
-    v = variants.resolve(f"base+{mbox}", None, patches=[str(mbox)])
+    v = variants.resolve(f"lts+{mbox}", None, patches=[str(mbox)])
     names = [p.name for p in v.extra]
     # The cover letter carries no diff; each mail is a patch named after its subject.
     assert names == ["series-02-ipc-three.patch", "series-03-pipe-short.patch"] * 2
-    assert v.name == "base+series.mbox+series.mbox"
+    assert v.name == "lts+series.mbox+series.mbox"
     with pytest.raises(Error) as e:
-        variants.resolve("base+nosuch.patch")
+        variants.resolve("lts+nosuch.patch")
     assert e.value.code == EXIT_USAGE and "no patch file 'nosuch.patch'" in str(e.value)
     # A mail that does not apply is named, with its file and hunk.
     src_tree = tmp_path / "plain"
@@ -225,12 +225,12 @@ def test_prebuilt_image_config_is_checked(tmp_path, monkeypatch, capsys):
 def test_kernel_arguments_fill_base_and_new(lab, tmp_path, capsys, monkeypatch):
     img = fake_bzimage(tmp_path / "vmlinuz-6.99.3", "6.99.3")
     (tmp_path / "config-6.99.3").write_text(FULL_CONFIG)
-    assert main(["ab", "base", "--suite", "seed-skip-wakeups"]) == 2
+    assert main(["ab", "lts", "--suite", "seed-skip-wakeups"]) == 2
     assert "want BASE and NEW" in capsys.readouterr().err
     assert main(["ab", "--kernel", str(img), "--suite", "seed-skip-wakeups",
                  "--patch", str(img)]) == 2
     assert "want BASE and NEW" in capsys.readouterr().err
-    assert main(["ab", "base", "--kernel", str(img), "--suite", "seed-skip-wakeups",
+    assert main(["ab", "lts", "--kernel", str(img), "--suite", "seed-skip-wakeups",
                  "--patch", str(img)]) == 2
     assert "--patch needs a kernel the lab builds" in capsys.readouterr().err
     assert main(["vm", "run", "--kernel", str(img), "seeds", "icount-check"]) == 2

@@ -175,7 +175,7 @@ def test_switch_restores_only_touched_files_and_keeps_mtimes(labdir):
     source.switch_tree(src, series(kdir, "x", "p1.patch"))
     assert "five\n" in pipe.read_text()
     patched_mtime = pipe.stat().st_mtime_ns
-    source.switch_tree(src, series(kdir, "base"))
+    source.switch_tree(src, series(kdir, "plain"))
     assert pipe.read_text() == PIPE_C
     # The restored file must look newer than objects built from the patched one ...
     assert pipe.stat().st_mtime_ns >= patched_mtime
@@ -203,7 +203,7 @@ def test_created_files_are_removed_on_switch(labdir):
     p.write_text("--- /dev/null\n+++ b/fs/new.c\n@@ -0,0 +1 @@\n+hello\n")
     source.switch_tree(src, series(kdir, "n", "new.patch"))
     assert (src.tree / "fs" / "new.c").read_text() == "hello\n"
-    source.switch_tree(src, series(kdir, "base"))
+    source.switch_tree(src, series(kdir, "plain"))
     assert not (src.tree / "fs" / "new.c").exists()
 
 
@@ -231,7 +231,7 @@ def test_interrupted_switch_is_repaired(labdir):
     st = json.loads(src.state_path.read_text())
     st["dirty"] = True
     src.state_path.write_text(json.dumps(st))
-    source.switch_tree(src, series(kdir, "base"))
+    source.switch_tree(src, series(kdir, "plain"))
     assert (src.tree / "fs" / "pipe.c").read_text() == PIPE_C
 
 
