@@ -212,7 +212,7 @@ def lab_advice(env):
                 " instructions per operation, add --deterministic: guest instruction counts"
                 " under QEMU icount, the same on every boot (docs/lab.md)")
     return ("kernel A/B: no usable /dev/kvm, so lab guests run under emulation, where timings"
-            " move by tens of percent between boots: use `ipclab ab BASE NEW --suite S"
+            " move by tens of percent between boots: use `ipclab ab OLD NEW --suite S"
             " --deterministic` (guest instruction counts under QEMU icount, docs/lab.md)")
 
 

@@ -65,7 +65,7 @@ def md_table(header, rows):
 
 # A pair in a record's row becomes two columns; any other list is joined as the tables
 # print it ("1119 -> 1354").
-CSV_PAIRS = {"n": ("n_base", "n_new"), "ci": ("ci_low", "ci_high")}
+CSV_PAIRS = {"n": ("n_old", "n_new"), "ci": ("ci_low", "ci_high")}
 
 
 def csv_table(rows):

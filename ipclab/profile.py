@@ -191,14 +191,14 @@ def attach_counts(prof, windows_path, system_map, model=None):
     return prof
 
 
-def cost_diff(base, new, top=8):
-    """Where the costs went: [(cell, names, [(symbol, {name: delta per op})], (base totals,
+def cost_diff(old, new, top=8):
+    """Where the costs went: [(cell, names, [(symbol, {name: delta per op})], (old totals,
     new totals))] per common cell whose profiles both have costs. names: the cost model's
     rows both carry; the functions are the `top` that moved most in est. cycles (else in
     instructions), then any other whose atomics, fences or irq-flag changes moved by
     cost.MIN_EVENTS per operation or more."""
     out = []
-    for key, bp in base.get("cells", {}).items():
+    for key, bp in old.get("cells", {}).items():
         np_ = new.get("cells", {}).get(key)
         if not np_ or "costs" not in bp or "costs" not in np_ or not bp.get("ops") \
                 or not np_.get("ops"):
@@ -248,14 +248,14 @@ def per_op(cell_prof):
     return {s: p / ops for s, p in cell_prof.get("functions", {}).items()}
 
 
-def diff(base, new, top=8):
-    """[(cell, [(symbol, base, new, delta, noise)], base total, new total)] per common cell.
+def diff(old, new, top=8):
+    """[(cell, [(symbol, old, new, delta, noise)], old total, new total)] per common cell.
 
     noise is two standard errors of the delta from sampling alone: a symbol with n samples
     is known to about sqrt(n) samples.
     """
     out = []
-    for key, bp in base.get("cells", {}).items():
+    for key, bp in old.get("cells", {}).items():
         np_ = new.get("cells", {}).get(key)
         if np_ is None:
             continue

@@ -170,17 +170,17 @@ def _bootstrap(data, statistic, rounds, level, seed):
     return np.asarray(r.confidence_interval.low), np.asarray(r.confidence_interval.high)
 
 
-def bootstrap_ratio_ci(base, new, rounds=BOOTSTRAP_ROUNDS, level=0.95, seed=0):
-    """Percentile bootstrap CI of median(new) / median(base), each side resampled on its
+def bootstrap_ratio_ci(old, new, rounds=BOOTSTRAP_ROUNDS, level=0.95, seed=0):
+    """Percentile bootstrap CI of median(new) / median(old), each side resampled on its
     own (scipy.stats.bootstrap).  (NaN, NaN) with fewer than 2 samples on a side, and NaN
-    where resampled base medians of 0 leave the ratio undefined."""
-    return bootstrap_ci(base, new, rounds, level, seed)[0]
+    where resampled old medians of 0 leave the ratio undefined."""
+    return bootstrap_ci(old, new, rounds, level, seed)[0]
 
 
-def bootstrap_ci(base, new, rounds=BOOTSTRAP_ROUNDS, level=0.95, seed=0):
-    """Percentile bootstrap CIs of median(new) / median(base) and of median(new) -
-    median(base), from the same resamples: ((lo, hi), (lo, hi))."""
-    b = np.asarray(list(base), dtype=float)
+def bootstrap_ci(old, new, rounds=BOOTSTRAP_ROUNDS, level=0.95, seed=0):
+    """Percentile bootstrap CIs of median(new) / median(old) and of median(new) -
+    median(old), from the same resamples: ((lo, hi), (lo, hi))."""
+    b = np.asarray(list(old), dtype=float)
     a = np.asarray(list(new), dtype=float)
     if b.size < 2 or a.size < 2:
         return (math.nan, math.nan), (math.nan, math.nan)
@@ -190,7 +190,7 @@ def bootstrap_ci(base, new, rounds=BOOTSTRAP_ROUNDS, level=0.95, seed=0):
 
 @dataclass
 class Comparison:
-    """new against base, one metric of one cell, from two independent samples.
+    """new against old, one metric of one cell, from two independent samples.
 
     The effect is the Hodges-Lehmann shift, the estimate that goes with the Mann-Whitney
     test (ipclab/ranks.py): of the log values, as a ratio (`ratio`, with `ci`), when every
@@ -202,13 +202,13 @@ class Comparison:
     `ci` are NaN and `diff` carries the change, so a lower-is-better 0 -> 42 is diff = 42,
     direction = +1: worse.  Judge the direction by `direction`, not by `ratio > 1`.
     """
-    base: Summary
+    old: Summary
     new: Summary
     ratio: float        # exp(Hodges-Lehmann shift of the logs); NaN with a value <= 0
     ci: tuple           # its interval, inverting the U test
     u: ranks.MWU
     p_holm: float = math.nan
-    diff: float = math.nan                      # Hodges-Lehmann shift new - base
+    diff: float = math.nan                      # Hodges-Lehmann shift new - old
     diff_ci: tuple = (math.nan, math.nan)       # its interval
 
     @property
@@ -221,7 +221,7 @@ class Comparison:
 
     @property
     def direction(self):
-        """+1 when the estimate says new is above base, -1 below, 0 no shift, NaN without
+        """+1 when the estimate says new is above old, -1 below, 0 no shift, NaN without
         data: the estimate's sign, which is the side of 0 its interval lies on."""
         est = math.log(self.ratio) if math.isfinite(self.ratio) and self.ratio > 0 else \
             self.diff
@@ -234,19 +234,19 @@ class Comparison:
         return bool(math.isfinite(self.p_holm) and self.p_holm < ALPHA)
 
 
-def compare_samples(base, new, seed=0, level=0.95):
+def compare_samples(old, new, seed=0, level=0.95):
     """Compare two independent samples (see Comparison for the contract).  `seed` seeds
     the permutation test with ties: pass stable_seed(cell key + metric) so that each row
     draws its own numbers and draws them again identically.  `level` is the intervals'
     coverage (wider for a member of a family, to agree with its adjusted p)."""
-    base, new = [float(x) for x in base], [float(x) for x in new]
-    sb, sn = summarize(base), summarize(new)
-    raw = ranks.hl_shift(base, new, level)
+    old, new = [float(x) for x in old], [float(x) for x in new]
+    sb, sn = summarize(old), summarize(new)
+    raw = ranks.hl_shift(old, new, level)
     ratio, ci = math.nan, (math.nan, math.nan)
-    if base and new and min(base) > 0 and min(new) > 0:
-        lg = ranks.hl_shift(np.log(base), np.log(new), level)
+    if old and new and min(old) > 0 and min(new) > 0:
+        lg = ranks.hl_shift(np.log(old), np.log(new), level)
         ratio, ci = math.exp(lg.estimate), tuple(math.exp(x) for x in lg.ci)
-    return Comparison(sb, sn, ratio, ci, ranks.mann_whitney_u(new, base, seed=seed),
+    return Comparison(sb, sn, ratio, ci, ranks.mann_whitney_u(new, old, seed=seed),
                       diff=raw.estimate, diff_ci=raw.ci)
 
 
@@ -385,12 +385,12 @@ def _t_on_logs(d, level, min_n, what):
     return LogRatioTest(n, math.exp(m), ci, p, sd, level, True)
 
 
-def paired_log_ratio(base_units, new_units, level=0.95, test="t", seed=0):
+def paired_log_ratio(old_units, new_units, level=0.95, test="t", seed=0):
     """Paired test of units run in pairs (boots A B A B, or the rounds of one run):
-    base_units[i] pairs with new_units[i].
+    old_units[i] pairs with new_units[i].
 
     Both are per-unit log values (per_unit_values).  Tests the per-pair log ratios new -
-    base against 0: by a t test on their mean (test "t": effect = exp(mean), ci its t
+    old against 0: by a t test on their mean (test "t": effect = exp(mean), ci its t
     interval), or by the Wilcoxon signed-rank test (test "wilcoxon": effect = exp(the
     Hodges-Lehmann estimate), ci the interval that inverts the test; `seed` seeds its
     permutations when ratios tie).  p is two-sided, sd_log the sd of the log ratios.
@@ -401,10 +401,10 @@ def paired_log_ratio(base_units, new_units, level=0.95, test="t", seed=0):
     (ValueError): a unit whose partner is missing must be dropped by whoever knows the
     pairing.
     """
-    if len(base_units) != len(new_units):
-        raise ValueError(f"{len(base_units)} base boots against {len(new_units)} new ones:"
+    if len(old_units) != len(new_units):
+        raise ValueError(f"{len(old_units)} old boots against {len(new_units)} new ones:"
                          " boots pair by position")
-    b = np.asarray(base_units, dtype=float)
+    b = np.asarray(old_units, dtype=float)
     a = np.asarray(new_units, dtype=float)
     bad = [i for i in range(b.size) if not (math.isfinite(b[i]) and math.isfinite(a[i]))]
     if bad:

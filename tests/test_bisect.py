@@ -9,6 +9,7 @@ import random
 import pytest
 
 from ipclab import EXIT_FAILED, EXIT_USAGE, Error
+from ipclab.compare import record
 from ipclab.deterministic import floor as aa_floor
 from ipclab.lab import bisect as b
 from ipclab.lab import vm
@@ -334,7 +335,7 @@ def test_each_step_is_read_from_a_comparison_record_kept_in_the_log(tmp_path):
     judged = {x["judged"]["commit"]: x["judged"] for x in lines if "judged" in x}
     assert set(judged) == set(measure.calls) - {COMMITS[0]}       # GOOD is the reference
     for c, j in judged.items():
-        assert j["schema"] == "ipclab-comparison/1" and j["verdict"] == res.verdicts[c]
+        assert j["schema"] == record.SCHEMA and j["verdict"] == res.verdicts[c]
         assert j["row"]["rule"]["kind"] == "deterministic" and j["row"]["threshold"] > 0
         assert j["delta"] == j["row"]["delta"] == res.deltas[c]
     assert judged[COMMITS[2]]["row"]["verdict"] == "better"          # 0003: fewer insn

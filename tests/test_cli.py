@@ -169,7 +169,7 @@ def test_bad_input_corrupt_and_mismatch(tmp_path):
     short.write_text(json.dumps(new))
     p = run_cli("compare", fixture("base.json"), str(short))
     assert p.returncode == 2
-    assert "cells do not match: 1 only in BASE (pipe-sweep/w=1,r=1)" in p.stderr
+    assert "cells do not match: 1 only in OLD (pipe-sweep/w=1,r=1)" in p.stderr
     assert p.stderr.count("\n") == 1
 
 

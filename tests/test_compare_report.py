@@ -14,7 +14,7 @@ from ipclab.cli import main
 
 
 def compare_files(base, new, out):
-    """`ipclab compare BASE NEW` with its stdout in `out`; returns the exit status."""
+    """`ipclab compare OLD NEW` with its stdout in `out`; returns the exit status."""
     with contextlib.redirect_stdout(out):
         return main(["compare", base, new])
 
@@ -52,7 +52,7 @@ def test_compare_mismatched_cells_explained(tmp_path, capsys):
     assert compare_files(fixture("base.json"), str(p), out=io.StringIO()) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert "cells do not match: 2 only in BASE" in err
+    assert "cells do not match: 2 only in OLD" in err
     assert "token-ring/procs=64" in err
 
 

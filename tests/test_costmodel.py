@@ -128,7 +128,7 @@ def test_one_more_atomic_per_loop_is_a_secondary_change_and_in_the_record():
                          "L1d misses", "LL misses", "est. cycles"}
     assert all(not r.primary for r in rows.values())
     assert rows["atomics"].verdict == "worse"
-    assert rows["atomics"].j.new.median - rows["atomics"].j.base.median == pytest.approx(1.0)
+    assert rows["atomics"].j.new.median - rows["atomics"].j.old.median == pytest.approx(1.0)
     assert rows["fences"].verdict == "within noise"
     assert rows["atomics"].unit == "/write+read loop"
     rec = compare.outcome_record(out)

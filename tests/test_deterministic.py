@@ -120,7 +120,7 @@ def test_judge_edge_cases():
     assert deterministic.judge([0.0, 0.0], [42.0], "lower").verdict == "no data"
     # Bimodal sides: the spread is the noise, and a small delta is not a change.
     j = deterministic.judge([1070, 1070, 1207] * 2, [1071, 1207, 1071] * 2, "lower")
-    assert j.verdict == "too noisy" and j.spread_base == pytest.approx(137 / 1070)
+    assert j.verdict == "too noisy" and j.spread_old == pytest.approx(137 / 1070)
 
 
 def test_median_interval_leaves_out_one_outlier_from_nine_samples():

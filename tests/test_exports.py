@@ -86,9 +86,9 @@ def test_compare_csv_is_the_json_rows(capsys):
         assert (c["key"], c["path"], c["unit"], c["verdict"]) == \
             (j["key"], j["path"], j["unit"], j["verdict"])
         assert c["primary"] == ("true" if j["primary"] else "false")
-        assert [int(c["n_base"]), int(c["n_new"])] == j["n"]
+        assert [int(c["n_old"]), int(c["n_new"])] == j["n"]
         assert [number(c["ci_low"]), number(c["ci_high"])] == j["ci"]
-        for k in ("base", "new", "delta", "p_holm", "mde"):
+        for k in ("old", "new", "delta", "p_holm", "mde"):
             assert number(c[k]) == j[k]
 
 
@@ -99,7 +99,7 @@ def test_compare_csv_matches_the_table(capsys):
     r = next(r for r in rows if r["key"] == "pipe-sweep/w=1,r=1" and r["primary"] == "true")
     line = next(l for l in text.splitlines()
                 if l.split()[:3] == ["pipe-sweep/w=1,r=1", "throughput", "MB/s"])
-    for field in (fmt.num(number(r["base"])), fmt.num(number(r["new"])),
+    for field in (fmt.num(number(r["old"])), fmt.num(number(r["new"])),
                   fmt.pct(number(r["delta"])), r["verdict"]):
         assert field in line
 
@@ -112,7 +112,7 @@ def test_deterministic_compare_csv(capsys, tmp_path):
     rows = read_csv(fmt.csv_table(compare.outcome_record(outcome)["rows"]))
     prim = [r for r in rows if r["primary"] == "true"]
     assert prim and prim[0]["verdict"] == "worse"
-    assert {"spread_base", "spread_new", "threshold"} <= set(rows[0])
+    assert {"spread_old", "spread_new", "threshold"} <= set(rows[0])
 
 
 @pytest.mark.parametrize("argv", [["show", fixture("base.json"), "--json", "--csv"],
@@ -130,6 +130,6 @@ def test_csv_table_flattens_a_record():
         {"key": "b", "n": 5, "primary": False, "p": None, "extra": "x"},
     ])
     rows = read_csv(text)
-    assert text.splitlines()[0] == "key,n_base,n_new,ci_low,ci_high,published,primary,p,n,extra"
+    assert text.splitlines()[0] == "key,n_old,n_new,ci_low,ci_high,published,primary,p,n,extra"
     assert rows[0]["published"] == "1 -> 2" and rows[0]["p"] == "" and rows[0]["primary"] == "true"
-    assert (rows[1]["n"], rows[1]["extra"], rows[1]["n_base"]) == ("5", "x", "")
+    assert (rows[1]["n"], rows[1]["extra"], rows[1]["n_old"]) == ("5", "x", "")

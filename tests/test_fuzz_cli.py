@@ -234,7 +234,7 @@ def _make_files(tmp):
 CLI_FILES = ["base.json", "new.json", "empty.json", "truncated.json", "list.json", "null.json",
              "string.json", "wrongschema.json", "nocells.json", "deep.json", "binary.json",
              "nan.json", "adir", "missing.json", "/dev/null", "/nonexistent/x.json", ""]
-VARIANTS = ["base", "debug", "pre-exclusive-waits", "pre-mq-node-cache", "nope", "", "../x"]
+VARIANTS = ["lts", "debug", "pre-exclusive-waits", "pre-mq-node-cache", "nope", "", "../x"]
 SUITES = ["seeds", "seed-pipe-prealloc", "seed-fast-pipes", "fastpipe", "pipe-sweep", "nope"]
 
 

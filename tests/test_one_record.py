@@ -64,7 +64,7 @@ def test_compare_json_holds_what_the_text_shows(capsys):
     assert tput["suite"] == "seed-pipe-prealloc" and len(tput["entries"]) == 9
     e = next(e for e in tput["entries"] if (e["row"], e["column"]) == ("1", "readers=1"))
     assert e["key"] == "pipe-sweep/w=1,r=1" and e["change"] is True
-    cell = (f"{fmt.num(e['base'])} -> {fmt.num(e['new'])} ({fmt.pct(e['delta'])})*"
+    cell = (f"{fmt.num(e['old'])} -> {fmt.num(e['new'])} ({fmt.pct(e['delta'])})*"
             f" [seed {fmt.pct(e['seed_change'], True)}]")
     assert cell in text
     g = tput["geomean"]
@@ -72,7 +72,7 @@ def test_compare_json_holds_what_the_text_shows(capsys):
     assert (f"geometric mean of ratios: {fmt.pct(g['delta'])}, 95% CI [{fmt.pct(g['ci'][0])},"
             f" {fmt.pct(g['ci'][1])}] (t over the points) [seed {fmt.pct(tput['seed_geomean'])}]"
             in text)
-    assert rec["floor_source"] is None and rec["notes"] == {"base": "", "new": ""}
+    assert rec["floor_source"] is None and rec["notes"] == {"old": "", "new": ""}
 
 
 def test_the_floor_source_is_in_the_record(tmp_path):
@@ -81,7 +81,7 @@ def test_the_floor_source_is_in_the_record(tmp_path):
                                   on_base(results_of([1050.0] * 9)), floor_file=path)
     rec = compare.outcome_record(out)
     assert rec["floor_source"]["path"] == path and rec["floor_source"]["base"] == "lts"
-    assert rec["notes"]["base"].startswith("deterministic clock (icount shift=0)")
+    assert rec["notes"]["old"].startswith("deterministic clock (icount shift=0)")
 
 
 def test_the_cost_caveat_is_the_samples_model(monkeypatch):

@@ -36,6 +36,20 @@ def test_the_schema_is_a_valid_json_schema_and_ships_in_the_package():
     assert record.schema_path().name == record.SCHEMA_FILE
 
 
+def test_stored_records_validate_against_their_versions_schema():
+    # A record of an older version stays valid data: its version's schema still ships.
+    root = Path(__file__).parents[1]
+    stored = [(p, json.loads(p.read_text())) for d in ("kernel", "ipclab/reference", "docs")
+              for p in (root / d).rglob("*.json") if '"ipclab-comparison/' in p.read_text()]
+    stored = [(p, rec) for p, rec in stored if isinstance(rec, dict)
+              and str(rec.get("schema", "")).startswith("ipclab-comparison/")]
+    assert stored, "no stored comparison record found: the test would check nothing"
+    for path, rec in stored:
+        version = rec["schema"].split("/")[1]
+        schema_file = record.schema_path().with_name(f"comparison-{version}.schema.json")
+        jsonschema.validate(rec, json.loads(schema_file.read_text()))
+
+
 @pytest.mark.parametrize("make", [timed_record, det_record,
                                   lambda: det_record(new=2747.9)])
 def test_real_records_validate_and_are_strict_json(make):
@@ -81,7 +95,7 @@ def test_every_view_has_its_verdict():
 
 
 def test_not_finite_values_become_null_with_a_reason():
-    rec = record.strict({"base": 0.0, "delta": math.inf, "ci": [math.nan, 1.0],
+    rec = record.strict({"old": 0.0, "delta": math.inf, "ci": [math.nan, 1.0],
                          "x": {"p": math.nan}})
     assert rec["delta"] is None and rec["ci"] == [None, 1.0] and rec["x"]["p"] is None
     assert set(rec["null_reasons"]) == {"delta", "ci"} and rec["x"]["null_reasons"]["p"]
@@ -89,7 +103,7 @@ def test_not_finite_values_become_null_with_a_reason():
         record.dumps({"delta": math.inf})
 
 
-def test_a_zero_base_median_gives_a_null_delta_and_why():
+def test_a_zero_old_median_gives_a_null_delta_and_why():
     base, new = results_of([2747.9] * 9), results_of([2747.9] * 9)
     for s in base["cells"][0]["samples"]:
         s["counters"]["task_clock_ns"] = 0.0

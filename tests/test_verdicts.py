@@ -45,7 +45,7 @@ def test_direction_comes_from_the_effect_not_the_medians(tmp_path, capsys):
     # (30) is above that of the new ones (29.4), but every test of the pairs says up.
     row = compare_json(capsys, paired_files(
         tmp_path, [10, 20, 30, 40, 50], np.exp([0.3, 0.3, -0.02, 0.3, 0.3])))
-    assert row["new"] < row["base"]
+    assert row["new"] < row["old"]
     assert row["delta"] == pytest.approx(0.266, abs=0.001)
     assert row["ci"][0] == pytest.approx(1.06, abs=0.01)
     assert row["ci"][1] == pytest.approx(1.51, abs=0.01)

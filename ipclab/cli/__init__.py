@@ -2,8 +2,8 @@
 """ipclab command line: run suites, show, compare and report results.
 
     ipclab run [SUITE|WORKLOAD] [--quick|--full] [--reps N] [-o FILE] [--resume FILE]
-    ipclab suites | show FILE | compare BASE NEW | report FILE... [-o DIR] | env
-    ipclab kernel build|list, vm run, ab BASE NEW, bisect --tree DIR GOOD BAD: the kernel lab
+    ipclab suites | show FILE | compare OLD NEW | report FILE... [-o DIR] | env
+    ipclab kernel build|list, vm run, ab OLD NEW, bisect --tree DIR GOOD BAD: the kernel lab
 
 Bad input (missing or corrupt files, mismatched cells, unknown names, a
 missing engine) prints one line and exits 2.

@@ -269,14 +269,14 @@ def cmd_show(args):
 
 
 def cmd_compare(args):
-    base = results.load(args.base)
+    old = results.load(args.old)
     new = results.load(args.new)
-    for path, res in ((args.base, base), (args.new, new)):
+    for path, res in ((args.old, old), (args.new, new)):
         if not any(results.measured(c) for c in res["cells"]):
             raise Error(f"{path}: no measured samples to compare")
-    names = (base["pair"]["side"], new["pair"]["side"]) \
-        if results.sides_of_one_run(base, new) else ("baseline", "new")
-    outcome = compare.compare_results(base, new, common=args.common,
+    names = (old["pair"]["side"], new["pair"]["side"]) \
+        if results.sides_of_one_run(old, new) else ("old", "new")
+    outcome = compare.compare_results(old, new, common=args.common,
                                       min_change=args.min_change / 100,
                                       paired_test=args.paired_test)
     if args.json or args.csv:

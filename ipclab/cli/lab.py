@@ -81,9 +81,9 @@ def _kernels(args, names, count):
         raise Error(f"--cpus {args.cpus}: QEMU boots at most {vm.MAX_CPUS[arch]} vCPUs on"
                     f" {arch}")
     if count == 2 and len(names) == 1 and not args.kernel and args.patch:
-        names *= 2          # `ab BASE --patch X`: BASE against BASE with X on top
+        names *= 2          # `ab OLD --patch X`: OLD against OLD with X on top
     if len(names) + len(args.kernel) != count:
-        want = "a VARIANT (or --kernel PATH)" if count == 1 else "BASE and NEW (names or --kernel)"
+        want = "a VARIANT (or --kernel PATH)" if count == 1 else "OLD and NEW (names or --kernel)"
         raise Error(f"want {want}; got {len(names)} name(s) and {len(args.kernel)} --kernel")
     kerns = []
     for i, name in enumerate(names):
@@ -252,8 +252,8 @@ def cmd_ab(args):
         job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
                            warmups=args.warmups, profile=args.profile, cells=tuple(args.cell),
                            arch=args.arch)
-        base, new = _kernels(args, [args.base, args.new], 2)
-        run = ab.run_ab(base, new, job, boots=args.boots or clock.boots, thp=args.thp,
+        old, new = _kernels(args, [args.old, args.new], 2)
+        run = ab.run_ab(old, new, job, boots=args.boots or clock.boots, thp=args.thp,
                         timeout=args.timeout, clock=clock, cpus=args.cpus,
                         outdir=args.output_dir, min_change=args.min_change / 100,
                         memory=_cost(args, clock), executor=executor, resume=args.resume)

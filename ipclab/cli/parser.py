@@ -137,14 +137,14 @@ def build_parser():
     add_peers(s)
     s.set_defaults(func=cmd_show)
 
-    s = sub.add_parser("compare", help="baseline -> new with delta, CI and significance")
-    s.add_argument("base", metavar="BASE")
+    s = sub.add_parser("compare", help="old -> new with delta, CI and significance")
+    s.add_argument("old", metavar="OLD")
     s.add_argument("new", metavar="NEW")
     s.add_argument("--common", action="store_true",
                    help="compare the cells both files have, ignore the rest")
     add_exports(s, "the comparison as JSON, one entry per row",
                 "the comparison's rows as CSV, one per cell and metric: the fields of --json,"
-                " n and ci split in two (ci bounds the ratio new/base)")
+                " n and ci split in two (ci bounds the ratio new/old)")
     add_min_change(s)
     s.add_argument("--paired-test", choices=stats.PAIRED_TESTS, default="auto",
                    help="the test of paired rounds or boots: t (paired t on the log ratios),"
@@ -340,8 +340,8 @@ def add_lab_parsers(sub):
 
     add_vm_parser(sub)
 
-    a = sub.add_parser("ab", help="kernel A/B: boot BASE and NEW alternately, compare",
-                       description="BASE and NEW are variants (kernel/series), refs of --tree's"
+    a = sub.add_parser("ab", help="kernel A/B: boot OLD and NEW alternately, compare",
+                       description="OLD and NEW are variants (kernel/series), refs of --tree's"
                        " git tree, NAME+FILE.patch, or --kernel images (which fill the places"
                        " the names leave).",
                        epilog="Exit status: 0 no change beyond the threshold, 3 better, 4"
@@ -349,7 +349,7 @@ def add_lab_parsers(sub):
                        " verdict of the comparison record (compare.json); 1 when a boot"
                        " failed, whatever the verdict; 2 bad input, before anything is"
                        " built.")
-    a.add_argument("base", metavar="BASE", nargs="?")
+    a.add_argument("old", metavar="OLD", nargs="?")
     a.add_argument("new", metavar="NEW", nargs="?")
     a.add_argument("--suite", default="seeds",
                    help="suite (or workload) to run in each boot (default: seeds)")

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Compare two results files: baseline -> new, per cell and metric.  Computes only, once:
+"""Compare two results files: old -> new, per cell and metric.  Computes only, once:
 the outcome is data (outcome.py), which record.py turns into the one versioned record
 (`outcome_record`) whose verdicts every reader prints.
 
@@ -27,16 +27,16 @@ __all__ = ["MIN_CHANGE", "Outcome", "check_clocks", "compare_results", "compare_
            "match_cells", "measured_costs", "outcome_record", "units_of", "verdict"]
 
 
-def compare_results(base, new, common=False, names=("BASE", "NEW"), floor_file=None,
+def compare_results(old, new, common=False, names=("OLD", "NEW"), floor_file=None,
                     min_change=MIN_CHANGE, paired_test="auto"):
-    """The outcome of new against base.  `paired_test` is the test of paired units (rounds
+    """The outcome of new against old.  `paired_test` is the test of paired units (rounds
     or boots): "auto" (stats.choose_paired_test), "t" or "wilcoxon"."""
     if paired_test not in stats.PAIRED_TESTS:
         raise Error(f"unknown paired test {paired_test!r}: one of"
                     f" {', '.join(stats.PAIRED_TESTS)}")
-    out = Outcome(base=base, new=new, min_change=min_change, paired_test=paired_test)
-    out.mode = check_clocks(base, new, names)
-    pairs = match_cells(base, new, common, names)
+    out = Outcome(old=old, new=new, min_change=min_change, paired_test=paired_test)
+    out.mode = check_clocks(old, new, names)
+    pairs = match_cells(old, new, common, names)
     if out.mode.deterministic:
         fill_judged(out, pairs, floor_file or floor.FLOOR_FILE)
     else:

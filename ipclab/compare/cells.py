@@ -7,14 +7,14 @@ from ipclab import EXIT_FAILED, Error, results
 from ipclab.mode import Mode
 
 
-def match_cells(base, new, common=False, names=("BASE", "NEW"), hint_common=True):
+def match_cells(old, new, common=False, names=("OLD", "NEW"), hint_common=True):
     """Pairs of cells with the same key; Error explaining any mismatch (hint_common: the
     command has --common to offer)."""
     # The lab's cell of a boot that left no results is evidence, not a measurement: the
     # other boots of that side are compared without it.
-    bk = {c["key"]: c for c in base["cells"] if not results.is_lab_cell(c)}
+    bk = {c["key"]: c for c in old["cells"] if not results.is_lab_cell(c)}
     nk = {c["key"]: c for c in new["cells"] if not results.is_lab_cell(c)}
-    for name, side, kept in ((names[0], base, bk), (names[1], new, nk)):
+    for name, side, kept in ((names[0], old, bk), (names[1], new, nk)):
         if not kept and side["cells"]:
             why = side["cells"][0].get("error", "").splitlines()
             raise Error(f"{name}: no boot left results to compare"
@@ -37,7 +37,7 @@ def match_cells(base, new, common=False, names=("BASE", "NEW"), hint_common=True
         n = nk[k]
         # The sides of one run differ by their --side arguments on purpose.
         if list(b.get("args", [])) != list(n.get("args", [])) and not common and \
-                not results.sides_of_one_run(base, new):
+                not results.sides_of_one_run(old, new):
             args_b, args_n = " ".join(b.get("args", [])), " ".join(n.get("args", []))
             raise Error(f"cell {k} was run with different engine arguments: {args_b} vs {args_n}")
         pairs.append((b, n))
@@ -46,9 +46,9 @@ def match_cells(base, new, common=False, names=("BASE", "NEW"), hint_common=True
     return pairs
 
 
-def check_clocks(base, new, names=("BASE", "NEW")):
+def check_clocks(old, new, names=("OLD", "NEW")):
     """The mode both files were measured in (Mode.of: its clock); Error if they differ."""
-    mb, mn = Mode.of(base), Mode.of(new)
+    mb, mn = Mode.of(old), Mode.of(new)
     if mb != mn:
         raise Error(f"{names[0]} was measured with clock {mb.clock!r} and {names[1]} with"
                     f" {mn.clock!r}: a"

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """A comparison under a deterministic clock: each cell's rows judged by the rule
-(ipclab/deterministic/rule.py) against the A/A floor of the base's kernel, the cost model's
+(ipclab/deterministic/rule.py) against the A/A floor of the old side's kernel, the cost model's
 rows beside them, and the warnings on missing or short floors and differing cost models."""
 
 from dataclasses import replace
@@ -38,9 +38,9 @@ def judge_values(xb, xn, better, fl, boots):
 def fill_judged(out, pairs, floor_file):
     """Fill `out` (a comparison under a deterministic clock) with its judged rows: per cell
     its instructions per operation (primary) and the metrics compare tests, then the cost
-    model's rows, each by the rule against the A/A floor of the base's kernel (the floor
+    model's rows, each by the rule against the A/A floor of the old side's kernel (the floor
     file parsed once); the warnings on floors and cost models."""
-    clock, cpus, kbase = out.clock, results.guest_cpus(out.base), results.kernel_base(out.base)
+    clock, cpus, kbase = out.clock, results.guest_cpus(out.old), results.kernel_base(out.old)
     # The floor file is parsed once: its floors for this kernel and its bases for the warning.
     floor_data = floor.read_or_empty(floor_file)
     floors, entry = out.mode.floors(cpus, kbase, floor_data)
@@ -75,7 +75,7 @@ def fill_judged(out, pairs, floor_file):
                 b["key"], path, cost.ROW_LABEL[name], unit, False,
                 cost.judge_counts(xb, xn, floors.get(floor.key(b["key"], path)), len(costs)),
                 model=True))
-    models = [results.cost_model(r) for r in (out.base, out.new)]
+    models = [results.cost_model(r) for r in (out.old, out.new)]
     out.cost_model = models[0]
     if any(r.model for r in out.judged) and models[0] and models[1] and \
             (models[0].get("weights"), models[0].get("cache")) != \
@@ -92,7 +92,7 @@ def fill_judged(out, pairs, floor_file):
         out.warnings.append(
             f"no A/A floor for {where} in this mode ({clock}, {cpus} CPU(s)); the floor file"
             f" has pairs for {', '.join(have) or 'no base'}: each side's own spread stands in"
-            " for it, which misses boot-to-boot noise; measure one with `ipclab ab BASE BASE"
+            " for it, which misses boot-to-boot noise; measure one with `ipclab ab OLD OLD"
             " --suite SUITE --deterministic --boots 8` and scripts/icount-floor")
     short = sorted({r.j.floor_pairs for r in prim if 0 < r.j.floor_pairs < floor.TRUST_PAIRS})
     if short:

@@ -21,7 +21,7 @@ class PairedComparison:
     unit (the median of its samples), units paired, a paired t test on the log ratios.  The
     same fields as stats.Comparison, so that rows render alike."""
     unit: str               # "boot" or "round"
-    base: stats.Summary     # of the per-unit medians
+    old: stats.Summary     # of the per-unit medians
     new: stats.Summary
     test: stats.LogRatioTest
     components: object      # stats.VarianceComponents pooled over both sides (boots only)
@@ -42,7 +42,7 @@ class PairedComparison:
 
     @property
     def diff(self):
-        return self.new.median - self.base.median
+        return self.new.median - self.old.median
 
     @property
     def direction(self):
@@ -110,12 +110,12 @@ class Outcome:
     rows: list = field(default_factory=list)
     skipped: list = field(default_factory=list)     # (key, reason)
     warnings: list = field(default_factory=list)
-    base: dict = None
+    old: dict = None
     new: dict = None
     mode: Mode = TIMED      # the mode both sides were measured in: its rule judges
     judged: list = field(default_factory=list)      # JudgedRow, deterministic clock only
     floor_source: dict = None
-    cost_model: dict = None     # meta.cost_model of the base, when its samples have costs
+    cost_model: dict = None     # meta.cost_model of the old side, when its samples have costs
     views: list = field(default_factory=list)       # ViewChange, one per seed view shown
     min_change: float = MIN_CHANGE
     unit: str = "sample"    # what the tests treat as independent: sample, boot or round
@@ -131,8 +131,8 @@ class Outcome:
 
 @dataclass
 class EntryChange:
-    """One entry of a seed view: base and new medians (scaled for display) and the change."""
-    base: float
+    """One entry of a seed view: old and new medians (scaled for display) and the change."""
+    old: float
     new: float
     delta: float
     is_change: bool             # significant (timed) or beyond the noise (deterministic)

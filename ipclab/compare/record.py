@@ -13,6 +13,8 @@ reports read the verdicts from here, and `bisect` decides each step from one
 
 Versions of "ipclab-comparison":
   1  the first: schema, rules, null_reasons, view verdicts, overall verdict.
+  2  the reference side is `old` (it was `base`, a word that also names the lab's kernel
+     bases): the record's `old`, each row's and view entry's `old`, a row's `spread_old`.
 """
 
 import json
@@ -23,8 +25,8 @@ from ipclab.compare.outcome import PairedComparison
 from ipclab.deterministic import cost, rule as det_rule
 from ipclab.mode import caveat_of
 
-SCHEMA = "ipclab-comparison/1"
-SCHEMA_FILE = "comparison-1.schema.json"
+SCHEMA = "ipclab-comparison/2"
+SCHEMA_FILE = "comparison-2.schema.json"
 
 # A row's verdict falls into one of these for the overall tally.
 BETTER, WORSE, CHANGED, NO_CHANGE, INCONCLUSIVE = \
@@ -104,7 +106,7 @@ def _deterministic_rule(j):
 
 
 def view_record(vc, row_verdicts, bound):
-    """One seed view's changes as data: each entry as the table shows it (base -> new, the
+    """One seed view's changes as data: each entry as the table shows it (old -> new, the
     change, whether it is one, the seed's own change, its row's verdict), a sweep's
     geometric mean, and the view's verdict over its entries' rows."""
     entries = []
@@ -112,7 +114,7 @@ def view_record(vc, row_verdicts, bound):
         for col, e, (key, path) in zip(vc.view.columns, changes, cells):
             if e is not None:
                 entries.append({"row": label, "column": col, "key": key, "path": path,
-                                "base": e.base, "new": e.new, "delta": e.delta,
+                                "old": e.old, "new": e.new, "delta": e.delta,
                                 "change": e.is_change, "seed_change": e.seed_change,
                                 "verdict": row_verdicts.get((key, path))})
     rec = {"suite": vc.suite, "view": vc.view.id, "title": vc.view.title,
@@ -127,28 +129,28 @@ def view_record(vc, row_verdicts, bound):
     return rec
 
 
-def _row_head(r, base, new):
+def _row_head(r, old, new):
     """What every row starts with: which cell and metric, and each side's median and n."""
     return {"key": r.key, "path": r.path, "unit": r.unit, "primary": r.primary,
-            "base": base.median, "new": new.median, "n": [base.n, new.n]}
+            "old": old.median, "new": new.median, "n": [old.n, new.n]}
 
 
 def _judged_rows(outcome):
     for r in outcome.judged:
         j = r.j
-        row = {**_row_head(r, j.base, j.new), "delta": j.delta, "spread_base": j.spread_base,
+        row = {**_row_head(r, j.old, j.new), "delta": j.delta, "spread_old": j.spread_old,
                "spread_new": j.spread_new, "floor": j.floor, "floor_pairs": j.floor_pairs,
                "threshold": j.threshold,
                "verdict": j.verdict, "note": j.note, "rule": _deterministic_rule(j)}
         if r.model:
-            row.update(model=True, label=r.label, diff=j.new.median - j.base.median)
+            row.update(model=True, label=r.label, diff=j.new.median - j.old.median)
         yield row
 
 
 def _tested_rows(outcome):
     for r in outcome.rows:
         c = r.cmp
-        row = {**_row_head(r, c.base, c.new), "delta": c.delta, "diff": c.diff,
+        row = {**_row_head(r, c.old, c.new), "delta": c.delta, "diff": c.diff,
                "ci": list(c.ci), "p_holm": c.p_holm, "mde": r.mde,
                "verdict": r.verdict if r.primary else "",
                "rule": _timed_rule(outcome, r)}
@@ -163,15 +165,15 @@ def _why(obj, key, value):
     """Why a field is not a finite number, from what the object beside it says."""
     if math.isinf(value):
         return "infinite"
-    if key in ("delta", "ratio", "diff") and obj.get("base") in (0, 0.0):
-        return "base median is 0"
+    if key in ("delta", "ratio", "diff") and obj.get("old") in (0, 0.0):
+        return "old median is 0"
     if obj.get("verdict") == "no data" or obj.get("n") == [0, 0]:
         return "no data"
     if key == "p_holm" and obj.get("primary") is False:
         return "secondary row: not in the tested family"
     if key == "floor" or (key == "floor_pairs" and not value):
         return "no A/A floor for this cell"
-    if key in ("threshold", "spread_base", "spread_new") and obj.get("verdict") in (
+    if key in ("threshold", "spread_old", "spread_new") and obj.get("verdict") in (
             det_rule.TOO_FEW, det_rule.BIMODAL):
         return f"no threshold: {obj.get('verdict')}"
     return "undefined for these samples (too few, or a value that is not positive)"
@@ -211,14 +213,14 @@ def build(outcome):
     judged = [r for r in rows if r["primary"] and not r.get("model") and r["verdict"]]
     row_verdicts = {(r["key"], r["path"]): r["verdict"] for r in judged}
     bound = "the noise" if outcome.mode.deterministic else f"±{outcome.min_change * 100:g}%"
-    rec = {"schema": SCHEMA, "base": outcome.base.get("id"), "new": outcome.new.get("id"),
+    rec = {"schema": SCHEMA, "old": outcome.old.get("id"), "new": outcome.new.get("id"),
            "clock": outcome.clock,
            "mode": outcome.mode.name,
            "overall": overall([r["verdict"] for r in judged], bound),
            "rows": rows, "skipped": [{"key": k, "why": w} for k, w in outcome.skipped],
            "warnings": list(outcome.warnings),
            "notes": {side: caveat_of(res) for side, res in
-                     (("base", outcome.base), ("new", outcome.new))},
+                     (("old", outcome.old), ("new", outcome.new))},
            "views": [view_record(vc, row_verdicts, bound)
                      for vc in outcome.views],
            "floor_source": outcome.floor_source,

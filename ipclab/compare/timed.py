@@ -16,7 +16,7 @@ def fill_tested(out, pairs):
     """Fill `out` (a timed comparison) with its tested rows: per cell and metric a test of
     the unit `_unit` finds (sample, boot or round), Holm over the cells' primaries, each
     primary's MDE, verdict and (boots) the next run's design, and the warnings."""
-    out.unit = _unit(out.base, out.new, pairs)
+    out.unit = _unit(out.old, out.new, pairs)
     field = {"boot": "lab_boot", "round": "round"}.get(out.unit)
     units = {b["key"]: (units_of(b, field), units_of(n, field)) for b, n in pairs} \
         if field else {}
@@ -48,8 +48,8 @@ def fill_tested(out, pairs):
             out.rows.append(Row(b["key"], b.get("suite", ""), b.get("workload", ""), path,
                                 label, unit, better, c, primary=i == 0))
     judge_rows(out)
-    out.warnings = quality_warnings(out.rows) + host_warnings(out.base, out.new)
-    if out.unit == "sample" and out.rows and not same_run(out.base, out.new):
+    out.warnings = quality_warnings(out.rows) + host_warnings(out.old, out.new)
+    if out.unit == "sample" and out.rows and not same_run(out.old, out.new):
         out.warnings.append("unpaired: the two files are separate runs, so whatever drifted"
                             " between them (load, thermal state, a reboot) is part of every"
                             " difference; measure both sides in one run (`run --side`) or one `ab`")
@@ -60,7 +60,7 @@ def judge_rows(out):
     primary's verdict and (boots) the next run's design."""
     stats.apply_holm([r.cmp for r in out.rows if r.primary])
     if out.unit == "boot":
-        out.costs = measured_costs(out.base, out.new)
+        out.costs = measured_costs(out.old, out.new)
     for r in out.rows:
         r.mde = _mde(r.cmp, stats.ALPHA / max(1, out.family) if r.primary else stats.ALPHA)
         if out.unit == "boot" and r.primary:
@@ -68,25 +68,25 @@ def judge_rows(out):
         r.verdict = verdict(r, out.min_change) if r.primary else ""
 
 
-def same_run(base, new):
+def same_run(old, new):
     """True when both files hold the one run (same id, same start): a file against itself."""
-    return base.get("id") is not None and (base.get("id"), base.get("created")) == \
+    return old.get("id") is not None and (old.get("id"), old.get("created")) == \
         (new.get("id"), new.get("created"))
 
 
-def host_warnings(base, new):
+def host_warnings(old, new):
     """What differs between the machines the two runs were taken on (as pyperf warns from
     its metadata): a difference there is part of every row's."""
-    if same_run(base, new):
-        return [f"both files are the same run ({base.get('id')}): this compares it with"
+    if same_run(old, new):
+        return [f"both files are the same run ({old.get('id')}): this compares it with"
                 " itself, not two separate runs"]
-    if results.sides_of_one_run(base, new):
+    if results.sides_of_one_run(old, new):
         return []
-    eb, en = base.get("env"), new.get("env")
+    eb, en = old.get("env"), new.get("env")
     eb, en = (eb if isinstance(eb, dict) else {}), (en if isinstance(en, dict) else {})
     diff = [f"{what} {a} vs {b}" for what, a, b in (
         ("CPU", eb.get("cpu"), en.get("cpu")), ("kernel", eb.get("kernel"), en.get("kernel")),
-        ("accel", results.accel(base, None), results.accel(new, None)))
+        ("accel", results.accel(old, None), results.accel(new, None)))
         if a is not None and b is not None and a != b]
     if not diff:
         return []
@@ -94,12 +94,12 @@ def host_warnings(base, new):
             "): every difference includes theirs"]
 
 
-def _unit(base, new, pairs):
+def _unit(old, new, pairs):
     """What the tests treat as independent.  A round, when the two files are the sides of
     one run: A and B ran alternately, so a round's pair shares whatever the machine was
     doing then.  A boot, when each side has two boots or more for every cell: samples of
     one boot share that boot's luck.  Otherwise the sample."""
-    if results.sides_of_one_run(base, new):
+    if results.sides_of_one_run(old, new):
         return "round"
     measured = [(b, n) for b, n in pairs if results.measured(b) and results.measured(n)]
     boots = [(units_of(b, "lab_boot"), units_of(n, "lab_boot")) for b, n in measured]
@@ -153,12 +153,12 @@ class Costs:
     measured: bool          # False: nothing measured them, and a boot is taken as 60 reps
 
 
-def measured_costs(base, new):
+def measured_costs(old, new):
     """Costs from the boots' own records (meta.lab: each boot's wall time from vng's start
     to the guest's end) and the samples' own times (elapsed_s, the engine's wall time of a
     sample, warmups included): a boot's cost is its wall time less its samples'."""
     boot_s, rep_s = [], {}
-    for res in (base, new):
+    for res in (old, new):
         lab = results.lab_boots(res)
         spent = {}
         for cell in res.get("cells", []):
@@ -208,10 +208,10 @@ def _mde(c, alpha):
             return math.nan
         return power.minimum_detectable_effect(p.cv_between, p.cv_within, c.reps, c.test.n,
                                                alpha)
-    cvs = [x for x in (c.base.cv, c.new.cv) if math.isfinite(x)]
-    if not cvs or min(c.base.n, c.new.n) < 3:
+    cvs = [x for x in (c.old.cv, c.new.cv) if math.isfinite(x)]
+    if not cvs or min(c.old.n, c.new.n) < 3:
         return math.nan
-    return power.minimum_detectable_effect(max(cvs), 0.0, 1, min(c.base.n, c.new.n), alpha,
+    return power.minimum_detectable_effect(max(cvs), 0.0, 1, min(c.old.n, c.new.n), alpha,
                                            paired=False)
 
 
@@ -248,7 +248,7 @@ def _reps(c):
     few boots is the paired test's to say), or the pairs of rounds."""
     if isinstance(c, PairedComparison):
         return c.reps if c.unit == "boot" else c.test.n
-    return min(c.base.n, c.new.n)
+    return min(c.old.n, c.new.n)
 
 
 def quality_warnings(rows):
@@ -275,4 +275,4 @@ def _noise_cv(c):
     if isinstance(c, PairedComparison):
         sd = c.test.sd_log
         return stats.cv_of_log_var(sd * sd) if math.isfinite(sd) else math.nan
-    return max(c.base.cv, c.new.cv)
+    return max(c.old.cv, c.new.cv)

@@ -221,24 +221,24 @@ def row_paths(cell):
 MIN_EVENTS = 0.01
 
 
-def judge_counts(base_vals, new_vals, floor=None, family=1):
+def judge_counts(old_vals, new_vals, floor=None, family=1):
     """rule.judge for an event count, which may be zero: both sides all zero is
     no change; zero before and not after has no ratio, and is a change when the new side's
     median interval stays above zero.  The cell's `family` cost rows share its 5% level
     (Bonferroni), so that a cell's cost rows together keep the instruction row's rate.  A
     difference of medians under MIN_EVENTS per operation is no change."""
-    sb, sn = stats.summarize(base_vals), stats.summarize(new_vals)
+    sb, sn = stats.summarize(old_vals), stats.summarize(new_vals)
     k = floor.k if floor is not None else 0
     rms = floor.rms if k else math.nan
     if sb.n and sn.n and not sb.median:
-        if not any(base_vals) and not any(new_vals):
+        if not any(old_vals) and not any(new_vals):
             return rule.Judgement(sb, sn, 1.0, 0.0, 0.0, rms, 0.0, "within noise", k)
         r = rule.median_ci_rank(len(new_vals))
         above = bool(r) and sorted(new_vals)[r - 1] > 0
         j = rule.Judgement(sb, sn, math.nan, math.nan, math.nan, rms, math.nan,
                                     "worse" if above else "within noise", k)
     else:
-        j = rule.judge(base_vals, new_vals, "lower", floor,
+        j = rule.judge(old_vals, new_vals, "lower", floor,
                                 level=1 - stats.ALPHA / max(family, 1))
     if j.is_change and abs(sn.median - sb.median) < MIN_EVENTS:
         return replace(j, verdict="within noise",

@@ -38,7 +38,7 @@ FLOOR_FILE = Path(__file__).parents[1] / "reference" / "icount-floor.json"
 SCHEMA = "ipclab-icount-floor/2"
 ABOUT = ("A/A noise of the deterministic mode: per clock, guest CPUs and kernel base, and per"
          " cell and metric, every pair of boots of one kernel that scripts/icount-floor"
-         " recorded (the two medians, their sample counts, the relative difference new/base"
+         " recorded (the two medians, their sample counts, the relative difference new/old"
          " - 1, the run and its date). Appended to, never replaced; docs/statistics.md says"
          " how ipclab/deterministic/rule.py uses it.")
 
@@ -80,7 +80,7 @@ def find_modes(medians):
 @dataclass
 class Floor:
     """One cell and metric's A/A pairs, as the rule uses them (module docstring)."""
-    deltas: tuple = ()          # new/base - 1 of each pair
+    deltas: tuple = ()          # new/old - 1 of each pair
     n: int = 0                  # the fewest samples per boot behind them
     modes: Modes | None = None
     legacy: dict | None = None  # an older file's largest |difference|: kept, not used

@@ -28,10 +28,10 @@ BIMODAL_BOOTS = 3
 @dataclass
 class Judgement:
     """One cell and metric of a deterministic A/B."""
-    base: stats.Summary
+    old: stats.Summary
     new: stats.Summary
     ratio: float
-    spread_base: float      # relative half-width of the base median's 95% interval
+    spread_old: float      # relative half-width of the old median's 95% interval
     spread_new: float
     floor: float            # rms of the cell's A/A differences, NaN when none is known
     threshold: float        # |delta| beyond which this is a change
@@ -87,10 +87,10 @@ def spread(xs):
     return max(m - s[k - 1], s[len(s) - k] - m) / abs(m)
 
 
-def judge(base_vals, new_vals, better, floor=None, level=0.95):
+def judge(old_vals, new_vals, better, floor=None, level=0.95):
     """The decision rule for one cell and metric, one boot a side (docs/statistics.md).
 
-    With an A/A floor (floor.Floor, k pairs of boots of the base's kernel): a change when
+    With an A/A floor (floor.Floor, k pairs of boots of the old side's kernel): a change when
     |delta| exceeds t(k, 0.975) times the floor's rms, a 95% prediction bound for one more
     A/A difference, or the 95% half-width of this pair's own difference of medians (their
     half-widths in quadrature), whichever is larger.  Under boot-level noise that is a 5%
@@ -103,13 +103,13 @@ def judge(base_vals, new_vals, better, floor=None, level=0.95):
     samples".  `level` is the row's own confidence: a family of m rows judged together
     (the cost model's, per cell) passes 1 - 0.05/m, Bonferroni's.
     """
-    sb, sn = stats.summarize(base_vals), stats.summarize(new_vals)
+    sb, sn = stats.summarize(old_vals), stats.summarize(new_vals)
     k = floor.k if floor is not None else 0
     rms = floor.rms if k else math.nan
     if not sb.n or not sn.n or not sb.median:
         return Judgement(sb, sn, math.nan, math.nan, math.nan, rms, math.nan, "no data", k)
     ratio = sn.median / sb.median
-    sp_b, sp_n = spread(base_vals), spread(new_vals)
+    sp_b, sp_n = spread(old_vals), spread(new_vals)
     if min(sb.n, sn.n) < MIN_SAMPLES:
         # Below that the noise of a median is not known at 95%, so no threshold is.
         return Judgement(sb, sn, ratio, sp_b, sp_n, rms, math.nan, TOO_FEW, k)
@@ -135,16 +135,16 @@ def judge(base_vals, new_vals, better, floor=None, level=0.95):
     return Judgement(sb, sn, ratio, sp_b, sp_n, rms, threshold, verdict, k, note)
 
 
-def judge_boots(base_boots, new_boots, better, floor):
+def judge_boots(old_boots, new_boots, better, floor):
     """A bimodal cell with BIMODAL_BOOTS boots a side or more: boot i of each side pairs,
     each boot gives the log of its median, and the paired t test (stats.paired_log_ratio)
     at 5% decides, as the timed mode's boots are tested.  A boot in the other mode is one
     wild pair, which the t test meets with a wider interval instead of a false change."""
-    pooled_b = [x for b in base_boots for x in b]
+    pooled_b = [x for b in old_boots for x in b]
     pooled_n = [x for b in new_boots for x in b]
     sb, sn = stats.summarize(pooled_b), stats.summarize(pooled_n)
-    pairs = min(len(base_boots), len(new_boots))
-    t = stats.paired_log_ratio(stats.per_unit_values(base_boots[:pairs]),
+    pairs = min(len(old_boots), len(new_boots))
+    t = stats.paired_log_ratio(stats.per_unit_values(old_boots[:pairs]),
                                stats.per_unit_values(new_boots[:pairs]))
     note = f"{floor.modes.text()}; paired t over {pairs} boots a side"
     j = Judgement(sb, sn, t.effect, spread(pooled_b), spread(pooled_n), floor.rms, math.nan,

@@ -307,13 +307,13 @@ class ABRun:
     failures: list
 
 
-def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.SuiteJob, *,
+def run_ab(old: variants.Variant | dict, new: variants.Variant | dict, job: vm.SuiteJob, *,
            boots: int, clock: vm.Clock, thp: str | None = None, timeout: float = 1800,
            cpus: int | None = None,
            outdir: Path | None = None, min_change: float = compare.MIN_CHANGE,
            memory: str = vm.DEFAULT_PLUGIN_MEMORY, executor=None,
            resume: bool = False) -> ABRun | None:
-    """`ab BASE NEW --suite SUITE`: boot both variants `boots` times each, pool each side's
+    """`ab OLD NEW --suite SUITE`: boot both variants `boots` times each, pool each side's
     boots and compare them (and, with a profile, keep where the instructions went). The
     boots run where `executor` (executors.choose) puts them: here by default. `resume`: the
     boots of `outdir` that completed are kept, only the others boot (ab_resume). None in a
@@ -321,7 +321,7 @@ def run_ab(base: variants.Variant | dict, new: variants.Variant | dict, job: vm.
     t0 = time.monotonic()
     log(f"ab: {clock.name} mode: {boots} boot(s) of each side, {reps_text(job)} per cell,"
         f" times in {clock.unit}")
-    metas = {side: kernel.obtain(kern) for side, kern in (("A", base), ("B", new))}
+    metas = {side: kernel.obtain(kern) for side, kern in (("A", old), ("B", new))}
     names = {side: meta["variant"] for side, meta in metas.items()}
     accel = vm.accel_for(kernel.image_path(metas["A"]), clock, metas["A"].get("arch"))
     if job.profile_by == "marker" and not proc.is_dry_run():

@@ -31,7 +31,7 @@ def p_text(p):
 
 
 def _views_text(outcome, out):
-    """Seed-shaped tables: 'base -> new (delta)*' in each view's grid."""
+    """Seed-shaped tables: 'old -> new (delta)*' in each view's grid."""
     det = outcome.mode.deterministic
     for vc in outcome.views:
         view = vc.view
@@ -43,18 +43,18 @@ def _views_text(outcome, out):
                     line.append("-")
                 elif det:
                     star = "*" if e.is_change else " "
-                    line.append(f"{fmt.count(e.base)} -> {fmt.count(e.new)}"
+                    line.append(f"{fmt.count(e.old)} -> {fmt.count(e.new)}"
                                 f" ({fmt.pct(e.delta, True, 2)}){star}")
                 else:
                     star = "*" if e.is_change else " "
-                    txt = f"{fmt.num(e.base)} -> {fmt.num(e.new)} ({fmt.pct(e.delta)}){star}"
+                    txt = f"{fmt.num(e.old)} -> {fmt.num(e.new)} ({fmt.pct(e.delta)}){star}"
                     if e.seed_change is not None:
                         # The seed's own before -> after change, for a patch A/B.
                         txt += f" [seed {fmt.pct(e.seed_change, True)}]"
                     line.append(txt)
             trows.append(line)
         seed = "; [seed's published change]" if vc.has_seed else ""
-        out.write(f"{vc.suite}: {view.title} (baseline -> new, delta{seed})\n")
+        out.write(f"{vc.suite}: {view.title} (old -> new, delta{seed})\n")
         out.write(fmt.table([view.row_header] + view.columns, trows) + "\n")
         if vc.geomean is not None:
             g = vc.geomean
@@ -71,10 +71,10 @@ def _views_text(outcome, out):
         out.write("\n")
 
 
-def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "new"),
+def render_compare(outcome, out=sys.stdout, heading=None, names=("old", "new"),
                    record=None):
     """The comparison as text, each verdict as its record (given, or built) says."""
-    verdict, b, n = record_verdicts(outcome, record).__getitem__, outcome.base, outcome.new
+    verdict, b, n = record_verdicts(outcome, record).__getitem__, outcome.old, outcome.new
     if heading:
         out.write(heading + "\n\n")
     out.write(f"{names[0]}: {b.get('id')} ({b.get('suite')}, {b.get('mode')})\n"
@@ -89,17 +89,17 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
     _views_text(outcome, out)
     t = f"±{outcome.min_change * 100:g}%"
     unit = outcome.unit
-    header = ["cell", "metric", "base", "new", "delta", "CI", "p (Holm)", "verdict", "MDE",
+    header = ["cell", "metric", "old", "new", "delta", "CI", "p (Holm)", "verdict", "MDE",
               {"boot": "boots", "round": "rounds"}.get(unit, "n")]
     rows = []
     for r in outcome.rows:
         c = r.cmp
-        rows.append([r.key, (f"{r.label} {r.unit}").strip(), fmt.num(c.base.median),
+        rows.append([r.key, (f"{r.label} {r.unit}").strip(), fmt.num(c.old.median),
                      fmt.num(c.new.median), _delta_text(c), ci_text(c),
                      p_text(c.p_holm) if r.primary else "-",
                      (mark(r) + " " + verdict(id(r))).strip() if r.primary else "(secondary)",
                      fmt.pct(r.mde, False) if r.primary and math.isfinite(r.mde) else "-",
-                     f"{int(c.base.n)}/{int(c.new.n)}"])
+                     f"{int(c.old.n)}/{int(c.new.n)}"])
     if unit == "boot":
         out.write("The boot is the unit: one value per boot (the median of its samples), boots"
                   f" paired A B A B, {_paired_tests_text(outcome)}.\n")
@@ -109,7 +109,7 @@ def render_compare(outcome, out=sys.stdout, heading=None, names=("baseline", "ne
                   f" per round and side, {_paired_tests_text(outcome)}.\n")
     else:
         out.write("Unpaired samples: delta is the Hodges-Lehmann estimate (the median of every"
-                  " new/base ratio of samples), and its CI the one the Mann-Whitney U test"
+                  " new/old ratio of samples), and its CI the one the Mann-Whitney U test"
                   " inverts, so it can differ from the ratio of the medians shown.\n")
     meds = {"boot": "per-boot medians", "round": "per-round values"}.get(unit, "n samples")
     out.write(f"All cells (median of {meds}; * ="
@@ -185,7 +185,7 @@ def _tally(rows, order, verdict):
 def _delta_text(c):
     if math.isfinite(c.ratio):
         return fmt.pct(c.delta)
-    # A base median of 0: a difference, not a ratio.
+    # An old median of 0: a difference, not a ratio.
     return f"{c.diff:+.4g}" if math.isfinite(c.diff) else "-"
 
 
@@ -196,7 +196,7 @@ def _render_pairing_gain(rows, names, out):
     for r in rows:
         c = r.cmp
         if math.isfinite(c.test.sd_log):
-            lines.append([r.key, fmt.pct(c.base.cv, False), fmt.pct(c.new.cv, False),
+            lines.append([r.key, fmt.pct(c.old.cv, False), fmt.pct(c.new.cv, False),
                           fmt.pct(stats.cv_of_log_var(c.test.sd_log ** 2), False),
                           str(c.test.n)])
     if lines:
@@ -252,7 +252,7 @@ def _render_deterministic(outcome, out, verdict):
                   f" ({src.get('release', '?')}), QEMU {src.get('qemu', '?')}\n")
     out.write("\n")
     _views_text(outcome, out)
-    header = ["cell", "metric", "base", "new", "delta", "\u00b1 A", "\u00b1 B", "floor (k)",
+    header = ["cell", "metric", "old", "new", "delta", "\u00b1 A", "\u00b1 B", "floor (k)",
               "threshold", "verdict", "n"]
     notes = []
     for primary in (True, False):
@@ -267,11 +267,11 @@ def _render_deterministic(outcome, out, verdict):
                 if j.note not in notes:
                     notes.append(j.note)
                 said += f" [{notes.index(j.note) + 1}]"
-            rows.append([r.key, (f"{r.label} {r.unit}").strip(), fmt.count(j.base.median),
+            rows.append([r.key, (f"{r.label} {r.unit}").strip(), fmt.count(j.old.median),
                          fmt.count(j.new.median), fmt.pct(j.delta, True, 3),
-                         fmt.pct(j.spread_base, False, 3), fmt.pct(j.spread_new, False, 3),
+                         fmt.pct(j.spread_old, False, 3), fmt.pct(j.spread_new, False, 3),
                          fl, fmt.pct(j.threshold, False, 3), said,
-                         f"{int(j.base.n)}/{int(j.new.n)}"])
+                         f"{int(j.old.n)}/{int(j.new.n)}"])
         if not rows:
             continue
         out.write("Instructions per operation (primary)\n" if primary else
@@ -314,14 +314,14 @@ def render_cost_rows(outcome, out, verdict=None):
     if model.get("memory") == "off":
         out.write("note: no memory model in this run (--cost runs it): no loads, stores,"
                   " misses or est. cycles\n")
-    header = ["cell", "count", "base", "new", "diff", "delta", "\u00b1 A", "\u00b1 B", "floor",
+    header = ["cell", "count", "old", "new", "diff", "delta", "\u00b1 A", "\u00b1 B", "floor",
               "verdict", "n"]
     table = []
     for r in rows:
         j = r.j
-        table.append([r.key, f"{r.label} {r.unit}", fmt.per_op(j.base.median), fmt.per_op(j.new.median),
-                      fmt.per_op_change(j.new.median - j.base.median), fmt.pct(j.delta, True, 3),
-                      fmt.pct(j.spread_base, False, 3), fmt.pct(j.spread_new, False, 3),
+        table.append([r.key, f"{r.label} {r.unit}", fmt.per_op(j.old.median), fmt.per_op(j.new.median),
+                      fmt.per_op_change(j.new.median - j.old.median), fmt.pct(j.delta, True, 3),
+                      fmt.pct(j.spread_old, False, 3), fmt.pct(j.spread_new, False, 3),
                       f"{fmt.pct(j.floor, False, 3)} ({j.floor_pairs})" if j.floor_pairs else "-",
-                      verdict(id(r)), f"{int(j.base.n)}/{int(j.new.n)}"])
+                      verdict(id(r)), f"{int(j.old.n)}/{int(j.new.n)}"])
     out.write(fmt.table(header, table, ["<", "<"] + [">"] * 7 + ["<", ">"]) + "\n\n")

@@ -58,7 +58,7 @@ def vm_suite(run, out=sys.stdout):
 
 
 def ab(run, out=sys.stdout, as_json=False):
-    """`ab BASE NEW`: the comparison (as `compare` prints it, or its --json record) under a
+    """`ab OLD NEW`: the comparison (as `compare` prints it, or its --json record) under a
     heading that says what was booted, then, with --profile, where the instructions went.
     Its exit status: 1 when a boot failed, else what the record's overall verdict means
     (compare.record.exit_status: 0 no change, 3 better, 4 worse, 5 mixed, 6 inconclusive)."""

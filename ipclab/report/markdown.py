@@ -30,7 +30,7 @@ def _compare_section(w, written, plot, first, res, outcome, rec, out_dir):
     png = plot.compare_plot(outcome, out_dir, record=rec)
     if png:
         written.append(png.name)
-        w(f"![baseline -> new: each delta with its interval]({png.name})\n")
+        w(f"![old -> new: each delta with its interval]({png.name})\n")
 
 
 def write_report(paths_and_results, out_dir, peers=None, outcomes=None, force=False,

@@ -173,8 +173,8 @@ def judged_plot(outcome, out_dir, record=None):
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlabel(f"delta % of guest instructions per operation ({outcome.clock}); whiskers:"
                   " the rule's threshold, coloured = a change")
-    _title(ax, f"{outcome.base.get('id')} -> {outcome.new.get('id')}")
-    name = f"compare-{outcome.base.get('id')}-vs-{outcome.new.get('id')}.png"
+    _title(ax, f"{outcome.old.get('id')} -> {outcome.new.get('id')}")
+    name = f"compare-{outcome.old.get('id')}-vs-{outcome.new.get('id')}.png"
     return _save(fig, out_dir, re.sub(r"[^A-Za-z0-9_.-]+", "_", name))
 
 
@@ -233,10 +233,10 @@ def compare_plot(outcome, out_dir, record=None):
                         for r in rows], fontsize=7)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     level = f"{outcome.level:.1%}".replace(".0%", "%")
-    ax.set_xlabel(f"delta % (new vs baseline); green better, red worse, orange changed\n"
+    ax.set_xlabel(f"delta % (new vs old); green better, red worse, orange changed\n"
                   f"intervals: {level} for the primary rows (Bonferroni, family of"
                   f" {outcome.family}),"
                   " 95% for the others", fontsize=8)
-    _title(ax, f"{outcome.base.get('id')} -> {outcome.new.get('id')}")
-    name = f"compare-{outcome.base.get('id')}-vs-{outcome.new.get('id')}.png"
+    _title(ax, f"{outcome.old.get('id')} -> {outcome.new.get('id')}")
+    name = f"compare-{outcome.old.get('id')}-vs-{outcome.new.get('id')}.png"
     return _save(fig, out_dir, re.sub(r"[^A-Za-z0-9_.-]+", "_", name))

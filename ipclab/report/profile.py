@@ -8,18 +8,18 @@ from ipclab import fmt, profile
 from ipclab.deterministic import cost
 
 
-def render_profile_diff(base, new, out, unit="insn"):
+def render_profile_diff(old, new, out, unit="insn"):
     """Where the instructions (or the time) went: the functions that moved most."""
-    d = profile.diff(base, new)
+    d = profile.diff(old, new)
     if not d:
         return
-    if base.get("event") == "insncount":
+    if old.get("event") == "insncount":
         out.write("Where the instructions went: exact guest instructions per operation, by"
                   " kernel function (all of user space as one row), counted by QEMU outside"
                   " the guest; the functions that moved most\n")
     else:
         what = "instructions" if unit == "insn" else "time"
-        period = int(base.get("period", profile.PERIOD))
+        period = int(old.get("period", profile.PERIOD))
         per = "guest instructions" if unit == "insn" else "ns"
         out.write(f"Where the {what} went: perf cpu-clock samples every {period} {per}, per"
                   " operation; the functions that moved most (noise: 2 standard errors from"
@@ -27,14 +27,14 @@ def render_profile_diff(base, new, out, unit="insn"):
     for key, rows, tb, tn in d:
         delta = fmt.pct(tn / tb - 1 if tb else math.nan, True, 2)
         out.write(f"{key}: all functions {fmt.count(tb)} -> {fmt.count(tn)} ({delta})\n")
-        exact = base.get("event") == "insncount"
+        exact = old.get("event") == "insncount"
         table = [["  " + sym, fmt.count(vb), fmt.count(vn), f"{dv:+.1f}"]
                  + ([] if exact else [fmt.count(noise)]) for sym, vb, vn, dv, noise in rows]
-        out.write(fmt.table(["  function", "base", "new", "delta"] + ([] if exact else ["noise"]),
+        out.write(fmt.table(["  function", "old", "new", "delta"] + ([] if exact else ["noise"]),
                             table, ["<", ">", ">", ">", ">"][:len(table[0]) if table else 4])
                   + "\n")
     out.write("\n")
-    render_cost_profile(base, new, out)
+    render_cost_profile(old, new, out)
 
 
 SHORT = {"insns": "insn", "atomics": "atomics", "fences": "fences", "irqflags": "irqflag",
@@ -45,16 +45,16 @@ SHORT = {"insns": "insn", "atomics": "atomics", "fences": "fences", "irqflags": 
          "est_cycles": "est. cycles"}
 
 
-def render_cost_profile(base, new, out):
+def render_cost_profile(old, new, out):
     """Where the costs went: per cell, each count per operation by kernel function (user
     space as one row), the functions that moved most."""
-    d = profile.cost_diff(base, new)
+    d = profile.cost_diff(old, new)
     if not d:
         return
     out.write("Where the costs went: the cost model's counts per operation by kernel function,"
-              " new - base (user space as one row); the functions that moved most in est."
+              " new - old (user space as one row); the functions that moved most in est."
               f" cycles, and every one whose atomics, fences or irq-flag changes moved.\n"
-              f"note: {cost.caveat(base.get('cost_model'), cost.is_arm64(d[0][1]))}\n")
+              f"note: {cost.caveat(old.get('cost_model'), cost.is_arm64(d[0][1]))}\n")
     for key, names, rows, (tb, tn) in d:
         out.write(f"{key}: all functions, per operation: "
                   + ", ".join(f"{SHORT[k]} {fmt.per_op(tb[k])} -> {fmt.per_op(tn[k])}" for k in names) + "\n")

@@ -137,7 +137,7 @@ def test_an_arm64_guest_is_what_was_asked(aa):
 def test_aa_pair_agrees(aa):
     out, text = aa
     # The comparison record names each row by its metric path: a count per operation is
-    # `cost.EVENT / cost.ops`, its medians `base` and `new`.
+    # `cost.EVENT / cost.ops`, its medians `old` and `new`.
     rows = [r for r in json.loads((out / "compare.json").read_text())["rows"]
             if r.get("primary") or r.get("model")]
     assert {r["path"] for r in rows if r.get("model")} >= {
@@ -146,7 +146,7 @@ def test_aa_pair_agrees(aa):
     # Every cell's rows, the whole-boot cells' (mqueue, the sweep) as the loops', within what
     # the A/A pairs of arm64's floor show (conftest.aa_bound); an event neither boot saw has
     # no floor.
-    counted = [r for r in rows if r["base"] or r["new"]]
+    counted = [r for r in rows if r["old"] or r["new"]]
     for r in counted:
         assert r["delta"] is not None, r        # seen in one boot, never in the other
         bound = aa_bound(r["key"], r["path"], len(counted), base=f"{PLAIN}@arm64")
@@ -155,7 +155,7 @@ def test_aa_pair_agrees(aa):
 
 
 def diff(row):
-    return row.j.new.median - row.j.base.median
+    return row.j.new.median - row.j.old.median
 
 
 @in_session

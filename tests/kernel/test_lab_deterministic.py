@@ -103,7 +103,7 @@ def cost_rows(outcome, key):
 
 
 def diff(row):
-    return row.j.new.median - row.j.base.median
+    return row.j.new.median - row.j.old.median
 
 
 def test_thirty_instructions_per_write_are_a_change(aa, patched):
