@@ -175,15 +175,15 @@ def render_timed_ab(record):
     from ipclab import compare, results
     from ipclab.report import render_compare
     a, b = sorted(record.glob("A-*.json"))[0], sorted(record.glob("B-*.json"))[0]
-    base, new = results.load(a), results.load(b)
+    old, new = results.load(a), results.load(b)
     readme = (record / "README.md").read_text()
     how = readme[readme.index("How it was taken"):].strip()
     commit = re.search(r"commit (\w+)", how)
     machine = re.search(r"- machine: (.*?);", how, re.S)
-    meta = base["meta"]
+    meta = old["meta"]
     build, clock = meta.get("build") or {}, meta.get("clock") or {}
     buf = io.StringIO()
-    render_compare(compare.compare_results(base, new), buf)
+    render_compare(compare.compare_results(old, new), buf)
     rel_a, rel_b = (x.relative_to(ROOT) for x in (a, b))
     out = _head(readme.split("\n", 1)[0].lstrip("# "), record,
                 "the record's README, as follows, and the two sides' own metadata.")

@@ -78,9 +78,9 @@ def _pct(x):
 
 def deterministic(record):
     kernels = record["kernels"]
-    base = kernels[0]
+    old = kernels[0]
     out = [f"Each cell: the median of n samples, one boot per kernel; each kernel's change"
-           f" against `{_name(base)}` and the lab's verdict (ipclab/deterministic/rule.py),"
+           f" against `{_name(old)}` and the lab's verdict (ipclab/deterministic/rule.py),"
            f" judged against the A/A floor where it has pairs (\"floor pairs\"), else each"
            f" side's spread. Kernels:", ""] + _kernels(record)
     out += ["| cell | metric | unit | n | " + " | ".join(f"`{_name(k)}`" for k in kernels)
@@ -89,7 +89,7 @@ def deterministic(record):
         key = f"{row['key']} | {row['path']}"
         ns = sorted({k["cells"][key]["n"] for k in kernels if key in k["cells"]})
         line = [row["key"], row["path"], row.get("unit", ""), "/".join(map(str, ns)),
-                _num(base["cells"].get(key, {}).get("median"))]
+                _num(old["cells"].get(key, {}).get("median"))]
         for k in kernels[1:]:
             c = k["cells"].get(key)
             if c is None:

@@ -77,7 +77,7 @@ class Table:
     name: str
     patch: str                  # file name in kernel/patches/mainline
     record: str                 # file name in kernel/patches/records
-    columns: tuple              # ((variant, column title), ...), the first the base
+    columns: tuple              # ((variant, column title), ...), the first the old kernel
     render: object              # (table, record) -> [lines]
     rows: object = None         # (row dict) -> bool: which of the record's rows it shows
     caption: object = None      # (record) -> text above a deterministic table
@@ -172,7 +172,7 @@ def _caption(record):
 
 
 def _judged_by(record):
-    """What the verdicts were judged against: the A/A floor's pairs of boots of the base
+    """What the verdicts were judged against: the A/A floor's pairs of boots of the old kernel
     (ipclab/reference/icount-floor.json), where the lab has them for this kernel, config
     and vCPUs, else each side's own samples."""
     rel = record["kernels"][0]["release"]
@@ -204,7 +204,7 @@ VERDICT = {"within noise": "in noise"}
 
 
 def render_deterministic(table, record):
-    base = _kernel(record, table.columns[0][0], table)
+    old = _kernel(record, table.columns[0][0], table)
     others = [(_kernel(record, v, table), title) for v, title in table.columns[1:]]
     header = [table.title, table.columns[0][1]] + [t for _, t in others]
     rows = []
@@ -213,7 +213,7 @@ def render_deterministic(table, record):
             continue
         key = f"{row['key']} | {row['path']}"
         places = 2 if row["model"] else 1
-        line = [row_name(key), _num(base["cells"].get(key, {}).get("median"), places)]
+        line = [row_name(key), _num(old["cells"].get(key, {}).get("median"), places)]
         for k, _ in others:
             c = k["cells"].get(key)
             line.append("-" if c is None else
@@ -227,12 +227,12 @@ PER_WRITE = "per write"
 
 
 def render_conformance(table, record):
-    base = _kernel(record, table.columns[0][0], table)
+    old = _kernel(record, table.columns[0][0], table)
     others = [(_kernel(record, v, table), title) for v, title in table.columns[1:]]
     header = ["", table.columns[0][1], PER_WRITE] + [t for _, t in others]
     rows = []
     for case in record["rows"]:
-        b = base["cells"].get(case)
+        b = old["cells"].get(case)
         line = [ROW_NAMES.get(case, case), "-" if b is None else str(b["pages"]),
                 "-" if b is None else f"{b['pages'] / b['writes']:.1f}"]
         for k, _ in others:
@@ -268,7 +268,7 @@ WORKLOAD_NAMES = {
 
 def render_census(table, record):
     """One kernel: per workload, a column per wakeup site. Several kernels (the first the
-    base): one site, a column per kernel."""
+    old one): one site, a column per kernel."""
     kernels = [_kernel(record, v, table) for v, _ in table.columns]
     if len(kernels) > 1 and len(table.sites) != 1:
         raise Error(f"table {table.name}: a census of several kernels shows one site")
@@ -346,7 +346,7 @@ def _pipe_bench_rows(row):
 def render_pipe_bench(table, record):
     """One line per cell: for each of pipe_bench's figures, 7.3.4's median, then each
     other kernel's change."""
-    base = _kernel(record, table.columns[0][0], table)
+    old = _kernel(record, table.columns[0][0], table)
     others = [(_kernel(record, v, table), title) for v, title in table.columns[1:]]
     header = ["w x r"]
     for _, name in PIPE_BENCH_METRICS:
@@ -360,7 +360,7 @@ def render_pipe_bench(table, record):
         line = [row_name(f"{key} | metrics.{PIPE_BENCH_METRICS[0][0]}")]
         for metric, _ in PIPE_BENCH_METRICS:
             k = f"{key} | metrics.{metric}"
-            line.append(_num(base["cells"].get(k, {}).get("median"), 1))
+            line.append(_num(old["cells"].get(k, {}).get("median"), 1))
             for other, _ in others:
                 c = other["cells"].get(k)
                 line.append("-" if c is None else _pct(c.get("delta")))
@@ -394,16 +394,16 @@ def _pipe_bench_caption(table, record):
 
 
 def _again(table, record):
-    """What the table says of boot-to-boot noise: a column that is another boot of the base
+    """What the table says of boot-to-boot noise: a column that is another boot of the old kernel
     shows it; the lab has no A/A floor for pipe_bench to judge a change by."""
-    base = _kernel(record, table.columns[0][0], table)
+    old = _kernel(record, table.columns[0][0], table)
     again = [t for v, t in table.columns[1:]
-             if _kernel(record, v, table)["variant"] == base["variant"]]
+             if _kernel(record, v, table)["variant"] == old["variant"]]
     if again:
-        return (f"\"{again[0]}\" is another boot of {base['release']}, how far two boots"
+        return (f"\"{again[0]}\" is another boot of {old['release']}, how far two boots"
                 f" of the unpatched kernel differ; with no more pairs than that, no change is"
                 f" judged:")
-    return (f"No pairs of boots of {base['release']} alone were made for pipe_bench, so no"
+    return (f"No pairs of boots of {old['release']} alone were made for pipe_bench, so no"
             f" change is judged:")
 
 

@@ -94,7 +94,7 @@ def _kernel_meta(res, path):
 
 
 def _named(arg):
-    """NAME=FILE names a kernel's runs (a second boot of the base, say); FILE alone is
+    """NAME=FILE names a kernel's runs (a second boot of the old kernel, say); FILE alone is
     named by its variant."""
     name, sep, path = arg.partition("=")
     if sep and name and "/" not in name:
@@ -103,18 +103,18 @@ def _named(arg):
 
 
 def summarise_results(paths, commands, title, commit=None):
-    """A record of deterministic runs: the first results file is the base, each other is
+    """A record of deterministic runs: the first results file is the old side, each other is
     judged against it by the lab's own rule (ipclab/compare), whose verdict is kept. A path
     may be NAME=FILE, to tell apart two boots of one variant."""
     named = [_named(p) for p in paths]
     runs = [(name, p, results.load(p)) for name, p in named]
-    _, _, base = runs[0]
-    args = {c["key"]: c.get("args", []) for c in base.get("cells", [])}
+    _, _, old = runs[0]
+    args = {c["key"]: c.get("args", []) for c in old.get("cells", [])}
     kernels, rows = [], []
     for i, (name, path, res) in enumerate(runs):
         k = _kernel_meta(res, path)
         k["name"] = name or k["variant"]
-        out = compare.compare_results(base, res, common=True)
+        out = compare.compare_results(old, res, common=True)
         if not out.mode.deterministic:
             raise Error(f"{path}: a timed run; this record takes deterministic runs only")
         cells = {}
@@ -206,7 +206,7 @@ def _census_kernel(path):
 
 def summarise_census(paths, commands, title, commit=None):
     """A record of census boots (`ipclab census VARIANT -o FILE`), one kernel each, the
-    first the base: per workload, the calls of each wakeup site and how many found a
+    first the old one: per workload, the calls of each wakeup site and how many found a
     sleeper. Error when the boots were not made alike (config, arch, vCPUs, mode)."""
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     read = [_census_kernel(p) for p in paths]
