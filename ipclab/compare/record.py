@@ -228,9 +228,9 @@ def build(outcome):
     if any(r.model for r in outcome.judged):
         rec["cost_model"] = dict(outcome.cost_model or {},
                                  caveat=cost.caveat(outcome.cost_model))
-    if outcome.costs is not None:
-        rec["costs"] = {"boot_s": outcome.costs.boot_s, "rep_s": outcome.costs.rep_s,
-                        "measured": outcome.costs.measured}
+    if outcome.step_times is not None:
+        t = outcome.step_times
+        rec["step_times"] = {"boot_s": t.boot_s, "rep_s": t.rep_s, "measured": t.measured}
     rec = strict(rec)
     dumps(rec)      # a value strict() missed raises here, not in a reader
     return rec
