@@ -16,7 +16,7 @@
 #   make test-flaky     reruns the Python tier FLAKY_N times (20) under `stress-ng --cpu 2` and the
 #                       kernel tier's A/A tests FLAKY_K times (5); prints every test that failed
 #   make test-fresh     `make test` as a new user runs it: a fresh clone, empty caches, no venv
-#   make engine-checks  the engine's acceptance figures (timing cost, CV, ladder vs peers)
+#   make engine-checks  the engine's acceptance figures (timing overhead, CV, ladder vs peers)
 
 VENV   := .venv
 PY     := $(VENV)/bin/python

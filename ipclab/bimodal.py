@@ -154,8 +154,8 @@ def find(cell, path=None):
         advice = "Its sides were pinned (--cpus) already: look for other work on those CPUs."
     elif any(p for p in lo_p + hi_p):
         advice = ("To measure one mode, choose the placement with --cpus A,B: `--cpus 0,0`"
-                  " puts both sides on one CPU, `--cpus 0,1` on two (`ipclab env` measures what"
-                  " crossing costs).")
+                  " puts both sides on one CPU, `--cpus 0,1` on two (`ipclab env` measures how long"
+                  " crossing takes).")
     else:
         advice = ("Its samples do not record where they ran; pinning with --cpus A,B removes"
                   " the most common cause, the scheduler's choice of CPUs.")

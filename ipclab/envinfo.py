@@ -153,8 +153,8 @@ WAKEUP_ROUND_TRIPS = 2000
 WAKEUP_RUNS = 3
 
 
-def wakeup_cost(engine_path=None):
-    """What waking the other CPU costs: pinned pipe-context round trips with both sides on
+def wakeup_latency(engine_path=None):
+    """How long waking the other CPU takes: pinned pipe-context round trips with both sides on
     one CPU and on two, WAKEUP_RUNS runs of each, alternating; the median microseconds per
     round trip of each. {"error": why} when it cannot be measured."""
     try:
@@ -189,11 +189,11 @@ def wakeup_cost(engine_path=None):
 
 
 def wakeup_text(w):
-    """What wakeup_cost() found, in a sentence or two."""
+    """What wakeup_latency() found, in a sentence or two."""
     if not isinstance(w, dict):
         return ""
     if "error" in w:
-        return f"cross-CPU wakeup cost not measured: {w['error']}"
+        return f"cross-CPU wakeup latency not measured: {w['error']}"
     a, b = w.get("cpus", ["?", "?"])
     text = (f"pipe ping-pong, pinned: {w['same_cpu_us']:.2f} us per round trip with both sides"
             f" on CPU {a}, {w['cross_cpu_us']:.2f} us with them on CPUs {a} and {b}"

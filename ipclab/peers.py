@@ -321,7 +321,7 @@ PAIRS = (
          " one short buffer; strace: 3 of its 4 receives fail), 0.39 us of CPU per message"
          " here; they slow its receiver, and it then switches 0.86 times per message against"
          " ipcbench's 0.4 and spends 4.5 against 2.4 us of CPU per message (perf software"
-         " counters, 3 runs each, load 12): its figure is not the cost of a message",
+         " counters, 3 runs each, load 12): its figure is not the time a message takes",
          est_s=1.0),
     PeerCommand("stress-ng-mq-cpu0", "stress-ng", ("--mq", "1", "--mq-ops", "100000", "--metrics"),
          read_stress_ng_mq,

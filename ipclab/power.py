@@ -4,7 +4,7 @@
 The power of the tests of ipclab/stats.py (noncentral t, exact for normal logs), the
 minimum detectable effect (MDE) a row prints, and the next run's design for boots as the
 unit (Kalibera & Jones, "Rigorous benchmarking in reasonable time", ISMM 2013): more boots
-when boots differ, more repetitions when samples do, at the least cost.
+when boots differ, more repetitions when samples do, in the least time.
 """
 
 import functools
@@ -61,7 +61,7 @@ def _design(cv_between, cv_within, reps, units, paired):
     """Standard error of the mean log ratio, and the t test's degrees of freedom."""
     # Each side's boots are distinct boots, so a pair's log ratio carries the between-unit
     # variance of both; pairing cancels only drift, which the model leaves out.  The
-    # standard error is then the same paired or not, and pairing costs degrees of freedom.
+    # standard error is then the same paired or not, and pairing loses degrees of freedom.
     se = math.sqrt(2 * unit_log_var(cv_between, cv_within, reps) / units)
     return se, (units - 1 if paired else 2 * (units - 1))
 
@@ -142,16 +142,16 @@ class RunPlan:
     reps: int               # samples per boot
     units: int              # boots per side (pairs); 0 when the target is out of reach
     mde: float              # what this design detects at the power asked
-    cost_per_side: float    # units * (cost_boot + reps * cost_rep)
+    seconds_per_side: float  # units * (boot_s + reps * rep_s)
     reason: str = ""
 
 
-def plan_next_run(cv_between, cv_within, target_change, cost_boot, cost_rep, alpha=ALPHA,
+def plan_next_run(cv_between, cv_within, target_change, boot_s, rep_s, alpha=ALPHA,
                   power=POWER, paired=True, max_units=500, max_reps=1000):
     """How many reps per boot and how many boots per side find `target_change` at `power`.
 
-    Kalibera & Jones' rule for two levels: the cost of a fixed precision is least at
-    reps = sqrt((cost_boot / cost_rep) * (var_within / var_between)), the within variance
+    Kalibera & Jones' rule for two levels: the time a fixed precision takes is least at
+    reps = sqrt((boot_s / rep_s) * (var_within / var_between)), the within variance
     being that of a unit's median.  So a cheap boot or a large boot-to-boot variance means
     few reps and more boots.  Reps are at least 2, so that the next run can still measure
     the within-boot CV, and at most max_reps.  Then the fewest boots, at least MIN_PAIRS,
@@ -168,7 +168,7 @@ def plan_next_run(cv_between, cv_within, target_change, cost_boot, cost_rep, alp
     reps = max_reps
     if vb > 0:
         for _ in range(4):      # the median's factor depends on reps; it settles at once
-            best = math.sqrt(cost_boot / cost_rep * median_variance_factor(reps) * vw / vb)
+            best = math.sqrt(boot_s / rep_s * median_variance_factor(reps) * vw / vb)
             reps = int(min(max_reps, max(2, math.ceil(best))))
     # The normal approximation's boot count is a lower bound for the t test's.
     z = sps.ndtri(1 - alpha / 2) + sps.ndtri(power)
@@ -186,4 +186,4 @@ def plan_next_run(cv_between, cv_within, target_change, cost_boot, cost_rep, alp
             lo, hi = (lo, mid) if reaches(mid, units) else (mid, hi)
         reps = max(2, hi)
     mde = minimum_detectable_effect(cv_between, cv_within, reps, units, alpha, power, paired)
-    return RunPlan(reps, units, mde, units * (cost_boot + reps * cost_rep))
+    return RunPlan(reps, units, mde, units * (boot_s + reps * rep_s))

@@ -108,7 +108,7 @@ def plan(name, extra_args=(), full=False, reps=None, warmups=None):
 
 
 # What a plan may hold. Every sample stays in memory and the whole file is rewritten after
-# each one, so the cost grows with the square of the samples: a quick seeds run with the
+# each one, so the time grows with the square of the samples: a quick seeds run with the
 # real engine (24 samples, 2-vCPU VM) held 42 KB per sample as Python objects (tracemalloc)
 # and wrote 5.6 KB per sample to its file. 20000 engine runs is 40 times a full seeds run
 # at 15 reps, and about 0.8 GiB of samples.

@@ -475,7 +475,7 @@ def variance_components(*sides):
     per unit when balanced).  With several sides, each side's units vary about that side's
     own mean (the difference between the sides is the effect, not noise) and the sums of
     squares, their degrees of freedom and n0's numerator are pooled: both sides' boots
-    then say what a boot costs in noise, not one side's.  Reported as CVs.  A value <= 0
+    then say what a boot adds to the noise, not one side's.  Reported as CVs.  A value <= 0
     or an empty unit gives NaN and a reason; so does a lone unit per side (no between) or
     one sample per unit (no within).
     """

@@ -106,8 +106,8 @@ def test_show_warns_about_the_modes():
     assert "different CPUs in 4 of 4" in text and "--cpus" in text
 
 
-def test_env_measures_the_wakeup_cost_with_the_engine(fake_engine):
-    w = envinfo.wakeup_cost()
+def test_env_measures_the_wakeup_latency_with_the_engine(fake_engine):
+    w = envinfo.wakeup_latency()
     if "error" in w:
         assert "one CPU" in w["error"]
         return
@@ -117,11 +117,11 @@ def test_env_measures_the_wakeup_cost_with_the_engine(fake_engine):
     assert "us per round trip" in envinfo.wakeup_text(w)
 
 
-def test_env_says_why_the_wakeup_cost_is_missing(monkeypatch):
+def test_env_says_why_the_wakeup_latency_is_missing(monkeypatch):
     monkeypatch.setenv("IPCBENCH", "/nonexistent/ipcbench")
-    w = envinfo.wakeup_cost()
+    w = envinfo.wakeup_latency()
     assert "error" in w
-    assert envinfo.wakeup_text(w).startswith("cross-CPU wakeup cost not measured")
+    assert envinfo.wakeup_text(w).startswith("cross-CPU wakeup latency not measured")
     text = envinfo.wakeup_text({"same_cpu_us": 2.0, "cross_cpu_us": 40.0, "ratio": 20.0,
                                 "cpus": [0, 1], "runs": 3, "round_trips": 2000})
     assert "2.00 us" in text and "40.00 us" in text and "--cpus A,B" in text

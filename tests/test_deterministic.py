@@ -45,7 +45,7 @@ def test_compare_refuses_results_of_different_clocks():
         compare.compare_results(results_of([2748.0] * 5), results_of([2748.0] * 5, clock="real"))
 
 
-def test_identical_runs_are_within_noise_and_a_small_cost_is_a_change():
+def test_identical_runs_are_within_noise_and_a_few_more_instructions_are_a_change():
     same = compare.compare_results(results_of([2747.9, 2747.8, 2747.9] * 3),
                                    results_of([2747.8, 2747.9, 2747.9] * 3), floor_file="/none")
     prim = [r for r in same.judged if r.primary]

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """What a comparison says about its own noise and the next run (issue 22's smaller fixes):
-the MDE at the family's level, the noise split pooled over both sides with measured costs,
+the MDE at the family's level, the noise split pooled over both sides with measured step times,
 the CV warning on the paired ratios, and no verdicts on secondary deterministic rows."""
 import io
 import json
@@ -120,13 +120,13 @@ def test_the_noise_split_pools_both_sides():
     assert v.ms_between == pytest.approx(ss_b / 2)
 
 
-def test_the_next_run_is_costed_by_what_the_boots_measured():
+def test_the_next_run_is_planned_from_what_the_boots_measured():
     rng = np.random.default_rng(9)
     base = boots_side("a", rng, 5, 10, 0.02, 0.03, elapsed=0.5, boot_s=40.0)
     new = boots_side("b", rng, 5, 10, 0.02, 0.03, elapsed=0.5, boot_s=40.0)
     out = compare.compare_results(base, new)
-    assert out.costs.measured and out.costs.boot_s == pytest.approx(40.0)
-    assert out.costs.rep_s["c/1"] == pytest.approx(0.5)
+    assert out.step_times.measured and out.step_times.boot_s == pytest.approx(40.0)
+    assert out.step_times.rep_s["c/1"] == pytest.approx(0.5)
     r = out.rows[0]
     p = r.cmp.components
     want = power.plan_next_run(p.cv_between, p.cv_within, out.min_change, 40.0, 0.5,
@@ -137,16 +137,16 @@ def test_the_next_run_is_costed_by_what_the_boots_measured():
                                        alpha=stats.ALPHA / out.family)
     text = io.StringIO()
     report.render_compare(out, text)
-    assert "a boot costs 40 s beyond its samples" in text.getvalue()
+    assert "a boot takes 40 s beyond its samples" in text.getvalue()
     rec = compare.outcome_record(out)
-    assert rec["costs"]["measured"] and rec["rows"][0]["next_boots"] == want.units
+    assert rec["step_times"]["measured"] and rec["rows"][0]["next_boots"] == want.units
     # Without the lab's records nothing is measured, and the report says so.
     bare = compare.compare_results(boots_side("a", rng, 5, 10, 0.02, 0.03),
                                    boots_side("b", rng, 5, 10, 0.02, 0.03))
-    assert not bare.costs.measured
+    assert not bare.step_times.measured
     text = io.StringIO()
     report.render_compare(bare, text)
-    assert "a boot costed as 60 repetitions" in text.getvalue()
+    assert "a boot counted as 60 repetitions' time" in text.getvalue()
 
 
 # ---- deterministic: verdicts on primary rows only ----------------------------------------

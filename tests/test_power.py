@@ -270,29 +270,29 @@ def test_variance_components_recover_the_truth(cv_between, cv_within):
 
 def test_plan_follows_kalibera_and_jones():
     plan = power.plan_next_run
-    p = plan(0.02, 0.03, 0.02, cost_boot=60, cost_rep=1)
-    # reps = sqrt(cost ratio * within/between variance), within being a median's
+    p = plan(0.02, 0.03, 0.02, boot_s=60, rep_s=1)
+    # reps = sqrt(boot/rep time ratio * within/between variance), within being a median's
     want = math.sqrt(60 * power.median_variance_factor(p.reps) * math.log1p(0.03 ** 2)
                      / math.log1p(0.02 ** 2))
     assert p.reps == math.ceil(want)
     # the fewest boots that reach 80% power at the target
     assert p.mde <= 0.02 < power.minimum_detectable_effect(0.02, 0.03, p.reps, p.units - 1)
-    assert p.cost_per_side == p.units * (60 + p.reps)
-    # Boot-to-boot noise dominating: fewer reps, more boots.  Dearer boots: more reps.
-    q = plan(0.05, 0.03, 0.02, cost_boot=60, cost_rep=1)
+    assert p.seconds_per_side == p.units * (60 + p.reps)
+    # Boot-to-boot noise dominating: fewer reps, more boots.  Longer boots: more reps.
+    q = plan(0.05, 0.03, 0.02, boot_s=60, rep_s=1)
     assert q.reps < p.reps and q.units > p.units
-    assert plan(0.02, 0.03, 0.02, cost_boot=600, cost_rep=1).reps > p.reps
+    assert plan(0.02, 0.03, 0.02, boot_s=600, rep_s=1).reps > p.reps
     # No boot-to-boot noise: the fewest boots, and the fewest reps that then reach it.
-    z = plan(0.0, 0.03, 0.02, cost_boot=60, cost_rep=1)
+    z = plan(0.0, 0.03, 0.02, boot_s=60, rep_s=1)
     assert z.units == stats.MIN_PAIRS and z.mde <= 0.02
     assert power.minimum_detectable_effect(0.0, 0.03, z.reps - 1, z.units) > 0.02
-    far = plan(0.20, 0.03, 0.02, cost_boot=60, cost_rep=1)
+    far = plan(0.20, 0.03, 0.02, boot_s=60, rep_s=1)
     assert far.units == 0 and "500" in far.reason
 
 
 def test_planned_run_has_the_power_it_promises():
     rng = np.random.default_rng(21)
-    p = power.plan_next_run(0.02, 0.03, 0.05, cost_boot=60, cost_rep=1)
+    p = power.plan_next_run(0.02, 0.03, 0.05, boot_s=60, rep_s=1)
     sims = 2000
     base = unit_logs(boots(rng, (sims, p.units), 0.02, reps=p.reps))
     new = unit_logs(boots(rng, (sims, p.units), 0.02, reps=p.reps, change=0.05))

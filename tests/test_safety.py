@@ -259,8 +259,8 @@ def test_ctrl_c_while_starting_is_one_line_and_130(tmp_path, session_sigint):
 
 @pytest.mark.parametrize("extra", [["--reps", "100000000"], ["--warmups", "100000000"],
                                    ["--reps", "1000", "--side", "a=--copies 1", "--side", "b=--copies 2"]])
-def test_an_absurd_plan_is_refused_with_its_cost(extra, fake_engine, tmp_path, monkeypatch,
-                                                 capsys):
+def test_an_absurd_plan_is_refused_with_its_time_and_memory(extra, fake_engine, tmp_path,
+                                                            monkeypatch, capsys):
     import resource
     monkeypatch.chdir(tmp_path)
     # The refusal must come before the plan is built: 10**8 slots took 14.5 GiB. Memory is

@@ -300,7 +300,7 @@ def cmd_report(args):
 def cmd_env(args):
     env = envinfo.collect()
     if not args.no_wakeup:
-        env["wakeup"] = envinfo.wakeup_cost()
+        env["wakeup"] = envinfo.wakeup_latency()
     if args.json:
         json.dump({"env": env, "warnings": envinfo.warnings(env)}, sys.stdout, indent=1)
         sys.stdout.write("\n")

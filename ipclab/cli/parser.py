@@ -165,7 +165,7 @@ def build_parser():
     s = sub.add_parser("env", help="machine and kernel facts, with advice")
     s.add_argument("--json", action="store_true")
     s.add_argument("--no-wakeup", action="store_true", help="do not measure the cross-CPU"
-                   " wakeup cost (pinned pipe ping-pong on one CPU and on two, a few seconds)")
+                   " wakeup latency (pinned pipe ping-pong on one CPU and on two, a few seconds)")
     s.set_defaults(func=cmd_env)
 
     add_lab_parsers(sub)

@@ -17,14 +17,14 @@ from ipclab.compare.cells import check_clocks, match_cells, units_of
 from ipclab.compare.judged import deterministic_rows, fill_judged
 from ipclab.compare.outcome import MIN_CHANGE, Outcome
 from ipclab.compare.record import build as outcome_record
-from ipclab.compare.timed import fill_tested, measured_costs, verdict
+from ipclab.compare.timed import fill_tested, measured_step_times, verdict
 from ipclab.compare.values import compare_values
 from ipclab.compare.views import view_changes
 from ipclab.deterministic import floor
 
 __all__ = ["MIN_CHANGE", "Outcome", "check_clocks", "compare_results", "compare_values",
            "deterministic_rows",
-           "match_cells", "measured_costs", "outcome_record", "units_of", "verdict"]
+           "match_cells", "measured_step_times", "outcome_record", "units_of", "verdict"]
 
 
 def compare_results(old, new, common=False, names=("OLD", "NEW"), floor_file=None,

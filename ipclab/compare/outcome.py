@@ -122,7 +122,7 @@ class Outcome:
     family: int = 0         # primary rows tested together (Holm)
     level: float = 0.95     # the primary rows' CI coverage: 1 - alpha / family
     paired_test: str = "auto"   # of paired units: auto | t | wilcoxon
-    costs: object = None        # Costs of a boot and a repetition (boots only)
+    step_times: object = None   # StepTimes: seconds of a boot and a repetition (boots only)
 
     @property
     def clock(self) -> str:

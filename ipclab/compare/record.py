@@ -14,7 +14,9 @@ reports read the verdicts from here, and `bisect` decides each step from one
 Versions of "ipclab-comparison":
   1  the first: schema, rules, null_reasons, view verdicts, overall verdict.
   2  the reference side is `old` (it was `base`, a word that also names the lab's kernel
-     bases): the record's `old`, each row's and view entry's `old`, a row's `spread_old`.
+     bases): the record's `old`, each row's and view entry's `old`, a row's `spread_old`;
+     `costs` (a boot's and a repetition's seconds) is `step_times`, "cost" being the cost
+     model's word.
 """
 
 import json
@@ -230,9 +232,9 @@ def build(outcome):
     if any(r.model for r in outcome.judged):
         rec["cost_model"] = dict(outcome.cost_model or {},
                                  caveat=cost.caveat(outcome.cost_model))
-    if outcome.costs is not None:
-        rec["costs"] = {"boot_s": outcome.costs.boot_s, "rep_s": outcome.costs.rep_s,
-                        "measured": outcome.costs.measured}
+    if outcome.step_times is not None:
+        t = outcome.step_times
+        rec["step_times"] = {"boot_s": t.boot_s, "rep_s": t.rep_s, "measured": t.measured}
     rec = strict(rec)
     dumps(rec)      # a value strict() missed raises here, not in a reader
     return rec

@@ -60,7 +60,7 @@ def judge_rows(out):
     primary's verdict and (boots) the next run's design."""
     stats.apply_holm([r.cmp for r in out.rows if r.primary])
     if out.unit == "boot":
-        out.costs = measured_costs(out.old, out.new)
+        out.step_times = measured_step_times(out.old, out.new)
     for r in out.rows:
         r.mde = _mde(r.cmp, stats.ALPHA / max(1, out.family) if r.primary else stats.ALPHA)
         if out.unit == "boot" and r.primary:
@@ -146,17 +146,17 @@ def paired_values(unit, vb, vn, level, family, paired_test, seed):
 
 
 @dataclass
-class Costs:
-    """What a boot and a repetition cost, for the next run's design: seconds."""
+class StepTimes:
+    """How long a boot and a repetition take, for the next run's design: seconds."""
     boot_s: float           # a boot beyond the samples it takes (median over every boot)
     rep_s: dict             # {cell key: seconds per sample (median)}
     measured: bool          # False: nothing measured them, and a boot is taken as 60 reps
 
 
-def measured_costs(old, new):
-    """Costs from the boots' own records (meta.lab: each boot's wall time from vng's start
+def measured_step_times(old, new):
+    """Step times from the boots' own records (meta.lab: each boot's wall time from vng's start
     to the guest's end) and the samples' own times (elapsed_s, the engine's wall time of a
-    sample, warmups included): a boot's cost is its wall time less its samples'."""
+    sample, warmups included): a boot's time is its wall time less its samples'."""
     boot_s, rep_s = [], {}
     for res in (old, new):
         lab = results.lab_boots(res)
@@ -175,22 +175,22 @@ def measured_costs(old, new):
                 boot_s.append(max(0.0, total - spent[i]))
     reps = {k: stats.median(v) for k, v in rep_s.items() if v}
     if not boot_s or not reps:
-        return Costs(60.0, {}, False)
-    return Costs(stats.median(boot_s), reps, True)
+        return StepTimes(60.0, {}, False)
+    return StepTimes(stats.median(boot_s), reps, True)
 
 
 def _plan(row, out):
     """The next run's design for a primary row with boots as the unit, at the family's
-    level, with the costs measured (or a boot as 60 repetitions when nothing measured
+    level, with the step times measured (or a boot as 60 repetitions when nothing measured
     them)."""
     p = row.cmp.components
     # No design targets a change of 0 (--min-change 0): it would need boots without end.
     if not (math.isfinite(p.cv_between) and math.isfinite(p.cv_within)) or \
             not out.min_change > 0:
         return None
-    costs = out.costs
-    rep = costs.rep_s.get(row.key) if costs.measured else None
-    boot, rep = (costs.boot_s, rep) if rep else (60.0, 1.0)
+    times = out.step_times
+    rep = times.rep_s.get(row.key) if times.measured else None
+    boot, rep = (times.boot_s, rep) if rep else (60.0, 1.0)
     return power.plan_next_run(p.cv_between, p.cv_within, out.min_change, boot, rep,
                                alpha=stats.ALPHA / max(1, out.family))
 

@@ -56,7 +56,7 @@ def operations(sample, workload):
 
 
 def op_paths(cell):
-    """[(metric path, unit)] of a cell's per-operation instruction costs, primary first."""
+    """[(metric path, unit)] of a cell's per-operation instruction counts, primary first."""
     wl = cell.get("workload")
     if wl in OWN_COST:
         return [(p, "insn/message") for p, _ in OWN_COST[wl]]

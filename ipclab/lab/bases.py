@@ -230,7 +230,7 @@ def with_writable(path: Path, write) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         write()
     except OSError:
-        pass            # a read-only cache only costs the next caller a hash
+        pass            # a read-only cache only makes the next caller hash again
 
 
 # --------------------------------------------------------------------------- fetching

@@ -374,7 +374,7 @@ class LabMeasure:
         self.jobs = jobs
         self.clock = p.mode
         self.cell, self.path = metric_spec(p.metric)
-        # Only the metric's cell runs in the guest: a step costs one cell's samples. The
+        # Only the metric's cell runs in the guest: a step takes one cell's samples. The
         # metric names it by its key or a start of it; the guest takes its whole key.
         suites.check(p.suite)
         planned = {"cells": [{"key": c.key}

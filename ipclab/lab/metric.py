@@ -35,9 +35,9 @@ def metric_path(cell: dict, path: str | None, mode: Mode) -> tuple[str, str]:
         unit, _ = metrics.metric_info(cell, path)
         return path, unit
     if mode.deterministic:
-        costs = deterministic.op_paths(cell)
-        if costs:
-            return costs[0]
+        paths = deterministic.op_paths(cell)
+        if paths:
+            return paths[0]
     found = metrics.metrics_for(cell)
     if not found:
         raise Error(f"--metric {cell['key']}: the cell has no metric to follow", EXIT_FAILED)

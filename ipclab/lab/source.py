@@ -314,7 +314,7 @@ def switch_tree(src: Source, variant: Variant) -> list[str]:
         proc.write_json_atomic(src.state_path, CLEAN_STATE)
         raise
     # A file whose content ends up as it was before the switch gets its old mtime back, so
-    # the switch costs exactly what an untouched file would: nothing.
+    # make rebuilds it exactly as it would an untouched file: not at all.
     kept = 0
     for rel, old in before.items():
         f = src.tree / rel

@@ -225,12 +225,12 @@ def _render_boot_plan(rows, outcome, out):
                       str(r.cmp.reps), str(r.cmp.test.n), nxt])
     if not lines:
         return
-    costs = outcome.costs
-    cost = (f"a boot costs {costs.boot_s:.0f} s beyond its samples and a repetition its cell's"
-            " own time, as these boots measured" if costs and costs.measured else
-            "a boot costed as 60 repetitions: these files carry no boot or sample times")
+    times = outcome.step_times
+    took = (f"a boot takes {times.boot_s:.0f} s beyond its samples and a repetition its cell's"
+            " own time, as these boots measured" if times and times.measured else
+            "a boot counted as 60 repetitions' time: these files carry no boot or sample times")
     out.write(f"\nNoise by boot (both sides' boots), and what a run needs to find"
-              f" ±{outcome.min_change * 100:g}% (power 0.8 at the family's level; {cost}):\n")
+              f" ±{outcome.min_change * 100:g}% (power 0.8 at the family's level; {took}):\n")
     out.write(fmt.table(["cell", "boot-to-boot CV", "within-boot CV", "reps", "pairs",
                          "next run"], lines, ["<", ">", ">", ">", ">", "<"]) + "\n")
     for r in rows:

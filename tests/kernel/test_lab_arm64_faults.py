@@ -6,7 +6,7 @@ debug checks set up by its job (ipclab/lab/arm64/steps.py). Nothing may be lost,
 injected failures must reach the tests as ENOMEM or short writes, kmemleak and lockdep
 stay clean.
 
-It costs a cold arm64 debug build (docs/lab.md, "Fault runs on arm64") on top of the arm64
+It takes a cold arm64 debug build (docs/lab.md, "Fault runs on arm64") on top of the arm64
 tier's, so it is in neither `make test` nor `make test-arm64`: `make test-arm64-faults`
 runs it (IPCLAB_TEST_ARM64_FAULTS=1). The timeouts bound a build or a boot, they are not
 measurements.

@@ -22,7 +22,7 @@ pipe, one writer and one reader, counts of lab-lockstat.patch divided by the wri
 
 Both variants build in the debug overlay's build directory, which the fault runs build
 anyway (debug.config has lock_stat), with lab-lockstat.patch on top as a patch: the lockstat
-overlay would cost `make test` a cold build of its own. Lockdep makes every lock and unlock
+overlay would add a cold build of its own to `make test`. Lockdep makes every lock and unlock
 heavier on both sides alike; the hold added is 150000 instructions. The timeouts bound a boot; they are not measurements. Part of `make
 test`; `make test-smp` runs it alone.
 """
@@ -40,7 +40,7 @@ pytestmark = [
 
 OVERLAY = "+debug+counters+lab-lockstat.patch"
 # 64 KiB writes into the engine's 1 MiB pipe, one writer and one reader: the difference of a
-# run of 20 writes and one of 500 is what 480 writes cost.
+# run of 20 writes and one of 500 is what 480 writes add.
 COUNTS = "kernel/tests/pipe-alloc-counts --cells 1x1 --writes 20,500"
 WITNESS = "bench/ipcbench vcpu-slices --json --cpus 0,1 --count 50 --duration 5"
 # moved_per_read is about 2e-6 where the vCPUs take turns (icount, or a loaded host) and

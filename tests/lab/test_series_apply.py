@@ -2,7 +2,7 @@
 """Every series of every base applies to that base's tarball, in order, and so does every
 overlay's lab patch (lab-O.patch of an overlay O) on the plain base, and every variant of a
 base that has the wakeup counters with them on top (the census's VARIANT+wakeup-counters, whose
-pieces come in versions for the series patches that change their lines): a check that costs one
+pieces come in versions for the series patches that change their lines): a check that takes one
 pass over each tarball instead of a kernel build, so that `make test` keeps the base it does
 not boot (lts) honest too."""
 

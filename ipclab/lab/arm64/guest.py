@@ -24,7 +24,7 @@ from ..cache import cache_root
 QEMU = "qemu-system-aarch64"
 CC = "aarch64-linux-gnu-gcc"
 # An ARMv8.2 server core: LSE atomics and RCpc loads, no pointer authentication (which
-# QEMU's `max` CPU emulates at several times the cost of the rest).
+# QEMU's `max` CPU emulates several times slower than the rest).
 CPU = "neoverse-n1"
 GUEST_INIT = ROOT / "scripts" / "guest-init.c"
 BENCH_SRC = ROOT / "bench" / "src"
