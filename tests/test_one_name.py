@@ -1,8 +1,15 @@
 # SPDX-License-Identifier: MIT
-"""One meaning of "cost": the deterministic mode's cost model (ipclab/deterministic/cost.py,
-`--cost`, a results file's cost_model). Time spent per boot or per repetition, the
-cross-CPU wakeup latency and the overhead of timing every write have names of their own;
-the names they had as costs must not come back in ipclab/ or scripts/."""
+"""One meaning per name.
+
+"cost" is the deterministic mode's cost model (ipclab/deterministic/cost.py, `--cost`, a
+results file's cost_model). Time spent per boot or per repetition, the cross-CPU wakeup
+latency and the overhead of timing every write have names of their own.
+
+"base" is a kernel base (ipclab/lab/bases.py, `--base`, kernel/bases/). The side a
+comparison is made against is `old` (compare OLD NEW, ab OLD NEW, the record's `old`), and
+the unpatched 6.12 kernel is the variant `lts`.
+
+The old names must not come back in ipclab/ or scripts/."""
 
 import re
 from pathlib import Path
@@ -17,6 +24,11 @@ OLD_NAMES = [
     (r"timing-cost|\bTIMING_COST\b|_timing_cost_cells",
      "suite timing-overhead (the engine's metric timing_cost is its own name)"),
     (r"\bcosted\b", "time counted in repetitions, not a cost"),
+    (r"\bspread_base\b|\bn_base\b|\bbase_(boots|vals|units|cells)\b",
+     "old: the side a comparison is made against"),
+    (r"metavar=\"BASE\"\)|\"BASE\", \"NEW\"|\bab BASE\b|\bcompare BASE\b|baseline -> new",
+     "OLD NEW: the sides of compare and ab"),
+    (r"\b(out|outcome|c|j|cmp)\.base\b", "the comparison's .old side"),
 ]
 
 
@@ -39,8 +51,13 @@ def old_names():
             for pattern, what in OLD_NAMES if re.search(pattern, line)]
 
 
-def test_no_time_or_overhead_is_called_a_cost():
+def test_no_old_name_comes_back():
     assert old_names() == []
+
+
+def test_no_variant_is_called_base():
+    series = ROOT / "kernel" / "series"
+    assert (series / "lts").is_file() and not (series / "base").exists()
 
 
 def test_the_check_reads_every_python_script():
