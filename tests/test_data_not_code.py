@@ -282,7 +282,7 @@ def test_ab_base_with_patch_is_base_against_base_with_the_patch(monkeypatch, tmp
     cli_lab._kernels(args, ["mainline", None], 2)
     assert got == [("mainline", ()), ("mainline", ("fix.patch",))]
     args.patch = []
-    with pytest.raises(Exception, match="want BASE and NEW"):
+    with pytest.raises(Exception, match="want OLD and NEW"):
         cli_lab._kernels(args, ["mainline", None], 2)
 
 

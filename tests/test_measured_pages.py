@@ -100,3 +100,28 @@ def test_a_cost_model_file_says_how_it_was_made_and_its_page_says_so(tmp_path):
     assert f"| commit | {how['commit']} |" in text
     assert "| command | `scripts/cost-calibrate --rounds 41` |" in text
     assert f"{how['machine']['cpus']} host CPUs" in text
+
+
+def readme_examples():
+    """The README's example outputs: its code blocks that show a seed table."""
+    text = (measured.ROOT / "README.md").read_text()
+    blocks = text.split("```")[1::2]
+    return [b for b in blocks if "seed-pipe-prealloc" in b and "ipclab run" not in b]
+
+
+def test_the_readmes_example_outputs_are_excerpts_of_the_host_run_page():
+    # Every line the README shows comes from the page, which is printed from stored runs;
+    # a line cut short ends in "  ...", and "..." alone stands for lines left out.
+    page = measured.render_host_run(measured.HOST_RUN).splitlines()
+    examples = readme_examples()
+    assert len(examples) == 2, "the README's two example outputs were not found"
+    missing = []
+    for block in examples:
+        for line in block.strip("\n").splitlines():
+            if line.strip() == "...":
+                continue
+            cut = line.endswith("  ...")
+            want = line[:-len("  ...")] if cut else line
+            if not any(p.startswith(want) if cut else p == want for p in page):
+                missing.append(line)
+    assert missing == []

@@ -92,7 +92,7 @@ def fill_judged(out, pairs, floor_file):
         out.warnings.append(
             f"no A/A floor for {where} in this mode ({clock}, {cpus} CPU(s)); the floor file"
             f" has pairs for {', '.join(have) or 'no base'}: each side's own spread stands in"
-            " for it, which misses boot-to-boot noise; measure one with `ipclab ab OLD OLD"
+            " for it, which misses boot-to-boot noise; measure one with `ipclab ab K K"
             " --suite SUITE --deterministic --boots 8` and scripts/icount-floor")
     short = sorted({r.j.floor_pairs for r in prim if 0 < r.j.floor_pairs < floor.TRUST_PAIRS})
     if short:

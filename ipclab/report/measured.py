@@ -203,6 +203,43 @@ def render_timed_ab(record):
     return "\n".join(out) + "\n"
 
 
+HOST_RUN = ROOT / "ipclab" / "reference" / "host-run"
+
+
+def render_host_run(record):
+    """`make run` and a host A/A kept whole (run.json; aa.a.json and aa.b.json, the two sides
+    of one run): what `ipclab show` and `ipclab compare` print from them, under the machine
+    their own env says and the README's account of how they were taken."""
+    import io
+    from ipclab import compare
+    from ipclab.report import render_compare, show
+    run, a, b = (results.load(record / f) for f in ("run.json", "aa.a.json", "aa.b.json"))
+    readme = (record / "README.md").read_text()
+    how = readme[readme.index("How it was taken"):].strip()
+    env = run.get("env") or {}
+    shown, compared = io.StringIO(), io.StringIO()
+    show(run, shown)
+    render_compare(compare.compare_results(a, b), compared,
+                   names=(a["pair"]["side"], b["pair"]["side"]))
+    rel = {k: (record / f).relative_to(ROOT) for k, f in
+           (("run", "run.json"), ("a", "aa.a.json"), ("b", "aa.b.json"))}
+    load = lambda res: ", ".join(map(str, (res.get("env") or {}).get("loadavg") or [])) or "?"
+    out = _head(readme.split("\n", 1)[0].lstrip("# "), record,
+                "the record's README, as follows, and the runs' own env.")
+    out += ["| | |", "|---|---|",
+            f"| machine | {env.get('cpu')}, {env.get('nproc')} CPUs, {env.get('mem_gib')} GiB,"
+            f" {env.get('virtualization') or 'no'} virtualization |",
+            f"| kernel | the host's own, {env.get('kernel')} ({env.get('machine')}); timed, no"
+            f" guest |",
+            f"| load average when each run started | `make run`: {load(run)}; the A/A:"
+            f" {load(a)} |", "", how, "",
+            f"What `ipclab show {rel['run']}` prints (`make run` printed the same tables):",
+            "", "```", shown.getvalue().rstrip(), "```", "",
+            f"What `ipclab compare {rel['a']} {rel['b']}` prints:", "",
+            "```", compared.getvalue().rstrip(), "```"]
+    return "\n".join(out) + "\n"
+
+
 def _series_page(title, intro):
     def render(records):
         rels = [measured_series.rel(r, ROOT) for r in records]
@@ -261,6 +298,7 @@ PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),
          Page("lab-times", step_times.REFERENCE, render_times),
          Page("cost-model", COST_MODEL, render_cost_model),
          Page("pipe-bench-timed", TIMED_PIPE_BENCH, render_timed_ab),
+         Page("host-run", HOST_RUN, render_host_run),
          Page("series-v4", SERIES_V4, _series_page(
              "Series v4 (kernel/patches/mainline): every row of its records",
              "The records behind the tables of the v4 mails (`scripts/series-tables`, which"

@@ -226,10 +226,10 @@ def test_kernel_arguments_fill_base_and_new(lab, tmp_path, capsys, monkeypatch):
     img = fake_bzimage(tmp_path / "vmlinuz-6.99.3", "6.99.3")
     (tmp_path / "config-6.99.3").write_text(FULL_CONFIG)
     assert main(["ab", "lts", "--suite", "seed-skip-wakeups"]) == 2
-    assert "want BASE and NEW" in capsys.readouterr().err
+    assert "want OLD and NEW" in capsys.readouterr().err
     assert main(["ab", "--kernel", str(img), "--suite", "seed-skip-wakeups",
                  "--patch", str(img)]) == 2
-    assert "want BASE and NEW" in capsys.readouterr().err
+    assert "want OLD and NEW" in capsys.readouterr().err
     assert main(["ab", "lts", "--kernel", str(img), "--suite", "seed-skip-wakeups",
                  "--patch", str(img)]) == 2
     assert "--patch needs a kernel the lab builds" in capsys.readouterr().err
