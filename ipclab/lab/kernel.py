@@ -102,8 +102,10 @@ def built_image(src: Source, variant: Variant) -> dict | None:
 
 def make_argv(src: Source, bdir: Path, *targets: str, jobs: int | None = None,
               arch: str = DEFAULT_ARCH) -> list[str]:
-    argv = ["nice", "-n", "10", "make", "-C", str(src.tree), f"O={bdir}",
-            *ARCH_BUILD[arch]["make"]]
+    # Run from a make (`make test`), the kernel's make would inherit that make's flags: -w
+    # prints "Entering directory" into `kernelrelease`'s output, -n or -k change the build.
+    argv = ["nice", "-n", "10", "env", "-u", "MAKEFLAGS", "-u", "MFLAGS", "-u", "MAKELEVEL",
+            "make", "-C", str(src.tree), f"O={bdir}", *ARCH_BUILD[arch]["make"]]
     if jobs:
         argv.append(f"-j{jobs}")
     return argv + list(targets)

@@ -271,3 +271,18 @@ def test_arm64_builds_apart_from_x86(labdir):
     assert kernel.image_path({"key": "k"}).name == "bzImage"
     with pytest.raises(Error, match="--arch sparc"):
         variants.resolve("x", arch="sparc")
+
+
+def test_the_kernels_make_inherits_no_flags_of_a_calling_make(tmp_path, monkeypatch):
+    # `make test` runs the lab: the kernel's make must not print "Entering directory" into
+    # what `make -s kernelrelease` prints (a fresh cache's build reads its release so).
+    from types import SimpleNamespace
+    from ipclab import proc
+    tree = tmp_path / "linux"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "Makefile").write_text("kernelrelease:\n\t@$(MAKE) -C sub kernelrelease\n")
+    (tree / "sub" / "Makefile").write_text("kernelrelease:\n\t@echo 7.3.4\n")
+    monkeypatch.setenv("MAKEFLAGS", "w")
+    monkeypatch.setenv("MAKELEVEL", "1")
+    argv = kernel.make_argv(SimpleNamespace(tree=tree), tmp_path / "build", "-s", "kernelrelease")
+    assert proc.run(argv, 60, capture=True, cwd=tree).out.strip() == "7.3.4"
