@@ -16,6 +16,7 @@ Two ways to take it:
 
 import bisect
 import ctypes
+import gzip
 import json
 import math
 import os
@@ -232,10 +233,11 @@ def check_output(path):
 
 
 def load(path):
+    """A profile file (FILE.json, or FILE.json.gz as gzip writes it); None if it is not one."""
     try:
-        with open(path) as f:
+        with (gzip.open(path, "rt") if str(path).endswith(".gz") else open(path)) as f:
             data = json.load(f)
-    except (OSError, ValueError):
+    except (OSError, EOFError, ValueError):
         return None
     return data if isinstance(data, dict) and data.get("schema") == SCHEMA else None
 

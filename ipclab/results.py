@@ -40,6 +40,7 @@ optional), so such a file may hold any of the fields of 2 to 6.
 A change to the format adds its line here and raises VERSION.
 """
 
+import gzip
 import json
 import math
 from pathlib import Path
@@ -128,10 +129,11 @@ def save(results, path):
 
 
 def load(path):
-    """Load and check a results file; Error (one line, exit 2) if it is unusable."""
+    """Load and check a results file (FILE.json, or FILE.json.gz as gzip writes it); Error
+    (one line, exit 2) if it is unusable."""
     safeio.check_readable(path)
     try:
-        with open(path) as f:
+        with (gzip.open(path, "rt") if str(path).endswith(".gz") else open(path)) as f:
             data = json.load(f)
     except FileNotFoundError:
         raise Error(f"{path}: no such results file")
@@ -142,7 +144,7 @@ def load(path):
                     f" {e.colno})")
     except RecursionError:
         raise Error(f"{path}: corrupt results file (JSON nested too deeply)")
-    except (OSError, UnicodeDecodeError) as e:
+    except (OSError, EOFError, UnicodeDecodeError) as e:
         raise Error(f"{path}: cannot read: {e}")
     if version_of(data) is None:
         found = data.get("schema") if isinstance(data, dict) else type(data).__name__

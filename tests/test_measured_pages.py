@@ -102,26 +102,34 @@ def test_a_cost_model_file_says_how_it_was_made_and_its_page_says_so(tmp_path):
     assert f"{how['machine']['cpus']} host CPUs" in text
 
 
-def readme_examples():
-    """The README's example outputs: its code blocks that show a seed table."""
-    text = (measured.ROOT / "README.md").read_text()
-    blocks = text.split("```")[1::2]
-    return [b for b in blocks if "seed-pipe-prealloc" in b and "ipclab run" not in b]
+def code_blocks(doc, marker):
+    """The code blocks of a doc that hold `marker`."""
+    return [b for b in (measured.ROOT / doc).read_text().split("```")[1::2] if marker in b]
 
 
-def test_the_readmes_example_outputs_are_excerpts_of_the_host_run_page():
-    # Every line the README shows comes from the page, which is printed from stored runs;
-    # a line cut short ends in "  ...", and "..." alone stands for lines left out.
-    page = measured.render_host_run(measured.HOST_RUN).splitlines()
-    examples = readme_examples()
-    assert len(examples) == 2, "the README's two example outputs were not found"
+def not_in_page(block, page):
+    """The lines of an excerpt that its page does not print. A line cut short ends in
+    "  ...", and "..." alone stands for lines left out."""
+    lines = page.splitlines()
     missing = []
-    for block in examples:
-        for line in block.strip("\n").splitlines():
-            if line.strip() == "...":
-                continue
-            cut = line.endswith("  ...")
-            want = line[:-len("  ...")] if cut else line
-            if not any(p.startswith(want) if cut else p == want for p in page):
-                missing.append(line)
-    assert missing == []
+    for line in block.strip("\n").splitlines():
+        if line.strip() == "...":
+            continue
+        cut = line.endswith("  ...")
+        want = line[:-len("  ...")] if cut else line
+        if not any(p.startswith(want) if cut else p == want for p in lines):
+            missing.append(line)
+    return missing
+
+
+@pytest.mark.parametrize("doc, marker, count, page", [
+    ("README.md", "seed-pipe-prealloc: ", 2, "host-run"),
+    ("docs/lab.md", "all functions", 1, "profile-write-cost"),
+])
+def test_an_example_output_in_the_docs_is_an_excerpt_of_its_measured_page(doc, marker, count,
+                                                                          page):
+    blocks = code_blocks(doc, marker)
+    assert len(blocks) == count, f"{doc}: expected {count} example output(s) with {marker!r}"
+    text = {p.name: p for p in measured.PAGES}[page]
+    rendered = text.render(text.record)
+    assert [line for b in blocks for line in not_in_page(b, rendered)] == []

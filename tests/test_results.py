@@ -26,6 +26,21 @@ def test_save_load_round_trip(tmp_path):
     assert not list(tmp_path.glob("sub/*.tmp.*"))
 
 
+def test_a_gzipped_results_file_reads_as_the_plain_one(tmp_path):
+    import gzip
+    plain = results.load(fixture("base.json"))
+    packed = tmp_path / "base.json.gz"
+    packed.write_bytes(gzip.compress(open(fixture("base.json"), "rb").read()))
+    assert results.load(str(packed)) == plain
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(packed.read_bytes()[:200])
+    not_gzip = tmp_path / "plain.json.gz"
+    not_gzip.write_bytes(open(fixture("base.json"), "rb").read())
+    for bad in (cut, not_gzip):
+        with pytest.raises(Error, match="cannot read"):
+            results.load(str(bad))
+
+
 def test_metric_paths():
     s = {"metrics": {"throughput": {"value": 2.0, "unit": "GiB/s", "better": "higher"},
                      "bytes": {"value": 5, "better": "none"}},

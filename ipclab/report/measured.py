@@ -9,6 +9,7 @@ was measured (the command line, the kernel, the vCPUs, the architecture) comes f
 record too.
 """
 
+import datetime
 import json
 import math
 import statistics
@@ -207,36 +208,75 @@ HOST_RUN = ROOT / "ipclab" / "reference" / "host-run"
 
 
 def render_host_run(record):
-    """`make run` and a host A/A kept whole (run.json; aa.a.json and aa.b.json, the two sides
+    """`make run` and a host A/A kept whole, gzipped (run; aa.a and aa.b, the two sides
     of one run): what `ipclab show` and `ipclab compare` print from them, under the machine
     their own env says and the README's account of how they were taken."""
     import io
     from ipclab import compare
     from ipclab.report import render_compare, show
-    run, a, b = (results.load(record / f) for f in ("run.json", "aa.a.json", "aa.b.json"))
+    run, a, b = (results.load(record / f) for f in ("run.json.gz", "aa.a.json.gz", "aa.b.json.gz"))
     readme = (record / "README.md").read_text()
     how = readme[readme.index("How it was taken"):].strip()
-    env = run.get("env") or {}
+    env = run.get("host") or {}
     shown, compared = io.StringIO(), io.StringIO()
     show(run, shown)
     render_compare(compare.compare_results(a, b), compared,
                    names=(a["pair"]["side"], b["pair"]["side"]))
     rel = {k: (record / f).relative_to(ROOT) for k, f in
-           (("run", "run.json"), ("a", "aa.a.json"), ("b", "aa.b.json"))}
-    load = lambda res: ", ".join(map(str, (res.get("env") or {}).get("loadavg") or [])) or "?"
+           (("run", "run.json.gz"), ("a", "aa.a.json.gz"), ("b", "aa.b.json.gz"))}
+    def wall(res):
+        stamp = lambda t: datetime.datetime.fromisoformat(t.replace("Z", "+00:00"))
+        return (stamp(res["updated"]) - stamp(res["created"])).total_seconds()
+    load = lambda res: ", ".join(map(str, (res.get("host") or {}).get("loadavg") or [])) or "?"
     out = _head(readme.split("\n", 1)[0].lstrip("# "), record,
                 "the record's README, as follows, and the runs' own env.")
     out += ["| | |", "|---|---|",
             f"| machine | {env.get('cpu')}, {env.get('nproc')} CPUs, {env.get('mem_gib')} GiB,"
-            f" {env.get('virtualization') or 'no'} virtualization |",
+            f" {env.get('virtualization') or 'no'} virtualization, THP {env.get('thp')} |",
             f"| kernel | the host's own, {env.get('kernel')} ({env.get('machine')}); timed, no"
             f" guest |",
             f"| load average when each run started | `make run`: {load(run)}; the A/A:"
-            f" {load(a)} |", "", how, "",
+            f" {load(a)} |",
+            f"| wall time, from the start to the last sample | `make run`: {wall(run):.0f} s; the A/A:"
+            f" {wall(a):.0f} s |", "", how, "",
             f"What `ipclab show {rel['run']}` prints (`make run` printed the same tables):",
             "", "```", shown.getvalue().rstrip(), "```", "",
             f"What `ipclab compare {rel['a']} {rel['b']}` prints:", "",
             "```", compared.getvalue().rstrip(), "```"]
+    return "\n".join(out) + "\n"
+
+
+PROFILE = ROOT / "ipclab" / "reference" / "profile-write-cost"
+
+
+def render_profile(record):
+    """A deterministic `ab --profile` kept as its first boot a side (old.json, new.json and
+    their .profile.json): where the instructions went, as `ab` prints it."""
+    import io
+    import re
+    from ipclab import profile
+    from ipclab.report import render_profile_diff
+    old, new = (results.load(record / f"{s}.json") for s in ("old", "new"))
+    profiles = [profile.load(record / f"{s}.profile.json.gz") for s in ("old", "new")]
+    readme = (record / "README.md").read_text()
+    how = readme[readme.index("How it was taken"):].strip()
+    commit = re.search(r"commit (\w+)", how)
+    buf = io.StringIO()
+    render_profile_diff(*profiles, buf)
+    meta = old["meta"]
+    build, clock = meta.get("build") or {}, meta.get("clock") or {}
+    out = _head(readme.split("\n", 1)[0].lstrip("# "), record,
+                "the record's README, as follows, and the boots' own metadata.")
+    out += ["| | |", "|---|---|",
+            f"| kernels | {results.variant(old)} against {results.variant(new)} |",
+            f"| commit | {commit[1] if commit else 'see below'} |",
+            f"| kernel base and config | {(build.get('base') or {}).get('name')}"
+            f" {build.get('release')}, {build.get('config_flavour')} config |",
+            f"| vCPUs | {clock.get('cpus')}, {clock.get('mode')} |",
+            f"| architecture | {meta.get('arch') or 'x86_64'}, QEMU {clock.get('qemu')}"
+            f" {meta.get('accel', '').upper()} |", "", how, "",
+            "Where the instructions went, as `ab` prints it after the comparison:", "",
+            "```", buf.getvalue().rstrip(), "```"]
     return "\n".join(out) + "\n"
 
 
@@ -299,6 +339,7 @@ PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),
          Page("cost-model", COST_MODEL, render_cost_model),
          Page("pipe-bench-timed", TIMED_PIPE_BENCH, render_timed_ab),
          Page("host-run", HOST_RUN, render_host_run),
+         Page("profile-write-cost", PROFILE, render_profile),
          Page("series-v4", SERIES_V4, _series_page(
              "Series v4 (kernel/patches/mainline): every row of its records",
              "The records behind the tables of the v4 mails (`scripts/series-tables`, which"
