@@ -102,7 +102,7 @@ test-arm64-faults: lab-deps engine
 	IPCLAB_TEST_ARM64_FAULTS=1 $(PY) -m pytest -q tests/kernel/test_lab_arm64_faults.py
 
 # The Python and kernel tiers run last, in one pytest session, so the run ends on its summary
-# (with the reason of every skip), after one line of time per tier (tests/conftest.py). The
+# (every failure and error by name, the reason of every skip), after one line of time per tier (tests/conftest.py). The
 # Python tests run first, with the kernel tier's first build beside them (.test-first-build.log).
 # The arm64 tier runs beside the kernel tier, in a pytest process of its own that logs to
 # .test-arm64.log; one test of the session checks it.
@@ -114,7 +114,7 @@ test: lab-deps
 	@t=$$(date +%s); $(MAKE) --no-print-directory test-conformance && \
 		echo "conformance $$(( $$(date +%s) - t ))" >> $(TIMES)
 	@$(MAKE) --no-print-directory -C conformance
-	IPCLAB_TEST_TIMES=$(TIMES) IPCLAB_TEST_ARM64=beside $(PY) -m pytest -q -rs tests
+	IPCLAB_TEST_TIMES=$(TIMES) IPCLAB_TEST_ARM64=beside $(PY) -m pytest -q -rfEs tests
 
 # Flakiness, measured (scripts/test-flaky says how): a test that failed once is listed.
 test-flaky: lab-deps engine

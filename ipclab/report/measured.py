@@ -280,6 +280,30 @@ def render_profile(record):
     return "\n".join(out) + "\n"
 
 
+TEST_FRESH = ROOT / "ipclab" / "reference" / "test-fresh.json"
+FRESH_TIERS = ("engine", "conformance", "Python", "kernel builds", "boots")
+
+
+def render_fresh(record):
+    data = json.loads(record.read_text())
+    out = _head("`make test` from a fresh clone", record,
+                f"{data['about']} Each row is one run, in the order they ran; `-` is a figure"
+                " the run's log did not print.")
+    out += ["| started | commit | exit | minutes | " + " | ".join(f"{t} s" for t in FRESH_TIERS)
+            + " | beside: first build, arm64 s | pytest | failed | machine, load before |",
+            "|---|---|---:|---:|" + "---:|" * len(FRESH_TIERS) + "---|---|---|---|"]
+    for r in data["runs"]:
+        m = r.get("machine") or {}
+        side = ", ".join(str(r["beside"].get(k, "-")) for k in ("first kernel build", "arm64"))
+        out.append(f"| {r.get('started') or '-'} | {r['commit']} | {r['status']} |"
+                   f" {r['seconds'] / 60:.1f} | "
+                   + " | ".join(str(r["tiers"].get(t, "-")) for t in FRESH_TIERS)
+                   + f" | {side} | {r.get('pytest') or '-'} |"
+                   f" {', '.join(f'`{t}`' for t in r['failed'] + r['errors']) or 'none'} |"
+                   + (f" {m['cpu']}, {m['cpus']} CPUs, {m['load_before']} |" if m else " - |"))
+    return "\n".join(out) + "\n"
+
+
 def _series_page(title, intro):
     def render(records):
         rels = [measured_series.rel(r, ROOT) for r in records]
@@ -339,6 +363,7 @@ PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),
          Page("cost-model", COST_MODEL, render_cost_model),
          Page("pipe-bench-timed", TIMED_PIPE_BENCH, render_timed_ab),
          Page("host-run", HOST_RUN, render_host_run),
+         Page("test-fresh", TEST_FRESH, render_fresh),
          Page("profile-write-cost", PROFILE, render_profile),
          Page("series-v4", SERIES_V4, _series_page(
              "Series v4 (kernel/patches/mainline): every row of its records",
