@@ -28,15 +28,16 @@ METRICS = {
     "mutex_locks_per_write": ("mutex_lock calls", "fs/pipe.c's mutex_lock() calls"),
     "mutex_found_held_per_write": ("found held", "fs/pipe.c's mutex_lock() calls that found"
                                    " pipe->mutex held, spinners included"),
-    "mutex_found_held_wait_ns_per_write": ("wait ns", "ns those mutex_lock() calls that"
-                                           " found pipe->mutex held took to get it,"
-                                           " spinning included"),
+    "mutex_found_held_wait_ns_per_write": ("wait ns", "time in ns that the mutex_lock()"
+                                           " calls that found pipe->mutex held took to get"
+                                           " it, spinning included"),
     "mutex_acquisitions_per_write": ("acquisitions", "lock_stat's acquisitions of"
                                      " &pipe->mutex"),
     "mutex_contentions_per_write": ("contentions", "lock_stat's contentions of &pipe->mutex"),
-    "mutex_holdtime_total_ns_per_write": ("hold ns", "ns &pipe->mutex was held, by lock_stat"),
-    "mutex_waittime_total_ns_per_write": ("lock_stat wait ns", "ns waited for &pipe->mutex,"
-                                          " by lock_stat"),
+    "mutex_holdtime_total_ns_per_write": ("hold ns", "time in ns that &pipe->mutex was"
+                                          " held, by lock_stat"),
+    "mutex_waittime_total_ns_per_write": ("lock_stat wait ns", "time in ns waited for"
+                                          " &pipe->mutex, by lock_stat"),
 }
 
 # The figures the seed's sweep prints side by side, in its order.
@@ -77,6 +78,25 @@ def read_counts(path):
     return parse(text, str(path))
 
 
-def fmt(v):
-    """A per-write figure as the tables print it: "-" for none."""
-    return "-" if v is None else f"{v:.3f}" if abs(v) < 100 else f"{v:.0f}"
+def how_run(cells):
+    """("per 64 KiB write", "runs of 40 and 200 writes a writer"): the write size and the
+    two runs of these cells' lines, where they all say the same."""
+    sizes = {c.get("write_size") for c in cells}
+    writes = {tuple(c.get("writes_per_writer") or ()) for c in cells}
+    size = sizes.pop() if len(sizes) == 1 else None
+    a_b = writes.pop() if len(writes) == 1 else ()
+    per = ("per write" if not size else f"per {size >> 10} KiB write" if size % 1024 == 0
+           else f"per {size}-byte write")
+    return per, (f"runs of {a_b[0]} and {a_b[1]} writes a writer" if len(a_b) == 2
+                 else "two runs")
+
+
+def fmt(v, sign=False, like=None, trim=False):
+    """A per-write figure as the tables print it, "-" for none; a difference with its sign
+    and as many places as the figure `like` it was taken from; `trim`: without trailing
+    zeros (16 rather than 16.000), for a mail's narrow columns."""
+    if v is None:
+        return "-"
+    s = "+" if sign else ""
+    text = f"{v:{s}.0f}" if max(abs(v), abs(like or 0)) >= 100 else f"{v:{s}.3f}"
+    return text.rstrip("0").rstrip(".") if trim and "." in text else text

@@ -22,8 +22,9 @@ from pathlib import Path
 
 from ipclab import Error, proc
 from ipclab.mode import Mode
+from ipclab.report import alloc_counts
 # The kinds of record, re-exported for the tests, which read records by kind.
-from ipclab.report.series_records import (CENSUS, CONFORMANCE_LINES,  # noqa: F401
+from ipclab.report.series_records import (CENSUS, CONFORMANCE_LINES, COUNTS,  # noqa: F401
                                           DETERMINISTIC_ROWS, DISASSEMBLY, read)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,8 +83,9 @@ class Table:
     rows: object = None         # (row dict) -> bool: which of the record's rows it shows
     caption: object = None      # (record) -> text above a deterministic table
     sites: tuple = ()           # census: ((FAMILY/SITE, column title), ...)
-    title: str = ""             # deterministic, census: over the rows' names; tells apart two
-                                # tables of one mail
+    title: str = ""             # deterministic, census, counts: over the rows' names; tells
+                                # apart two tables of one mail
+    metric: str = ""            # counts: the per-write figure shown (alloc_counts.METRICS)
 
     @property
     def header(self):
@@ -103,6 +105,8 @@ class Table:
             titles.insert(1, PER_WRITE)
         if self.render is render_disassembly:
             titles.insert(0, "path when the pool needs nothing")
+        if self.render is render_counts:
+            titles.insert(0, _counts_title(self))
         return " ".join(titles).split()
 
     @property
@@ -266,6 +270,26 @@ WORKLOAD_NAMES = {
 }
 
 
+# What a table of counts from single timed boots says, so that no one reads a change into it.
+TIMED_COUNTS = (" Timed counts move from boot to boot; one boot a kernel shows what one boot"
+                " did, not a change.")
+
+
+def _boots_how(record):
+    """(how a record's boots ran: QEMU, accel, clock and vCPUs; whether timed), for the
+    caption of a table of counts. A record that names no accel was made under TCG."""
+    timed = not Mode.named(record["mode"]).deterministic
+    accel = (record.get("accel") or "tcg").upper()
+    if timed:
+        how = f"QEMU {record['qemu']} {accel}, timed, {record['cpus']} vCPUs" + (
+            " each on a host thread of its own, on a host shared with other work"
+            if accel == "TCG" else "")
+    else:
+        how = (f"QEMU {record['qemu']} {accel} with -icount"
+               f" {record['clock'].replace('icount ', '')}, {record['cpus']} vCPU")
+    return how, timed
+
+
 def render_census(table, record):
     """One kernel: per workload, a column per wakeup site. Several kernels (the first the
     old one): one site, a column per kernel."""
@@ -287,13 +311,7 @@ def render_census(table, record):
         shown.append([label] + [f"{x.get('sleepers', 0)} of {x.get('calls', 0)}"
                                 for x in counts])
     cfg = CONFIG_NAMES.get(record["config"], f"{record['config']} config")
-    timed = not Mode.named(record["mode"]).deterministic
-    if timed:
-        how = (f"QEMU {record['qemu']} TCG, timed, {record['cpus']} vCPUs each on a host"
-               " thread of its own, on a host shared with other work")
-    else:
-        how = (f"QEMU {record['qemu']} TCG with -icount"
-               f" {record['clock'].replace('icount ', '')}, {record['cpus']} vCPU")
+    how, timed = _boots_how(record)
     if len(kernels) == 1:
         what = "Calls of each wakeup site that found a sleeper, of all its calls"
         where = record["release"]
@@ -303,8 +321,7 @@ def render_census(table, record):
             ", ".join(t for _, t in table.columns[1:]) + ","
     cap = (f"{what}, per workload, counted at the site in {where} built from {cfg}, one"
            f" boot{' each' if len(kernels) > 1 else ''}, {how}, {record['arch']}."
-           + (" Timed counts move from boot to boot; one boot a kernel shows what one boot"
-              " did, not a change." if timed else "")
+           + (TIMED_COUNTS if timed else "")
            + " Workloads that never reached "
            + ("this site" if len(table.sites) == 1 else "these sites") + ": "
            + ("; ".join(idle) or "none") + "."
@@ -336,6 +353,65 @@ def render_disassembly(table, record):
            f" however many stores it repeats; \"inlined\": the object has no such"
            f" function left:")
     return _wrap(cap) + _layout(header, rows, "<" + ">" * len(kernels))
+
+
+def _counts_title(table):
+    return table.title or alloc_counts.METRICS.get(table.metric, (table.metric,))[0]
+
+
+def render_counts(table, record):
+    """kernel/tests/pipe-alloc-counts, one boot per kernel: a line per writers x readers
+    cell, a column per kernel for the table's one per-write figure, each later kernel's
+    with its change from the first's as a difference (counts of single boots: a ratio
+    of two small counts says less than their difference)."""
+    if table.metric not in alloc_counts.METRICS:
+        raise Error(f"table {table.name}: metric {table.metric!r} is none of"
+                    f" {', '.join(alloc_counts.METRICS)}")
+    kernels = [(_kernel(record, v, table), title) for v, title in table.columns]
+    absent = unknown = False
+    rows = []
+    for cell in record["rows"]:
+        line, first = [cell], None
+        for i, (k, _) in enumerate(kernels):
+            c = k["cells"].get(cell)
+            v = None if c is None else c.get(table.metric)
+            absent |= c is None
+            unknown |= c is not None and v is None
+            text = "-" if c is None else "n/a" if v is None else alloc_counts.fmt(v, trim=True)
+            if i == 0:
+                first = v
+            elif v is not None and first is not None:
+                diff = alloc_counts.fmt(v - first, sign=True, like=first, trim=True)
+                text += f" ({diff})"
+            line.append(text)
+        rows.append(line)
+    header = [_counts_title(table)] + [t for _, t in kernels]
+    return _wrap(_counts_caption(table, record, kernels, absent, unknown)) + \
+        _layout(header, rows, "<" + ">" * len(kernels))
+
+
+def _counts_caption(table, record, kernels, absent, unknown):
+    per, runs = alloc_counts.how_run([c for k, _ in kernels for c in k["cells"].values()])
+    what = alloc_counts.METRICS[table.metric][1]
+    cfg = CONFIG_NAMES.get(record["config"], f"{record['config']} config")
+    how, timed = _boots_how(record)
+    first = kernels[0][1]
+    pressure = [t for k, t in kernels if any(c.get("pressure") for c in k["cells"].values())]
+    unclean = [f"{t} ({k.get('reason') or 'exit ' + str(k.get('rc'))})" for k, t in kernels
+               if k.get("ok") is False]
+    return (f"{what[0].upper() + what[1:]}, {per}, per writers x readers cell"
+            f" ({alloc_counts.COMMAND}: the difference of {runs} over the difference in"
+            f" writes), {record['release']} built from {cfg}, one boot per column"
+            f" ({len(kernels)} boots), {how}, {record['arch']}; each later column's change"
+            f" from {first} as a difference."
+            + (" Under ipcbench's --memory-pressure (stress-ng --vm): "
+               + ", ".join(pressure) + "." if pressure else "")
+            + (" Under icount a ns is a guest instruction." if not timed
+               and table.metric.endswith("ns_per_write") else "")
+            + (TIMED_COUNTS if timed else "")
+            + (" n/a: the kernel has no such counter." if unknown else "")
+            + (" -: the boot ran no such cell." if absent else "")
+            + (" Boots the lab did not pass: " + "; ".join(unclean) + "." if unclean else ""))
 
 
 def _pipe_bench_rows(row):

@@ -8,7 +8,8 @@ the commit of this repository, the machine, the kernel release, base and config,
 vCPUs, the architecture, the clock, and per kernel where its raw run is kept. Per kernel and
 cell it keeps the median, the spread and the number of samples (deterministic runs, with
 the verdict of the lab's rule against the first kernel), or the counts that one boot
-printed (a conformance test's lines, the wakeup census), or the instructions of a function's
+printed (a conformance test's lines, the wakeup census, the per-write counts of
+kernel/tests/pipe-alloc-counts), or the instructions of a function's
 fast path in an object file (a disassembly).
 """
 
@@ -22,6 +23,8 @@ import sys
 from pathlib import Path
 
 from ipclab import Error, compare, proc, results
+from ipclab.mode import DETERMINISTIC_NAME, TIMED_NAME
+from ipclab.report import alloc_counts
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = "ipclab-series-record/1"
@@ -29,6 +32,7 @@ DETERMINISTIC_ROWS = "deterministic-rows"
 CONFORMANCE_LINES = "conformance-lines"
 CENSUS = "census"
 DISASSEMBLY = "disassembly"
+COUNTS = "pipe-alloc-counts"
 FASTPATH = ROOT / "scripts" / "fastpath-insns"
 
 
@@ -181,6 +185,75 @@ def summarise_conformance(outs, records, commands, title, commit=None, config="t
             "machine": _machine(), "recorded": proc.now_iso(), "release": first["release"],
             "config": config, "arch": arch, "cpus": first["cpus"],
             "qemu": first["qemu"], "mode": first["mode"], "rows": rows, "kernels": kernels}
+
+
+def _read_boot(path):
+    """A `vm run --record` file: the boot record (ipclab/lab/vm/boot.py, Boot.record)."""
+    try:
+        boot = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise Error(f"cannot read boot record {path}: {e}") from None
+    if not isinstance(boot, dict) or not boot.get("variant") or \
+            not isinstance(boot.get("clock"), dict):
+        raise Error(f"{path}: not a boot record (`ipclab vm run ... --record FILE`)")
+    return boot
+
+
+def _icount(clock):
+    return "icount shift=0" if (clock.get("icount") or {}).get("shift") == 0 \
+        else clock.get("mode")
+
+
+def summarise_counts(boots, commands, title, commit=None, config=None, arch="x86_64",
+                     base_of=None):
+    """A record of kernel/tests/pipe-alloc-counts, one boot per kernel: boots are (NAME,
+    OUTPUT, BOOT_RECORD), OUTPUT what `ipclab vm run VARIANT+counters+lockstat -- TEST`
+    printed (its JSON lines; other lines are skipped), BOOT_RECORD its --record file. One
+    variant may come twice under two names (with and without --pressure). The boot record
+    names no config, architecture or base: the caller says the config and architecture, and
+    base_of(variant) gives the base. Error when the boots were not made alike (vCPUs, clock,
+    accel), which the table's caption states once."""
+    if not boots:
+        raise Error("record counts takes --boot NAME COUNTS_OUTPUT BOOT_RECORD per kernel")
+    if not config:
+        raise Error("record counts takes --config: the boot record does not say it")
+    kernels, cells_seen = [], set()
+    for name, out, rec in boots:
+        if not name or "/" in name or any(k["name"] == name for k in kernels):
+            raise Error(f"--boot {name!r}: a kernel's name, once, without '/'")
+        rows = alloc_counts.read_counts(out)
+        if not rows:
+            raise Error(f"{out}: no JSON line of {alloc_counts.COMMAND} in it")
+        boot = _read_boot(rec)
+        clock = boot["clock"]
+        if clock.get("mode") not in (TIMED_NAME, DETERMINISTIC_NAME):
+            raise Error(f"{rec}: a clock mode of {clock.get('mode')!r}, neither "
+                        f"{TIMED_NAME} nor {DETERMINISTIC_NAME}")
+        cells_seen |= set(rows)
+        kernels.append({
+            "name": name, "variant": boot["variant"], "release": boot.get("kernel"),
+            "base": base_of(boot["variant"]) if base_of else None, "config": config,
+            "arch": arch, "cpus": clock.get("cpus"), "mode": clock.get("mode"),
+            "clock": _icount(clock), "qemu": clock.get("qemu"),
+            "accel": boot.get("accel") or clock.get("accel"), "ok": boot.get("ok"),
+            "rc": boot.get("rc"), "reason": boot.get("reason"), "raw": boot.get("shared"),
+            # the whole line: its per-write figures, "missing" (counters this kernel has
+            # not) and how the cell was run (write and pipe size, pressure, pinning)
+            "cells": {c: {**row, "n": 1} for c, row in rows.items()}})
+    first = kernels[0]
+
+    def alike(k):
+        return k["cpus"], k["mode"], k["accel"]
+    for (_, _, rec), k in zip(boots[1:], kernels[1:]):
+        if alike(k) != alike(first):
+            raise Error(f"{rec}: not booted as {boots[0][2]} was (vCPUs, clock or accel"
+                        " differ)")
+    return {"schema": SCHEMA, "kind": COUNTS, "title": title, "commands": list(commands),
+            "commit": commit or _git_commit(), "machine": _machine(),
+            "recorded": proc.now_iso(), "base": first["base"], "release": first["release"],
+            "config": config, "arch": arch, "cpus": first["cpus"], "qemu": first["qemu"],
+            "mode": first["mode"], "clock": first["clock"], "accel": first["accel"],
+            "rows": sorted(cells_seen, key=alloc_counts.cell_order), "kernels": kernels}
 
 
 def _census_kernel(path):
