@@ -208,22 +208,25 @@ HOST_RUN = ROOT / "ipclab" / "reference" / "host-run"
 
 
 def render_host_run(record):
-    """`make run` and a host A/A kept whole, gzipped (run; aa.a and aa.b, the two sides
-    of one run): what `ipclab show` and `ipclab compare` print from them, under the machine
-    their own env says and the README's account of how they were taken."""
+    """`make run`, a host A/A and a peers run kept whole, gzipped (run; aa.a and aa.b, the
+    two sides of one run; peers): what `ipclab show` and `ipclab compare` print from them,
+    under the machine their own env says and the README's account of how they were taken."""
     import io
     from ipclab import compare
     from ipclab.report import render_compare, show
-    run, a, b = (results.load(record / f) for f in ("run.json.gz", "aa.a.json.gz", "aa.b.json.gz"))
+    run, a, b, peers = (results.load(record / f) for f in
+                        ("run.json.gz", "aa.a.json.gz", "aa.b.json.gz", "peers.json.gz"))
     readme = (record / "README.md").read_text()
     how = readme[readme.index("How it was taken"):].strip()
     env = run.get("host") or {}
-    shown, compared = io.StringIO(), io.StringIO()
+    shown, compared, peered = io.StringIO(), io.StringIO(), io.StringIO()
     show(run, shown)
+    show(peers, peered)
     render_compare(compare.compare_results(a, b), compared,
                    names=(a["pair"]["side"], b["pair"]["side"]))
     rel = {k: (record / f).relative_to(ROOT) for k, f in
-           (("run", "run.json.gz"), ("a", "aa.a.json.gz"), ("b", "aa.b.json.gz"))}
+           (("run", "run.json.gz"), ("a", "aa.a.json.gz"), ("b", "aa.b.json.gz"),
+            ("peers", "peers.json.gz"))}
     def wall(res):
         stamp = lambda t: datetime.datetime.fromisoformat(t.replace("Z", "+00:00"))
         return (stamp(res["updated"]) - stamp(res["created"])).total_seconds()
@@ -236,13 +239,16 @@ def render_host_run(record):
             f"| kernel | the host's own, {env.get('kernel')} ({env.get('machine')}); timed, no"
             f" guest |",
             f"| load average when each run started | `make run`: {load(run)}; the A/A:"
-            f" {load(a)} |",
-            f"| wall time, from the start to the last sample | `make run`: {wall(run):.0f} s; the A/A:"
-            f" {wall(a):.0f} s |", "", how, "",
+            f" {load(a)}; peers: {load(peers)} |",
+            f"| wall time, from the start to the last sample | `make run`: {wall(run):.0f} s;"
+            f" the A/A: {wall(a):.0f} s; peers: {wall(peers):.0f} s |", "", how, "",
             f"What `ipclab show {rel['run']}` prints (`make run` printed the same tables):",
             "", "```", shown.getvalue().rstrip(), "```", "",
             f"What `ipclab compare {rel['a']} {rel['b']}` prints:", "",
-            "```", compared.getvalue().rstrip(), "```"]
+            "```", compared.getvalue().rstrip(), "```", "",
+            f"What `ipclab show {rel['peers']}` prints (`ipclab run peers`: each established"
+            " program beside the ipcbench cell that does its work):", "",
+            "```", peered.getvalue().rstrip(), "```"]
     return "\n".join(out) + "\n"
 
 
