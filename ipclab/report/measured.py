@@ -10,8 +10,10 @@ record too.
 """
 
 import datetime
+import io
 import json
 import math
+import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +45,28 @@ def _head(title, record, how):
             f"<!-- Written by {REWRITE} from {rel}; edit the record or the renderer"
             f" (ipclab/report/measured.py), never this page. -->", "",
             f"Record: [`{rel}`](../../{rel}). How it was measured: {how}", ""]
+
+
+def _readme(record):
+    """A kept run's README: its title (the first line) and its account, from "How it was
+    taken" on."""
+    text = (record / "README.md").read_text()
+    return text.split("\n", 1)[0].lstrip("# "), text[text.index("How it was taken"):].strip()
+
+
+def _guest_rows(meta):
+    """The table rows that say what a lab boot ran: kernel and config, vCPUs, architecture
+    and accelerator, from a results file's meta."""
+    build, clock = meta.get("build") or {}, meta.get("clock") or {}
+    distro = (build.get("distro_config") or {}).get("file")
+    return [f"| kernel base and config | {(build.get('base') or {}).get('name')}"
+            f" {build.get('release')}, {build.get('config_flavour')} config"
+            f"{f' ({distro})' if distro else ''}"
+            f"{', ' + build['compiler'] if build.get('compiler') else ''} |",
+            f"| vCPUs | {clock.get('cpus')}, {clock.get('mode')}"
+            f"{', running at once' if clock.get('vcpus_concurrent') else ''} |",
+            f"| architecture | {meta.get('arch') or 'x86_64'}, QEMU {clock.get('qemu')}"
+            f" {meta.get('accel', '').upper()} |"]
 
 
 def _pct(x):
@@ -119,7 +143,6 @@ WEIGHT_NAMES = {"locked": "locked (per atomic)", "irqflag": "irq-flag change",
 
 
 def render_cost_model(record):
-    import json
     data = json.loads(record.read_text())
     cpu, probe = data["cpu"], data["probe"]
     load = data.get("load_average", {})
@@ -171,34 +194,24 @@ def render_timed_ab(record):
     """A timed `ab` kept whole (its two merged sides and its README): the comparison as
     `ipclab compare A B` prints it, recomputed from the sides, under what the README and
     the sides' own metadata say of how it was measured."""
-    import io
-    import re
     from ipclab import compare, results
     from ipclab.report import render_compare
     a, b = sorted(record.glob("A-*.json"))[0], sorted(record.glob("B-*.json"))[0]
     old, new = results.load(a), results.load(b)
-    readme = (record / "README.md").read_text()
-    how = readme[readme.index("How it was taken"):].strip()
+    title, how = _readme(record)
     commit = re.search(r"commit (\w+)", how)
     machine = re.search(r"- machine: (.*?);", how, re.S)
     meta = old["meta"]
-    build, clock = meta.get("build") or {}, meta.get("clock") or {}
     buf = io.StringIO()
     render_compare(compare.compare_results(old, new), buf)
     rel_a, rel_b = (x.relative_to(ROOT) for x in (a, b))
-    out = _head(readme.split("\n", 1)[0].lstrip("# "), record,
+    out = _head(title, record,
                 "the record's README, as follows, and the two sides' own metadata.")
     out += ["| | |", "|---|---|",
             f"| command | see below; the comparison: `python -m ipclab compare {rel_a} {rel_b}` |",
             f"| commit | {commit[1] if commit else 'see below'} |",
             f"| machine | {' '.join(machine[1].split()) if machine else 'see below'} |",
-            f"| kernel base and config | {(build.get('base') or {}).get('name')}"
-            f" {build.get('release')}, {build.get('config_flavour')} config"
-            f" ({(build.get('distro_config') or {}).get('file', '')}), {build.get('compiler')} |",
-            f"| vCPUs | {clock.get('cpus')}, {clock.get('mode')}"
-            f"{', running at once' if clock.get('vcpus_concurrent') else ''} |",
-            f"| architecture | {meta.get('arch') or 'x86_64'}, QEMU {clock.get('qemu')}"
-            f" {meta.get('accel', '').upper()} |", "", how, "",
+            *_guest_rows(meta), "", how, "",
             "The comparison, as `ipclab compare` prints it from the two sides:", "",
             "```", buf.getvalue().rstrip(), "```"]
     return "\n".join(out) + "\n"
@@ -211,13 +224,11 @@ def render_host_run(record):
     """`make run`, a host A/A and a peers run kept whole, gzipped (run; aa.a and aa.b, the
     two sides of one run; peers): what `ipclab show` and `ipclab compare` print from them,
     under the machine their own env says and the README's account of how they were taken."""
-    import io
     from ipclab import compare
     from ipclab.report import render_compare, show
     run, a, b, peers = (results.load(record / f) for f in
                         ("run.json.gz", "aa.a.json.gz", "aa.b.json.gz", "peers.json.gz"))
-    readme = (record / "README.md").read_text()
-    how = readme[readme.index("How it was taken"):].strip()
+    title, how = _readme(record)
     env = run.get("host") or {}
     shown, compared, peered = io.StringIO(), io.StringIO(), io.StringIO()
     show(run, shown)
@@ -227,11 +238,15 @@ def render_host_run(record):
     rel = {k: (record / f).relative_to(ROOT) for k, f in
            (("run", "run.json.gz"), ("a", "aa.a.json.gz"), ("b", "aa.b.json.gz"),
             ("peers", "peers.json.gz"))}
+
     def wall(res):
-        stamp = lambda t: datetime.datetime.fromisoformat(t.replace("Z", "+00:00"))
-        return (stamp(res["updated"]) - stamp(res["created"])).total_seconds()
-    load = lambda res: ", ".join(map(str, (res.get("host") or {}).get("loadavg") or [])) or "?"
-    out = _head(readme.split("\n", 1)[0].lstrip("# "), record,
+        start, end = (datetime.datetime.fromisoformat(res[k].replace("Z", "+00:00"))
+                      for k in ("created", "updated"))
+        return (end - start).total_seconds()
+
+    def load(res):
+        return ", ".join(map(str, (res.get("host") or {}).get("loadavg") or [])) or "?"
+    out = _head(title, record,
                 "the record's README, as follows, and the runs' own env.")
     out += ["| | |", "|---|---|",
             f"| machine | {env.get('cpu')}, {env.get('nproc')} CPUs, {env.get('mem_gib')} GiB,"
@@ -258,29 +273,21 @@ PROFILE = ROOT / "ipclab" / "reference" / "profile-write-cost"
 def render_profile(record):
     """A deterministic `ab --profile` kept as its first boot a side (old.json, new.json and
     their .profile.json): where the instructions went, as `ab` prints it."""
-    import io
-    import re
     from ipclab import profile
     from ipclab.report import render_profile_diff
     old, new = (results.load(record / f"{s}.json") for s in ("old", "new"))
     profiles = [profile.load(record / f"{s}.profile.json.gz") for s in ("old", "new")]
-    readme = (record / "README.md").read_text()
-    how = readme[readme.index("How it was taken"):].strip()
+    title, how = _readme(record)
     commit = re.search(r"commit (\w+)", how)
     buf = io.StringIO()
     render_profile_diff(*profiles, buf)
     meta = old["meta"]
-    build, clock = meta.get("build") or {}, meta.get("clock") or {}
-    out = _head(readme.split("\n", 1)[0].lstrip("# "), record,
+    out = _head(title, record,
                 "the record's README, as follows, and the boots' own metadata.")
     out += ["| | |", "|---|---|",
             f"| kernels | {results.variant(old)} against {results.variant(new)} |",
             f"| commit | {commit[1] if commit else 'see below'} |",
-            f"| kernel base and config | {(build.get('base') or {}).get('name')}"
-            f" {build.get('release')}, {build.get('config_flavour')} config |",
-            f"| vCPUs | {clock.get('cpus')}, {clock.get('mode')} |",
-            f"| architecture | {meta.get('arch') or 'x86_64'}, QEMU {clock.get('qemu')}"
-            f" {meta.get('accel', '').upper()} |", "", how, "",
+            *_guest_rows(meta), "", how, "",
             "Where the instructions went, as `ab` prints it after the comparison:", "",
             "```", buf.getvalue().rstrip(), "```"]
     return "\n".join(out) + "\n"
