@@ -265,6 +265,13 @@ static int kill_group(pid_t pid)
 	return status;
 }
 
+static const char *temp_dir(void)
+{
+	const char *dir = getenv("TMPDIR");
+
+	return dir && *dir ? dir : "/tmp";
+}
+
 int pressure_start(struct pressure *p, const struct pressure_opts *o,
 		   double budget_s)
 {
@@ -304,6 +311,10 @@ int pressure_start(struct pressure *p, const struct pressure_opts *o,
 	}
 	argv[argc++] = "--timeout";
 	argv[argc++] = timeout;
+	/* stress-ng refuses to start in a directory it cannot write, such as a
+	 * lab guest's read-only checkout; the vm stressor writes no file there */
+	argv[argc++] = "--temp-path";
+	argv[argc++] = (char *)temp_dir();
 	argv[argc] = NULL;
 
 	/*
