@@ -25,15 +25,16 @@ METRICS = {
                               " pipe->mutex held"),
     "other_pipe_pages_per_write": ("pages outside mutex", "buffer pages fs/pipe.c allocated"
                                    " with no pipe->mutex held"),
-    "mutex_locks_per_write": ("mutex_lock calls", "fs/pipe.c's mutex_lock() calls"),
-    "mutex_found_held_per_write": ("found held", "fs/pipe.c's mutex_lock() calls that found"
-                                   " pipe->mutex held, spinners included"),
+    "mutex_locks_per_write": ("mutex_lock calls", "calls of mutex_lock() in fs/pipe.c"),
+    "mutex_found_held_per_write": ("found held", "calls of mutex_lock() in fs/pipe.c that"
+                                   " found pipe->mutex held, spinners included"),
     "mutex_found_held_wait_ns_per_write": ("wait ns", "time in ns that the mutex_lock()"
                                            " calls that found pipe->mutex held took to get"
                                            " it, spinning included"),
-    "mutex_acquisitions_per_write": ("acquisitions", "lock_stat's acquisitions of"
-                                     " &pipe->mutex"),
-    "mutex_contentions_per_write": ("contentions", "lock_stat's contentions of &pipe->mutex"),
+    "mutex_acquisitions_per_write": ("acquisitions", "acquisitions of &pipe->mutex,"
+                                     " by lock_stat"),
+    "mutex_contentions_per_write": ("contentions", "contentions of &pipe->mutex, by"
+                                    " lock_stat"),
     "mutex_holdtime_total_ns_per_write": ("hold ns", "time in ns that &pipe->mutex was"
                                           " held, by lock_stat"),
     "mutex_waittime_total_ns_per_write": ("lock_stat wait ns", "time in ns waited for"

@@ -531,6 +531,11 @@ TABLES = (
           (("mainline+wakeup-counters", "7.3.4"), ("mainline-series+wakeup-counters",
                                                    "patches 1-2")), render_census,
           sites=(("pipe/read-wr", "wr_wait wakeup in a read"),), title="wr_wait, read"),
+    *(Table(f"counts-{name}", "pipe-0000-cover-letter.patch", "counts-production-2vcpu.json",
+            (("7.3.4", "7.3.4"), ("7.3.4+v4", "patches 1-2")), render_counts, metric=metric)
+      for name, metric in (("under-mutex", "under_mutex_per_write"),
+                           ("found-held", "mutex_found_held_per_write"),
+                           ("contentions", "mutex_contentions_per_write"))),
     Table("mqueue-pollers", "mqueue-0001-ipc-mqueue-skip-the-poll-wakeup-without-pollers.patch",
           "census-tiny.json", (("mainline+wakeup-counters", "7.3.4"),), render_census,
           sites=(("mqueue/send-poll", "send site"), ("mqueue/recv-poll", "receive site"))),
