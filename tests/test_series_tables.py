@@ -10,12 +10,12 @@ import sys
 import pytest
 
 from ipclab import Error
-from ipclab.report import series, series_records
+from ipclab.report import series, series_patch, series_records
 
 
 @pytest.mark.parametrize("table", series.TABLES, ids=lambda t: t.name)
 def test_a_table_in_a_patch_is_its_record_rendered(table):
-    now = series.in_patch(table)
+    now = series_patch.in_patch(table)
     assert now is not None, f"{table.patch} has no table {table.name}: run {series.REWRITE}"
     assert now == series.render(table), \
         f"table {table.name} in {table.patch} differs from {table.record}: run {series.REWRITE}"
@@ -73,9 +73,9 @@ def test_a_changed_figure_is_caught(tmp_path, monkeypatch):
     copy.write_text(text.replace(line, re.sub(r"(\d)%", lambda m: str((int(m[1]) + 1) % 10)
                                               + "%", line, count=1)))
     monkeypatch.setattr(series, "PATCHES", tmp_path)
-    assert series.in_patch(table) != want
-    assert series.rewrite(table)
-    assert series.in_patch(table) == want
+    assert series_patch.in_patch(table) != want
+    assert series_patch.rewrite(table)
+    assert series_patch.in_patch(table) == want
     assert copy.read_text() == text
 
 
@@ -83,9 +83,9 @@ def test_a_table_missing_from_its_patch_is_a_one_line_error(tmp_path, monkeypatc
     table = series.TABLES[0]
     (tmp_path / table.patch).write_text("Subject: [PATCH 0/2] nothing\n\nno table here\n")
     monkeypatch.setattr(series, "PATCHES", tmp_path)
-    assert series.in_patch(table) is None
+    assert series_patch.in_patch(table) is None
     with pytest.raises(Error, match="no single block"):
-        series.rewrite(table)
+        series_patch.rewrite(table)
 
 
 def test_a_record_of_another_schema_is_refused(tmp_path):
@@ -126,7 +126,7 @@ def typed_tables(path):
     owned = set()
     for t in series.TABLES:
         if t.patch == path.name:
-            span = series._block(lines, t.header)
+            span = series_patch._block(lines, t.header)
             owned |= set(range(*span)) if span else set()
     found, run = [], []
     for i, line in enumerate(lines + [""]):
