@@ -14,6 +14,7 @@ LOG = """test-fresh: make test in /tmp/ipclab-fresh.x/ipclab (HEAD abc1234)
 test-fresh: IPCLAB_CACHE=/tmp/ipclab-fresh.x/cache IPCLAB_SOURCES=/tmp/ipclab-fresh.x/sources, no virtualenv
 test-fresh: started 2026-11-29T09:30:00Z
 test-fresh: machine: AMD EPYC, 2 CPUs, load average 0.10 0.20 0.30
+not ok - sweep_matrix (exit 1)
 .....F....
 =========================== short test summary info ============================
 FAILED tests/kernel/test_x.py::test_y - AssertionError
@@ -43,7 +44,7 @@ def test_a_log_becomes_one_row_and_only_once(tmp_path):
     assert run["tiers"] == {"engine": 18, "conformance": 21, "Python": 310,
                             "kernel builds": 484, "boots": 1072}
     assert run["beside"] == {"first kernel build": 367, "arm64": 814}
-    assert run["failed"] == ["tests/kernel/test_x.py::test_y"]
+    assert run["failed"] == ["tests/kernel/test_x.py::test_y", "engine test sweep_matrix"]
     assert run["pytest"] == "1 failed, 9 passed, 1 skipped"
     assert run["machine"] == {"cpu": "AMD EPYC", "cpus": 2, "load_before": "0.10 0.20 0.30"}
     assert "already in" in r.stdout
