@@ -16,7 +16,6 @@ Two ways to take it:
 
 import bisect
 import ctypes
-import gzip
 import json
 import math
 import os
@@ -235,7 +234,7 @@ def check_output(path):
 def load(path):
     """A profile file (FILE.json, or FILE.json.gz as gzip writes it); None if it is not one."""
     try:
-        with (gzip.open(path, "rt") if str(path).endswith(".gz") else open(path)) as f:
+        with safeio.open_text(path) as f:
             data = json.load(f)
     except (OSError, EOFError, ValueError):
         return None

@@ -40,7 +40,6 @@ optional), so such a file may hold any of the fields of 2 to 6.
 A change to the format adds its line here and raises VERSION.
 """
 
-import gzip
 import json
 import math
 from pathlib import Path
@@ -133,7 +132,7 @@ def load(path):
     (one line, exit 2) if it is unusable."""
     safeio.check_readable(path)
     try:
-        with (gzip.open(path, "rt") if str(path).endswith(".gz") else open(path)) as f:
+        with safeio.open_text(path) as f:
             data = json.load(f)
     except FileNotFoundError:
         raise Error(f"{path}: no such results file")

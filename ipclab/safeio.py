@@ -10,6 +10,7 @@ Three rules, each a reason for a refusal rather than a surprise:
   never a path that climbs out of the folder it is put in.
 """
 
+import gzip
 import os
 import stat
 from pathlib import Path
@@ -52,6 +53,11 @@ def check_readable(path, what="results file"):
         raise Error(f"{path}: is a directory, not a {what}")
     if not stat.S_ISREG(st.st_mode):
         raise Error(f"{path}: is {_kind(st.st_mode)}, not a {what}")
+
+
+def open_text(path):
+    """`path` opened for reading as text; FILE.gz is read through gzip, as gzip wrote it."""
+    return gzip.open(path, "rt") if str(path).endswith(".gz") else open(path)
 
 
 def plain_name(text):

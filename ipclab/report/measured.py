@@ -190,31 +190,49 @@ def render_cost_model(record):
 TIMED_PIPE_BENCH = series.RECORDS / "timed-pipe-bench-production-2vcpu"
 
 
+def _printed(render, *args, **kw):
+    """What `render(*args, out, **kw)` writes, as text."""
+    out = io.StringIO()
+    render(*args, out, **kw)
+    return out.getvalue()
+
+
+def _kept_page(record, readme, about, rows, shown):
+    """A page of runs kept whole: the README's title, a table of how they ran (rows), the
+    README's account (readme: _readme's pair), then each (caption, what a command printed)
+    as a code block."""
+    title, how = readme
+    out = _head(title, record, f"the record's README, as follows, and {about}.")
+    out += ["| | |", "|---|---|", *rows, "", how]
+    for caption, text in shown:
+        out += ["", caption, "", "```", text.rstrip(), "```"]
+    return "\n".join(out) + "\n"
+
+
+def _commit(how):
+    """The commit a README's account names, or "see below"."""
+    m = re.search(r"commit (\w+)", how)
+    return m[1] if m else "see below"
+
+
 def render_timed_ab(record):
     """A timed `ab` kept whole (its two merged sides and its README): the comparison as
     `ipclab compare A B` prints it, recomputed from the sides, under what the README and
     the sides' own metadata say of how it was measured."""
-    from ipclab import compare, results
+    from ipclab import compare
     from ipclab.report import render_compare
     a, b = sorted(record.glob("A-*.json"))[0], sorted(record.glob("B-*.json"))[0]
     old, new = results.load(a), results.load(b)
-    title, how = _readme(record)
-    commit = re.search(r"commit (\w+)", how)
-    machine = re.search(r"- machine: (.*?);", how, re.S)
-    meta = old["meta"]
-    buf = io.StringIO()
-    render_compare(compare.compare_results(old, new), buf)
+    readme = _readme(record)
+    machine = re.search(r"- machine: (.*?);", readme[1], re.S)
     rel_a, rel_b = (x.relative_to(ROOT) for x in (a, b))
-    out = _head(title, record,
-                "the record's README, as follows, and the two sides' own metadata.")
-    out += ["| | |", "|---|---|",
-            f"| command | see below; the comparison: `python -m ipclab compare {rel_a} {rel_b}` |",
-            f"| commit | {commit[1] if commit else 'see below'} |",
-            f"| machine | {' '.join(machine[1].split()) if machine else 'see below'} |",
-            *_guest_rows(meta), "", how, "",
-            "The comparison, as `ipclab compare` prints it from the two sides:", "",
-            "```", buf.getvalue().rstrip(), "```"]
-    return "\n".join(out) + "\n"
+    return _kept_page(record, readme, "the two sides' own metadata", [
+        f"| command | see below; the comparison: `python -m ipclab compare {rel_a} {rel_b}` |",
+        f"| commit | {_commit(readme[1])} |",
+        f"| machine | {' '.join(machine[1].split()) if machine else 'see below'} |",
+        *_guest_rows(old["meta"])],
+        [("The comparison, as `ipclab compare` prints it from the two sides:",
+          _printed(render_compare, compare.compare_results(old, new)))])
 
 
 HOST_RUN = ROOT / "ipclab" / "reference" / "host-run"
@@ -226,45 +244,37 @@ def render_host_run(record):
     under the machine their own env says and the README's account of how they were taken."""
     from ipclab import compare
     from ipclab.report import render_compare, show
-    run, a, b, peers = (results.load(record / f) for f in
-                        ("run.json.gz", "aa.a.json.gz", "aa.b.json.gz", "peers.json.gz"))
-    title, how = _readme(record)
-    env = run.get("host") or {}
-    shown, compared, peered = io.StringIO(), io.StringIO(), io.StringIO()
-    show(run, shown)
-    show(peers, peered)
-    render_compare(compare.compare_results(a, b), compared,
-                   names=(a["pair"]["side"], b["pair"]["side"]))
-    rel = {k: (record / f).relative_to(ROOT) for k, f in
-           (("run", "run.json.gz"), ("a", "aa.a.json.gz"), ("b", "aa.b.json.gz"),
-            ("peers", "peers.json.gz"))}
+    files = {"run": "run.json.gz", "a": "aa.a.json.gz", "b": "aa.b.json.gz",
+             "peers": "peers.json.gz"}
+    res = {k: results.load(record / f) for k, f in files.items()}
+    rel = {k: (record / f).relative_to(ROOT) for k, f in files.items()}
+    env = res["run"].get("host") or {}
 
-    def wall(res):
-        start, end = (datetime.datetime.fromisoformat(res[k].replace("Z", "+00:00"))
+    def wall(r):
+        start, end = (datetime.datetime.fromisoformat(r[k].replace("Z", "+00:00"))
                       for k in ("created", "updated"))
         return (end - start).total_seconds()
 
-    def load(res):
-        return ", ".join(map(str, (res.get("host") or {}).get("loadavg") or [])) or "?"
-    out = _head(title, record,
-                "the record's README, as follows, and the runs' own env.")
-    out += ["| | |", "|---|---|",
-            f"| machine | {env.get('cpu')}, {env.get('nproc')} CPUs, {env.get('mem_gib')} GiB,"
-            f" {env.get('virtualization') or 'no'} virtualization, THP {env.get('thp')} |",
-            f"| kernel | the host's own, {env.get('kernel')} ({env.get('machine')}); timed, no"
-            f" guest |",
-            f"| load average when each run started | `make run`: {load(run)}; the A/A:"
-            f" {load(a)}; peers: {load(peers)} |",
-            f"| wall time, from the start to the last sample | `make run`: {wall(run):.0f} s;"
-            f" the A/A: {wall(a):.0f} s; peers: {wall(peers):.0f} s |", "", how, "",
-            f"What `ipclab show {rel['run']}` prints (`make run` printed the same tables):",
-            "", "```", shown.getvalue().rstrip(), "```", "",
-            f"What `ipclab compare {rel['a']} {rel['b']}` prints:", "",
-            "```", compared.getvalue().rstrip(), "```", "",
-            f"What `ipclab show {rel['peers']}` prints (`ipclab run peers`: each established"
-            " program beside the ipcbench cell that does its work):", "",
-            "```", peered.getvalue().rstrip(), "```"]
-    return "\n".join(out) + "\n"
+    def load(r):
+        return ", ".join(map(str, (r.get("host") or {}).get("loadavg") or [])) or "?"
+    a, b = res["a"], res["b"]
+    return _kept_page(record, _readme(record), "the runs' own env", [
+        f"| machine | {env.get('cpu')}, {env.get('nproc')} CPUs, {env.get('mem_gib')} GiB,"
+        f" {env.get('virtualization') or 'no'} virtualization, THP {env.get('thp')} |",
+        f"| kernel | the host's own, {env.get('kernel')} ({env.get('machine')}); timed, no"
+        f" guest |",
+        f"| load average when each run started | `make run`: {load(res['run'])}; the A/A:"
+        f" {load(a)}; peers: {load(res['peers'])} |",
+        f"| wall time, from the start to the last sample | `make run`: {wall(res['run']):.0f}"
+        f" s; the A/A: {wall(a):.0f} s; peers: {wall(res['peers']):.0f} s |"],
+        [(f"What `ipclab show {rel['run']}` prints (`make run` printed the same tables):",
+          _printed(show, res["run"])),
+         (f"What `ipclab compare {rel['a']} {rel['b']}` prints:",
+          _printed(render_compare, compare.compare_results(a, b),
+                   names=(a["pair"]["side"], b["pair"]["side"]))),
+         (f"What `ipclab show {rel['peers']}` prints (`ipclab run peers`: each established"
+          " program beside the ipcbench cell that does its work):",
+          _printed(show, res["peers"]))])
 
 
 PROFILE = ROOT / "ipclab" / "reference" / "profile-write-cost"
@@ -277,20 +287,13 @@ def render_profile(record):
     from ipclab.report import render_profile_diff
     old, new = (results.load(record / f"{s}.json") for s in ("old", "new"))
     profiles = [profile.load(record / f"{s}.profile.json.gz") for s in ("old", "new")]
-    title, how = _readme(record)
-    commit = re.search(r"commit (\w+)", how)
-    buf = io.StringIO()
-    render_profile_diff(*profiles, buf)
-    meta = old["meta"]
-    out = _head(title, record,
-                "the record's README, as follows, and the boots' own metadata.")
-    out += ["| | |", "|---|---|",
-            f"| kernels | {results.variant(old)} against {results.variant(new)} |",
-            f"| commit | {commit[1] if commit else 'see below'} |",
-            *_guest_rows(meta), "", how, "",
-            "Where the instructions went, as `ab` prints it after the comparison:", "",
-            "```", buf.getvalue().rstrip(), "```"]
-    return "\n".join(out) + "\n"
+    readme = _readme(record)
+    return _kept_page(record, readme, "the boots' own metadata", [
+        f"| kernels | {results.variant(old)} against {results.variant(new)} |",
+        f"| commit | {_commit(readme[1])} |",
+        *_guest_rows(old["meta"])],
+        [("Where the instructions went, as `ab` prints it after the comparison:",
+          _printed(render_profile_diff, *profiles))])
 
 
 TEST_FRESH = ROOT / "ipclab" / "reference" / "test-fresh.json"

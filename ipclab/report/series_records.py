@@ -200,6 +200,7 @@ def _read_boot(path):
 
 
 def _icount(clock):
+    """A boot's clock as a record names it: the icount option, or the mode."""
     return "icount shift=0" if (clock.get("icount") or {}).get("shift") == 0 \
         else clock.get("mode")
 
@@ -301,8 +302,7 @@ def summarise_census(paths, commands, title, commit=None):
             "base": (build.get("base") or {}).get("name"), "release": read[0][1]["release"],
             "config": build.get("config_flavour"), "arch": census.get("arch"),
             "cpus": clock.get("cpus"), "qemu": clock.get("qemu"), "mode": clock.get("mode"),
-            "clock": "icount shift=0" if (clock.get("icount") or {}).get("shift") == 0
-            else clock.get("mode"),
+            "clock": _icount(clock),
             "sites": census.get("sites"), "rows": rows, "kernels": [k for _, k in read]}
 
 
