@@ -256,9 +256,9 @@ def _add_arch(p):
 
 def _add_executor(p):
     p.add_argument("--executor", metavar="local|slurm",
-                   help="where the boots run: here (local, the default), or each boot a Slurm "
-                        "batch job (slurm; docs/lab.md, Slurm). Default: $IPCLAB_EXECUTOR, "
-                        "else local")
+                   help="where the builds and boots run: here (local, the default), or "
+                        "each a Slurm batch job (slurm; docs/lab.md, Slurm). Default: "
+                        "$IPCLAB_EXECUTOR, else local")
     p.add_argument("--partition", help="the Slurm partition of the jobs (sbatch --partition)")
     p.add_argument("--account", help="the Slurm account of the jobs (sbatch --account)")
     p.add_argument("--time", dest="time_limit", metavar="LIMIT",

@@ -307,6 +307,18 @@ class ABRun:
     failures: list
 
 
+def _before_boots(metas: dict, job: vm.SuiteJob, clock: vm.Clock) -> str:
+    """The accelerator the boots use; with a profile, the plugin built once and each image
+    able to name its addresses (one that a Slurm job builds: its boots see to it)."""
+    accel = vm.accel_for(kernel.image_path(metas["A"]), clock, metas["A"].get("arch"))
+    if job.profile_by == "marker" and not proc.is_dry_run():
+        for meta in metas.values():
+            if not meta.get("to_build"):
+                vm.ensure_symbols(meta)
+                vm.insn_plugin_opts(meta, Path(os.devnull))
+    return accel
+
+
 def run_ab(old: variants.Variant | dict, new: variants.Variant | dict, job: vm.SuiteJob, *,
            boots: int, clock: vm.Clock, thp: str | None = None, timeout: float = 1800,
            cpus: int | None = None,
@@ -321,14 +333,9 @@ def run_ab(old: variants.Variant | dict, new: variants.Variant | dict, job: vm.S
     t0 = time.monotonic()
     log(f"ab: {clock.name} mode: {boots} boot(s) of each side, {reps_text(job)} per cell,"
         f" times in {clock.unit}")
-    metas = {side: kernel.obtain(kern) for side, kern in (("A", old), ("B", new))}
+    executor = executor or executors.Local()
+    metas = executor.images({"A": old, "B": new}, clock)
     names = {side: meta["variant"] for side, meta in metas.items()}
-    accel = vm.accel_for(kernel.image_path(metas["A"]), clock, metas["A"].get("arch"))
-    if job.profile_by == "marker" and not proc.is_dry_run():
-        # Before any boot: the plugin built once, and each image able to name its addresses.
-        for meta in metas.values():
-            vm.ensure_symbols(meta)
-            vm.insn_plugin_opts(meta, Path(os.devnull))
     outdir = Path(outdir or Path("results") / f"{proc.stamp()}-ab-{variants.slug(names['A'])}-"
                   f"{variants.slug(names['B'])}-{job.suite}")
 
@@ -338,6 +345,12 @@ def run_ab(old: variants.Variant | dict, new: variants.Variant | dict, job: vm.S
         f"boot {i + 1}/{boots} of {side}", metas[side],
         outdir / f"{side}-{variants.slug(metas[side]['variant'])}-boot{i + 1}.json")
         for i, side in order]
+    try:
+        accel = _before_boots(metas, job, clock)
+        kept = ab_resume.kept_boots(planned, job, clock) if resume else {}
+    except BaseException:
+        executor.cancel()       # the build jobs it submitted
+        raise
     opts = executors.BootOpts(accel, job, clock, thp=thp, timeout=timeout, cpus=cpus,
                               memory=memory)
 
@@ -351,15 +364,14 @@ def run_ab(old: variants.Variant | dict, new: variants.Variant | dict, job: vm.S
 
     here = executors.Here(boot_here, lambda p, b, run_id: no_results(job, b, p.meta, run_id),
                           lambda b: report_boot(b, None))
-    kept = ab_resume.kept_boots(planned, job, clock) if resume else {}
     todo = [p for p in planned if p.out not in kept]
-    ran = dict(zip((p.out for p in todo),
-                   (executor or executors.Local()).run_boots(todo, opts, here)))
+    ran = dict(zip((p.out for p in todo), executor.run_boots(todo, opts, here)))
     done = [(*(kept.get(p.out) or ran[p.out]), p.out) for p in planned]
     if proc.is_dry_run():
         log_estimate(metas, job, clock, cpus, len(order))
         return None
 
+    metas = {side: executors.built_meta(meta) for side, meta in metas.items()}
     per_side: dict[str, list[dict]] = {"A": [], "B": []}
     first_out: dict[str, Path] = {}
     failures = []

@@ -1,21 +1,24 @@
 # SPDX-License-Identifier: MIT
-"""Kernel lab, where boots run: the executor of `ab`'s boots.
+"""Kernel lab, where builds and boots run: the executor of `ab`'s.
 
-    local   this machine, as `ab` always did (boot_in_order): the default
-    slurm   each boot one Slurm batch job, on a node of the cluster the Slurm commands here
-            reach (SLURM_CONF): `vm run NAME SUITE --built KEY -o OUT --record REC` of this
-            checkout's `python -m ipclab`, which boots the very build the submitting side
-            found or built (by its cache key) and writes the one results file a local boot
-            writes, where a local boot writes it
+    local   this machine, as `ab` always did (kernel.obtain, boot_in_order): the default
+    slurm   each build and each boot one Slurm batch job, on a node of the cluster the Slurm
+            commands here reach (SLURM_CONF). A build is `kernel build` of this checkout's
+            `python -m ipclab`, one job an image however many sides need it, and only for
+            an image the cache lacks. A boot is `vm run NAME SUITE --built KEY -o OUT
+            --record REC`, which boots the build of that cache key and writes the one results
+            file a local boot writes, where a local boot writes it
 
 The choice: `--executor`, else IPCLAB_EXECUTOR, else local. The slurm executor needs the
 lab's cache (IPCLAB_CACHE) and the results directory on a filesystem every node shares, and
 each node what a local boot needs (QEMU, the engine, this checkout at the same path).
 
 Deterministic boots are submitted all at once (their counts do not depend on the host or on
-what runs beside them); timed boots one after another, each with a node to itself, so that
-they alternate A B A B as local ones do. Ctrl-C (or SIGTERM) cancels the jobs submitted here
-that have not finished, by their ids, and nothing else.
+what runs beside them), each behind its image's build job in Slurm's queue (afterok: a failed
+build cancels its boots); timed boots one after another once the builds ended (the KVM probe
+boots the image first), each with a node to itself, so that they alternate A B A B as local
+ones do. Ctrl-C (or SIGTERM) cancels the jobs submitted here that have not ended, by their
+ids, and nothing else.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ from typing import Callable
 from ipclab import EXIT_FAILED, Error, proc, results, suites
 from ipclab.progress import fmt_duration, log
 
-from . import variants, vm
+from . import kernel, variants, vm
+from .cache import cache_root
 
 NAMES = ("local", "slurm")
 ENV = "IPCLAB_EXECUTOR"
@@ -126,8 +130,16 @@ def boot_in_order(order: list[tuple], one_boot, clock: vm.Clock) -> list:
 
 
 class Local:
-    """Boots on this machine: one after another when timed, side by side under icount."""
+    """Builds and boots on this machine: boots one after another when timed, side by side
+    under icount."""
     name = "local"
+
+    @staticmethod
+    def images(kerns: dict, clock: vm.Clock) -> dict:
+        return {side: kernel.obtain(kern) for side, kern in kerns.items()}
+
+    def cancel(self) -> None:
+        pass
 
     def run_boots(self, boots: list[SuiteBoot], o: BootOpts, here: Here) -> list[tuple]:
         return boot_in_order([(b,) for b in boots], here.boot, o.clock)
@@ -226,25 +238,93 @@ class Slurm:
                  time_limit: str | None = None, poll_s: float = 2.0):
         self.partition, self.account, self.time_limit = partition, account, time_limit
         self.poll_s = poll_s
-        self.live: dict[str, int] = {}     # job id -> index of its boot, until it ended
+        self.live: dict[str, int | None] = {}  # job id -> its boot's index (a build: None)
+        self.builds: dict[str, tuple[str, Path]] = {}  # build job id -> (variant, its log)
+        self.build_of: dict[str, str] = {}     # image key -> the job that builds it
+        self.failed_builds: dict[str, str] = {}  # build job id -> what became of it
+
+    def _sbatch(self, name: str, log_path: Path, command: list[str], cores: int | None,
+                exclusive: bool, after: str | None = None) -> list[str]:
+        """sbatch of one job: `command` run from this checkout, as a local run of it (its own
+        `ipclab` must not submit again), after job `after` succeeded."""
+        argv = ["sbatch", "--parsable", "--job-name", f"ipclab-{name}",
+                "--output", str(log_path), "--chdir", str(REPO),
+                "--export", f"ALL,{ENV}=local", "--ntasks", "1"]
+        if cores:
+            argv += ["--cpus-per-task", str(cores)]
+        if exclusive:
+            argv.append("--exclusive")
+        if after:
+            argv += ["--dependency", f"afterok:{after}", "--kill-on-invalid-dep", "yes"]
+        for opt, v in (("--partition", self.partition), ("--account", self.account),
+                       ("--time", self.time_limit)):
+            if v:
+                argv += [opt, v]
+        return argv + ["--wrap", "exec " + shlex.join(command)]
 
     def sbatch_argv(self, b: SuiteBoot, o: BootOpts) -> list[str]:
         files = self.files(b)
         # A deterministic boot is one single-threaded QEMU: one core, as locally. A timed
         # one has the node to itself, as a local timed boot has the machine.
         cores = 1 if o.clock.deterministic else (o.cpus or vm.DEFAULT_CPUS)
-        argv = ["sbatch", "--parsable", "--job-name", f"ipclab-{b.out.stem}",
-                "--output", str(files["log"]), "--chdir", str(REPO),
-                # The job is a local boot: its own `ipclab` must not submit again.
-                "--export", f"ALL,{ENV}=local", "--ntasks", "1",
-                "--cpus-per-task", str(cores)]
-        if not o.clock.deterministic:
-            argv.append("--exclusive")
-        for opt, v in (("--partition", self.partition), ("--account", self.account),
-                       ("--time", self.time_limit)):
-            if v:
-                argv += [opt, v]
-        return argv + ["--wrap", "exec " + shlex.join(vm_run_argv(b, o, files["record"]))]
+        return self._sbatch(b.out.stem, files["log"], vm_run_argv(b, o, files["record"]),
+                            cores, not o.clock.deterministic, self.build_of.get(b.meta["key"]))
+
+    def build_argv(self, kern: variants.Variant, log_path: Path) -> list[str]:
+        # A build is make -j of the whole node, as a local build has the machine.
+        return self._sbatch(f"build-{variants.slug(kern.name)}", log_path,
+                            [sys.executable, "-m", "ipclab", "kernel", "build",
+                             *kern.build_args], None, True)
+
+    def images(self, kerns: dict, clock: vm.Clock) -> dict:
+        """Each side's image meta: found in the cache, or built by a job of its own, one per
+        image. A deterministic run's boots wait for their build in Slurm's queue; a timed
+        run waits here, and an image that did not build is an Error (exit 1)."""
+        metas = {}
+        for side, kern in kerns.items():
+            meta, built = kernel.find(kern)
+            if not built and meta["key"] not in self.build_of:
+                self.submit_build(kern, meta["key"])
+            # a dry run's plan (step_times) tells a build from a cached image so
+            metas[side] = {**meta, "dry_run": True} if not built and proc.is_dry_run() \
+                else meta
+        if self.build_of and not clock.deterministic and not proc.is_dry_run():
+            try:
+                self.wait(None, Watch(len(self.builds)))
+            except BaseException:
+                self.cancel()
+                raise
+            if self.failed_builds:
+                raise Error(next(iter(self.failed_builds.values())), EXIT_FAILED)
+            self.build_of.clear()
+            metas = {side: built_meta(m) for side, m in metas.items()}
+        return metas
+
+    def submit_build(self, kern: variants.Variant, key: str) -> None:
+        log_path = cache_root() / "logs" / \
+            f"slurm-build-{variants.slug(kern.name)}-{proc.stamp()}.log"
+        argv = self.build_argv(kern, log_path)
+        if proc.would_run(argv):
+            # what the boots' --dependency will name
+            self.build_of[key] = f"<job id of the build of {kern.name}>"
+            return
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        job_id = self._submit(argv)
+        self.live[job_id] = None
+        self.builds[job_id] = (kern.name, log_path)
+        self.build_of[key] = job_id
+        log(f"ab: build of {kern.name}: slurm job {job_id} (log {log_path})")
+
+    def build_ended(self, job_id: str, state: str) -> None:
+        name, log_path = self.builds[job_id]
+        if state in ("COMPLETED", "ENDED"):
+            log(f"ab: build of {name} (slurm job {job_id}) ended")
+            return
+        tail = _last_lines(log_path, 1)
+        why = f"the build of {name} (slurm job {job_id}) ended {state.lower()}" + \
+            (f": {tail[:200]}" if tail else "") + f" (log {log_path})"
+        self.failed_builds[job_id] = why
+        log(f"ab: {why}")
 
     @staticmethod
     def files(b: SuiteBoot) -> dict[str, Path]:
@@ -259,7 +339,7 @@ class Slurm:
                 proc.would_run(self.sbatch_argv(b, o))
             return [(None, None)] * len(boots)
         done: dict[int, tuple] = {}
-        watch = Watch(len(boots))
+        watch = Watch(len(boots) + len(self.live))
 
         def ended(index, job_id, state):
             # as each job ends, so that its boot is reported when it happens
@@ -284,12 +364,16 @@ class Slurm:
         # What an earlier run left at these paths (the same -o) must not pass for this job's.
         for f in (b.out, files["record"]):
             f.unlink(missing_ok=True)
-        r = self._run(self.sbatch_argv(b, o))
+        job_id = self._submit(self.sbatch_argv(b, o))
+        self.live[job_id] = index
+        log(f"ab: {b.label} ({b.meta['variant']}, {o.clock.mode}): slurm job {job_id}")
+        return job_id
+
+    def _submit(self, argv: list[str]) -> str:
+        r = self._run(argv)
         job_id = r.stdout.strip().split(";")[0]
         if r.returncode != 0 or not job_id.isdigit():
             raise Error(f"sbatch: {_first_line(r.stderr or r.stdout) or f'exit {r.returncode}'}")
-        self.live[job_id] = index
-        log(f"ab: {b.label} ({b.meta['variant']}, {o.clock.mode}): slurm job {job_id}")
         return job_id
 
     def wait(self, ended: Callable, watch: Watch) -> None:
@@ -313,7 +397,11 @@ class Slurm:
                                     "does not allow it)")
                     if state in DONE_STATES or state == "ENDED":
                         watch.ended(job_id)
-                        ended(self.live.pop(job_id), job_id, state)
+                        index = self.live.pop(job_id)
+                        if job_id in self.builds:
+                            self.build_ended(job_id, state)
+                        else:
+                            ended(index, job_id, state)
                     else:
                         watch.saw(job_id, state, reason)
                 watch.show(self.live)
@@ -369,6 +457,9 @@ class Slurm:
             why = f"slurm job {job_id} {state.lower()} without a boot record"
             if tail:
                 why += f" ({tail.splitlines()[-1][:200]})"
+            build = self.failed_builds.get(self.build_of.get(b.meta["key"], ""))
+            if build:
+                why = f"slurm job {job_id} not booted: {build}"
             boot = vm.Boot(b.meta["variant"], b.meta.get("release"), o.accel, files["log"],
                            False, None, why, [], tail, {}, {})
         if res is None:
@@ -388,6 +479,17 @@ class Slurm:
             raise Error(f"{argv[0]} not found (Slurm's client commands)", EXIT_FAILED) from None
         except subprocess.TimeoutExpired:
             return subprocess.CompletedProcess(argv, 1, "", f"{argv[0]}: no answer in 120 s")
+
+
+def built_meta(meta: dict) -> dict:
+    """After its build job: the cache's meta of an image that images() left to build; the
+    meta as it was if it did not build (its boots failed, and say why)."""
+    if not meta.get("to_build") or proc.is_dry_run():
+        return meta
+    try:
+        return kernel.cached(meta["key"], meta["variant"])
+    except Error:
+        return meta
 
 
 def _first_line(text: str) -> str:

@@ -212,8 +212,7 @@ def build(variant: str | Variant, tree: str | None = None, jobs: int | None = No
             log(f"{variant.name}: cached image {image_path(meta)} ({meta['release']})")
         if not meta or force:
             return None
-        # The image is the commit's, whichever name built it first: name it as asked now.
-        return {**meta, "variant": variant.name} if variant.commit else meta
+        return _as_named(meta, variant)
 
     meta = cached()
     if meta:
@@ -247,10 +246,8 @@ def build(variant: str | Variant, tree: str | None = None, jobs: int | None = No
         built = ARCH_BUILD[variant.arch]
         argv = make_argv(src, bdir, built["target"], jobs=jobs, arch=variant.arch)
         if proc.would_run(argv):
-            return {"variant": variant.name, "key": key, "release": "?", "arch": variant.arch,
-                    "patches": [{"name": p.name} for p in variant.patch_paths()],
-                    "commit": variant.commit, "config_flavour": variant.flavour,
-                    "incremental": incremental, "build_dir": str(bdir), "dry_run": True}
+            return {**_before_build(variant, key), "incremental": incremental,
+                    "build_dir": str(bdir), "dry_run": True}
         log(f"{variant.name}: building in {bdir} (-j{jobs}, log {logfile})")
         source.run(argv, timeout=BUILD_TIMEOUT_S, cwd=src.tree, logfile=logfile)
         seconds = time.monotonic() - t0
@@ -404,6 +401,31 @@ def extract_ikconfig_script() -> Path | None:
         if (tree / "scripts" / "extract-ikconfig").is_file():
             return tree / "scripts" / "extract-ikconfig"
     return None
+
+
+def _as_named(meta: dict, variant: Variant) -> dict:
+    # The image is the commit's, whichever name built it first: name it as asked now.
+    return {**meta, "variant": variant.name} if variant.commit else meta
+
+
+def find(kern: Variant | dict) -> tuple[dict, bool]:
+    """Without building: (meta, True) for an image in the cache or a prebuilt one; for one
+    still to build, (what is known before: variant, key, arch, release "?", to_build;
+    False)."""
+    if isinstance(kern, dict):
+        return kern, True
+    src = source.open_source(None, variant=kern)
+    meta = built_image(src, kern)
+    if meta:
+        return _as_named(meta, kern), True
+    return {**_before_build(kern, image_key(src, kern)), "to_build": True}, False
+
+
+def _before_build(variant: Variant, key: str) -> dict:
+    """What is known of an image before it is built."""
+    return {"variant": variant.name, "key": key, "release": "?", "arch": variant.arch,
+            "patches": [{"name": p.name} for p in variant.patch_paths()],
+            "commit": variant.commit, "config_flavour": variant.flavour}
 
 
 def obtain(kern: Variant | dict, jobs: int | None = None, force: bool = False,

@@ -51,6 +51,9 @@ class Variant:
     commit: str | None = None
     describe: str | None = None
     arch: str = DEFAULT_ARCH
+    # What `kernel build` takes to resolve this very variant again elsewhere (a Slurm job),
+    # its paths absolute: set by resolve().
+    build_args: tuple[str, ...] = ()
 
     def patch_paths(self) -> list[Path]:
         own = bases.load(self.base).patch_dir if self.base else None
@@ -172,7 +175,19 @@ def resolve(spec: str, tree: str | None = None, patches=(), config: str | None =
         v.flavour = config
         v.fragments = [PRODUCTION_FRAGMENT] + [f for f in v.fragments if f != LAB_FRAGMENT]
     v.arch = arch
+    v.build_args = _build_args(name, overlays, git_tree, files, own, config, arch)
     return v
+
+
+def _build_args(name, overlays, git_tree, files, own, config, arch) -> tuple[str, ...]:
+    args = ["+".join([name, *overlays])]
+    if git_tree is not None:
+        args += ["--tree", str(git_tree)]
+    for f in files:
+        args += ["--patch", str(f)]
+    if own or config:
+        args += ["--config", str(own or config)]
+    return (*args, "--arch", arch)
 
 
 def check_tree(tree: str) -> Path:

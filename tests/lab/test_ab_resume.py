@@ -8,7 +8,7 @@ import pytest
 
 from ipclab import Error, results, runner, suites
 from ipclab.cli.parser import build_parser
-from ipclab.lab import ab, vm
+from ipclab.lab import ab, executor, vm
 
 CELL = "pipe-throughput/copies=1"
 
@@ -18,9 +18,10 @@ def meta(name):
             "patches": [{"name": f"{name}.patch", "sha256": name}], "config_sha256": "c"}
 
 
-class FakeBoots:
+class FakeBoots(executor.Local):
     """Boots every planned boot but those named in `lose`, which leave no results, as a
-    cancelled Slurm job does. Remembers what it was asked to boot."""
+    cancelled Slurm job does. Remembers what it was asked to boot. Its images are the
+    prebuilt kind (Local's, which builds none of them)."""
 
     def __init__(self, lose=()):
         self.lose, self.asked = set(lose), []

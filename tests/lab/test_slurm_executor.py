@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """`ab --executor slurm` without a cluster: fake sbatch, squeue and scancel on PATH (they log
-their argv; sbatch runs nothing, and writes the job's results when asked to), the job's
+their argv; sbatch runs nothing, and writes the job's results and log when asked to), the job's
 command line as the real parser reads it, results coming back, a job that left nothing,
 Ctrl-C cancelling exactly the jobs submitted, and the choice's bad input. And the test
 cluster (tests/slurm_cluster.py) failing with its daemon's own log line.
@@ -32,8 +32,12 @@ with open(d / "calls", "a") as f:
     f.write(json.dumps(sys.argv) + "\n")
 n = int((d / "next").read_text()) if (d / "next").exists() else 100
 (d / "next").write_text(str(n + 1))
-if os.environ.get("FAKE_WRITE"):
-    cmd = shlex.split(sys.argv[sys.argv.index("--wrap") + 1])
+cmd = shlex.split(sys.argv[sys.argv.index("--wrap") + 1])
+if os.environ.get("FAKE_LOG"):
+    Path(sys.argv[sys.argv.index("--output") + 1]).write_text(os.environ["FAKE_LOG"] + "\n")
+# FAKE_WRITE=independent: a job behind a --dependency never runs (its build failed)
+if os.environ.get("FAKE_WRITE") and "--record" in cmd and not (
+        os.environ["FAKE_WRITE"] == "independent" and "--dependency" in sys.argv):
     out, rec = cmd[cmd.index("-o") + 1], cmd[cmd.index("--record") + 1]
     Path(out).write_text((d / "results.json").read_text())
     Path(rec).write_text((d / "record.json").read_text())
@@ -79,7 +83,8 @@ def fake(tmp_path, monkeypatch):
         (bin_dir / name).chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_SLURM", str(d))
-    monkeypatch.delenv("FAKE_WRITE", raising=False)
+    for v in ("FAKE_WRITE", "FAKE_LOG"):
+        monkeypatch.delenv(v, raising=False)
     monkeypatch.delenv("FAKE_STATE", raising=False)
     monkeypatch.delenv("FAKE_STATES", raising=False)
     monkeypatch.delenv(executor.ENV, raising=False)

@@ -1,0 +1,191 @@
+# SPDX-License-Identifier: MIT
+"""`ab --executor slurm` for an image the cache lacks: its build is a Slurm job of its own
+(one per image), deterministic boots wait for it in Slurm's queue (afterok, and a failed
+build cancels them), timed ones are submitted once it ended; a failed build fails its boots
+with the build's own last log line and keeps the other side's; the job's `kernel build`
+resolves the very variant the submitting side resolved. Fake Slurm commands as in
+test_slurm_executor.py; the cache lookups are faked, nothing is compiled."""
+
+import json
+
+import pytest
+
+from ipclab import Error
+from ipclab.cli.parser import build_parser
+from ipclab.lab import executor, kernel, variants, vm
+
+from test_slurm_executor import (META, calls, fake, opts, here, wrapped,  # noqa: F401
+                                 write_job_files)
+
+KEYS = {"mainline": "1" * 20, "mainline-write-cost": "2" * 20}
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """The lab's cache, faked: mainline-write-cost is built, mainline is not; a test adds
+    to the set it returns what a build job filed (kernel.cached finds it, kernel.find asked
+    before did not)."""
+    monkeypatch.setattr(executor, "cache_root", lambda: tmp_path / "cache")
+    before = {"mainline-write-cost"}
+    filed = set(before)
+
+    def meta(name):
+        return {**META, "variant": name, "key": KEYS[name]}
+
+    def find(kern):
+        if kern.name in before:
+            return meta(kern.name), True
+        return {**kernel._before_build(kern, KEYS[kern.name]), "to_build": True}, False
+
+    def cached(key, name=None):
+        [found] = [n for n, k in KEYS.items() if k == key]
+        if found not in filed:
+            raise Error(f"--built {key}: no such build")
+        return meta(name or found)
+    monkeypatch.setattr(kernel, "find", find)
+    monkeypatch.setattr(kernel, "cached", cached)
+    return filed
+
+
+def kerns(old="mainline", new="mainline-write-cost"):
+    return {"A": variants.resolve(old), "B": variants.resolve(new)}
+
+
+def sbatches(d):
+    return [c for c in calls(d) if c[0].endswith("sbatch")]
+
+
+def planned(metas, tmp_path):
+    out = tmp_path / "ab"
+    out.mkdir(exist_ok=True)
+    return [executor.SuiteBoot(f"boot 1/1 of {s}", metas[s], out / f"{s}-boot1.json")
+            for s in "AB"]
+
+
+def test_an_image_the_cache_lacks_is_one_build_job_its_deterministic_boots_wait_for(
+        fake, cache, tmp_path, monkeypatch):
+    s = executor.Slurm(poll_s=0.01)
+    metas = s.images(kerns(), vm.DETERMINISTIC)
+    assert metas["A"]["to_build"] and "to_build" not in metas["B"]
+    [build] = sbatches(fake)
+    flags = dict(zip(build, build[1:]))
+    # the whole node, as a local build has the machine; its log in the lab's cache
+    assert "--exclusive" in build and "--dependency" not in build
+    assert flags["--output"].startswith(str(tmp_path / "cache" / "logs" / "slurm-build-"))
+    cmd = wrapped(build)
+    assert cmd[3:6] == ["kernel", "build", "mainline"]
+    monkeypatch.setenv("FAKE_WRITE", "1")
+    write_job_files(fake, tmp_path)
+    o = opts()
+    s.run_boots(planned(metas, tmp_path), o, here(o))
+    boot_a, boot_b = sbatches(fake)[1:]
+    assert boot_a[boot_a.index("--dependency") + 1] == "afterok:100"
+    assert boot_a[boot_a.index("--kill-on-invalid-dep") + 1] == "yes"
+    assert "--dependency" not in boot_b
+    # once built, the side's meta is the cache's
+    assert executor.built_meta(metas["A"])["key"] == KEYS["mainline"]
+
+
+def test_two_sides_of_one_image_build_it_once(fake, cache):
+    metas = executor.Slurm().images(kerns("mainline", "mainline"), vm.DETERMINISTIC)
+    assert len(sbatches(fake)) == 1 and metas["A"]["key"] == metas["B"]["key"]
+
+
+def test_a_failed_build_fails_its_boots_with_its_log_line_and_keeps_the_other_side(
+        fake, cache, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_LOG", "make: *** [Makefile:2010: fs] Error 2")
+    s = executor.Slurm(poll_s=0.01)
+    metas = s.images(kerns(), vm.DETERMINISTIC)
+    monkeypatch.delenv("FAKE_LOG")
+    monkeypatch.setenv("FAKE_WRITE", "independent")
+    write_job_files(fake, tmp_path)
+    # the build fails; Slurm cancels the boot that waited for it (kill-on-invalid-dep)
+    monkeypatch.setenv("FAKE_STATES", json.dumps([
+        {"100": "FAILED None", "101": "PENDING Dependency", "102": "RUNNING None"},
+        {"101": "CANCELLED None", "102": "COMPLETED None"}]))
+    p = planned(metas, tmp_path)
+    o = opts()
+    (res_a, boot_a), (res_b, boot_b) = executor.Slurm.run_boots(s, p, o, here(o))
+    assert not boot_a.ok and "the build of mainline (slurm job 100) ended failed" in \
+        boot_a.reason and "Error 2" in boot_a.reason
+    assert res_a["cells"][0]["status"] == "failed"
+    assert boot_b.ok and res_b["cells"][0]["status"] == "ok"
+    assert executor.built_meta(metas["A"])["to_build"]     # not built: as it was
+
+
+def test_a_timed_run_waits_for_its_builds_then_boots_the_cached_image(fake, cache):
+    s = executor.Slurm(poll_s=0.01)
+    cache.add("mainline")           # what the build job (COMPLETED at once) left
+    metas = s.images(kerns(), vm.TIMED)
+    assert "to_build" not in metas["A"] and metas["A"]["key"] == KEYS["mainline"]
+    names = [c[0].rsplit("/", 1)[-1] for c in calls(fake)]
+    assert names == ["sbatch", "squeue"]
+    assert s.build_of == {} and s.live == {}    # its boots wait for nothing
+
+
+def test_a_timed_run_whose_build_failed_stops_before_any_boot(fake, cache, monkeypatch):
+    monkeypatch.setenv("FAKE_STATE", "FAILED")
+    monkeypatch.setenv("FAKE_LOG", "gcc: fatal error: Killed signal terminated program cc1")
+    with pytest.raises(Error) as e:
+        executor.Slurm(poll_s=0.01).images(kerns(), vm.TIMED)
+    assert e.value.code == 1 and "\n" not in str(e.value)
+    assert "the build of mainline (slurm job 100) ended failed: gcc: fatal" in str(e.value)
+
+
+def test_ctrl_c_while_a_build_runs_cancels_it(fake, cache, monkeypatch):
+    monkeypatch.setenv("FAKE_STATE", "RUNNING")
+    s = executor.Slurm(poll_s=0.01)
+
+    def interrupted(*a):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(executor.Watch, "show", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        s.images(kerns(), vm.TIMED)
+    assert [c[1:] for c in calls(fake) if c[0].endswith("scancel")] == [["100"]]
+
+
+def test_a_dry_run_shows_the_build_job_and_the_boots_dependency(fake, cache, tmp_path,
+                                                                 capsys):
+    from ipclab import proc
+    with proc.dry_run(True):
+        s = executor.Slurm()
+        metas = s.images(kerns(), vm.DETERMINISTIC)
+        o = opts()
+        s.run_boots(planned(metas, tmp_path), o, here(o))
+    assert calls(fake) == [] and metas["A"]["dry_run"] and "dry_run" not in metas["B"]
+    err = capsys.readouterr().err
+    assert "kernel build mainline" in err
+    assert "afterok:<job id of the build of mainline>" in err
+
+
+@pytest.mark.parametrize("spec,kw", [
+    ("mainline", {}),
+    ("mainline+lab-write-cost.patch", {"config": "production"}),
+    ("mainline", {"arch": "arm64"}),
+])
+def test_the_build_job_resolves_the_variant_the_submitting_side_resolved(spec, kw):
+    v = variants.resolve(spec, **kw)
+    argv = ["kernel", "build", *v.build_args]
+    a = build_parser().parse_args(argv)
+    again = variants.resolve(a.variant, a.tree, patches=a.patch, config=a.config,
+                             arch=a.arch)
+    assert again == v
+
+
+def test_find_builds_nothing_and_knows_the_key_the_build_will_file_under(tmp_path,
+                                                                         monkeypatch):
+    monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
+    src = kernel.source.Source(tmp_path / "tree", tmp_path / "work", "fake-source", "7.3.4",
+                               managed=True)
+    monkeypatch.setattr(kernel.source, "open_source", lambda tree, variant=None: src)
+    monkeypatch.setattr(kernel, "build", lambda *a, **kw: pytest.fail("built"))
+    v = variants.resolve("mainline-write-cost")
+    meta, built = kernel.find(v)
+    assert not built and meta["to_build"] and meta["key"] == kernel.image_key(src, v)
+    assert [p["name"] for p in meta["patches"]] == [p.name for p in v.patch_paths()]
+    d = kernel.image_dir(meta["key"])
+    d.mkdir(parents=True)
+    (d / "bzImage").write_bytes(b"image")
+    (d / "meta.json").write_text(json.dumps({**META, "key": meta["key"]}))
+    meta, built = kernel.find(v)
+    assert built and "to_build" not in meta and meta["release"] == META["release"]
