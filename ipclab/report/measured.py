@@ -373,7 +373,80 @@ def render_flaky(record):
         or ["- none"]
     return "\n".join(out) + "\n"
 
+SLURM_OVERHEAD = ROOT / "ipclab" / "reference" / "slurm-overhead.json"
+BISECT_BUILD = "build x86_64 tiny incremental"
+
+
+def _bisect_rounds(commits, nodes):
+    """Rounds of a search that tests `nodes` commits at once: each splits what is left into
+    nodes + 1 parts (nodes 1: git bisect's halves)."""
+    return max(1, math.ceil(math.log(commits) / math.log(nodes + 1) - 1e-9))
+
+
+def render_slurm_overhead(records):
+    record, times = records
+    data = json.loads(record.read_text())
+    build = step_times.reference(times)["steps"][BISECT_BUILD]
+    runs = data["runs"]
+    totals = {n: [sum(r["wall_s"]) for r in runs if r["executor"] == n] for n in ("local", "slurm")}
+    med = {n: statistics.median(w) for n, w in totals.items()}
+    ratio = med["slurm"] / med["local"]
+    m = data["machine"]
+    out = _head("What Slurm adds: the same matrix locally and as jobs", record,
+                f"`{data['command']}` at commit {data['commit']} on {m['cpu']}, {m['cpus']}"
+                f" CPUs, {m['arch']}: a one-node cluster on that machine"
+                f" ({data['cluster']['slurm']}, started by tests/slurm_cluster.py in"
+                f" {data['cluster']['start_s']:.0f} s, not counted), the matrix run locally"
+                " and with `--executor slurm` alternately. Wall clock of the `ab` commands,"
+                " start to exit, on a machine that other work may have shared.")
+    opts = " ".join(data["ab_opts"])
+    out += [f"The matrix: {', '.join(f'`ab {o} {n} {opts}`' for o, n in data['pairs'])},"
+            " one after another; deterministic boots, one vCPU, tiny config, the images"
+            " already built.", "",
+            "| executor | run | " + " | ".join(f"{o} vs {n} s" for o, n in data["pairs"])
+            + " | matrix s |", "|---|---:|" + "---:|" * (len(data["pairs"]) + 1)]
+    seen = {}
+    for r in runs:
+        seen[r["executor"]] = seen.get(r["executor"], 0) + 1
+        out.append(f"| {r['executor']} | {seen[r['executor']]} | "
+                   + " | ".join(f"{w:.1f}" for w in r["wall_s"]) + f" | {sum(r['wall_s']):.1f} |")
+    out += ["", "| executor | median s | min s | max s | N |", "|---|---:|---:|---:|---:|"]
+    out += [f"| {n} | {med[n]:.1f} | {min(w):.1f} | {max(w):.1f} | {len(w)} |"
+            for n, w in totals.items()]
+    c = data["counts"]
+    out += ["", f"Slurm over local, ratio of the medians: **{ratio:.3f}**. The counts: every"
+            f" Slurm run's per-row medians (both sides of every row of every pair) are within"
+            f" {100 * c['max_relative']:.4f}% of the first local run's, and every run gave every"
+            f" row {'the same' if c['same_verdicts'] else 'not the same'} verdict.", "",
+            "## A bisect on 1, 4 and 16 nodes, on paper", "",
+            "From the figures above and one of [lab-times.md](lab-times.md) (its"
+            f" `{BISECT_BUILD}`: median {build['median']:.1f} s, n = {build['n']}, a rebuild"
+            " after one patch; a commit of a bisect can touch much more), not"
+            " measured: a search that tests k commits at once on k nodes takes"
+            " ceil(log_(k+1) N) rounds for N commits, after GOOD and BAD, which take one"
+            " round of two builds. A round's boots take what one `ab` of the matrix took"
+            f" locally ({med['local'] / len(data['pairs']):.1f} s, the matrix's median over its"
+            " pairs: two deterministic boots side by side, with `ab`'s start and comparison),"
+            " one commit's on each of the k nodes at once. Its builds do not: the lab's"
+            " cache holds one"
+            " build tree per config behind one lock, so k builds take turns (today's code), or"
+            " would take one build's time with a tree per node (not built). Every round is"
+            f" then multiplied by the ratio above. `bisect` itself is binary (k = 1) today.", "",
+            "| commits | nodes | rounds | builds take turns s | a tree per node s |",
+            "|---:|---:|---:|---:|---:|"]
+    boot = med["local"] / len(data["pairs"])
+    for commits in (8, 100):
+        for nodes in (1, 4, 16):
+            rounds = _bisect_rounds(commits, nodes)
+            turns = (2 * build["median"] + boot
+                     + rounds * (nodes * build["median"] + boot)) * ratio
+            tree = (rounds + 1) * (build["median"] + boot) * ratio
+            out.append(f"| {commits} | {nodes} | {rounds} | {turns:.0f} | {tree:.0f} |")
+    return "\n".join(out) + "\n"
+
+
 PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),
+         Page("slurm-overhead", (SLURM_OVERHEAD, step_times.REFERENCE), render_slurm_overhead),
          Page("test-flaky", TEST_FLAKY, render_flaky),
          Page("lab-times", step_times.REFERENCE, render_times),
          Page("cost-model", COST_MODEL, render_cost_model),

@@ -16,10 +16,16 @@ Opt-in for now (`make test-slurm`, IPCLAB_TEST_SLURM=1): two more boot pairs."""
 import json
 import math
 import os
+import re
+import shutil
+import subprocess
+import time
 
 import pytest
 
 from ipclab import compare, results
+from ipclab.compare import record as comparison
+from ipclab.lab import kernel, variants
 from slurm_cluster import Cluster, ClusterError, missing_tools
 from .conftest import KNOWN_ANSWER_REPS, PLAIN, ROLE, aa_bound, ipclab, missing_prereq
 
@@ -27,6 +33,8 @@ CELL = "pipe-throughput/copies=1"
 AB = ("ab", PLAIN, ROLE["write_cost"], "--deterministic", "--suite", "icount-check",
       "--cell", CELL, *KNOWN_ANSWER_REPS)
 # What the results say of where and how they were measured, beside the boot's own record.
+# ab's exit statuses of a finished comparison (0, or its verdict's: 3 better, 4 worse, ...)
+FINISHED = set(comparison.EXIT_STATUSES.values())
 SAME_META = ("variant", "kernel", "patches", "build", "accel", "emulated", "clock",
              "cost_model")
 
@@ -71,7 +79,7 @@ def runs(cluster, tmp_path_factory):
     for name, extra in (("local", ()), ("slurm", ("--executor", "slurm"))):
         d = tmp_path_factory.mktemp(name)
         r = ipclab(*AB, "-o", str(d), *extra, timeout=2400)
-        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        assert r.returncode in FINISHED, r.stdout[-3000:] + r.stderr[-3000:]
         out[name] = (d, r.stderr)
     return out
 
@@ -121,3 +129,52 @@ def test_slurm_and_local_reach_the_same_verdicts(runs):
     assert primary["local"] == primary["slurm"]
     # The write-cost patch's 30 instructions per write, found through Slurm too.
     assert [v for _, _, v in primary["slurm"]] == ["worse"], primary
+
+
+def comment_patch(token: str) -> str:
+    """A patch that changes no code of fs/pipe.c, with a token of its own: an image key the
+    cache has never seen, built incrementally in the tree mainline's builds use."""
+    return f"""--- a/fs/pipe.c
++++ b/fs/pipe.c
+@@ -3,6 +3,7 @@
+  *  linux/fs/pipe.c
+  *
+  *  Copyright (C) 1991, 1992, 1999  Linus Torvalds
++ *  ({token})
+  */
+
+ #include <linux/mm.h>
+"""
+
+
+def job_times(cluster, job_id: str) -> dict:
+    r = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True,
+                       env=cluster.env(), timeout=60)
+    assert r.returncode == 0, r.stderr
+    return dict(re.findall(r"(StartTime|EndTime|JobState)=(\S+)", r.stdout))
+
+
+def test_an_image_the_cache_lacks_is_built_by_a_job_its_boots_wait_for(cluster, tmp_path):
+    patch = tmp_path / f"comment-{os.getpid()}-{time.time_ns()}.patch"
+    patch.write_text(comment_patch(patch.stem))
+    new = variants.resolve(f"{PLAIN}+{patch}")
+    assert not kernel.find(new)[1]
+    try:
+        r = ipclab("ab", PLAIN, f"{PLAIN}+{patch}", "--deterministic", "--suite",
+                   "icount-check", "--cell", CELL, *KNOWN_ANSWER_REPS, "-o",
+                   str(tmp_path / "ab"), "--executor", "slurm", timeout=2400)
+        assert r.returncode in FINISHED, r.stdout[-3000:] + r.stderr[-3000:]
+        [build] = re.findall(rf"build of {re.escape(new.name)}: slurm job (\d+)", r.stderr)
+        assert f"build of {new.name} (slurm job {build}) ended" in r.stderr, r.stderr
+        [boot] = re.findall(r"boot 1/1 of B \([^)]*\): slurm job (\d+)", r.stderr)
+        built = job_times(cluster, build)
+        assert built["JobState"] == "COMPLETED", built
+        # Both were queued at once; Slurm held the boot until the build ended (afterok).
+        assert job_times(cluster, boot)["StartTime"] >= built["EndTime"]
+        [b_file] = (tmp_path / "ab").glob("B-*-boot1.json")
+        assert all(c["status"] == "ok" for c in results.load(b_file)["cells"])
+        assert kernel.find(new)[1]          # filed in the cache the jobs share
+    finally:
+        meta, filed = kernel.find(new)
+        if filed:
+            shutil.rmtree(kernel.image_dir(meta["key"]), ignore_errors=True)
