@@ -446,7 +446,6 @@ def render_slurm_overhead(records):
 
 
 PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),
-         Page("slurm-overhead", (SLURM_OVERHEAD, step_times.REFERENCE), render_slurm_overhead),
          Page("test-flaky", TEST_FLAKY, render_flaky),
          Page("lab-times", step_times.REFERENCE, render_times),
          Page("cost-model", COST_MODEL, render_cost_model),
