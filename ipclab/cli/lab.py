@@ -200,11 +200,16 @@ def cmd_vm_run(args):
     elif not args.suite:
         raise Error("nothing to run: give a SUITE, -- CMD or --conformance")
     clock = _mode(args)
+    executor = executors.choose(args.executor, partition=args.partition,
+                                account=args.account, time_limit=args.time_limit)
+    faults = vm.fault_injection(args.fail_page_alloc, args.failslab, args.fault_tasks)
+    if executor.name != "local" and (tests is not None or command or faults or args.kmemleak):
+        raise Error(f"--executor {executor.name} boots a SUITE as a job; --conformance, -- CMD,"
+                    " --kmemleak and fault injection boot here (--executor local)")
     with proc.dry_run(args.dry_run):
         opts = dict(thp=args.thp, timeout=args.timeout, clock=clock,
                     cpus=args.cpus, record=args.record, kmemleak=args.kmemleak,
-                    faults=vm.fault_injection(args.fail_page_alloc, args.failslab,
-                                              args.fault_tasks))
+                    faults=faults)
         if args.built:
             if args.kernel or args.tree or args.patch or args.config:
                 raise Error("--built names a build of the lab's cache: no --kernel, --tree,"
@@ -224,7 +229,7 @@ def cmd_vm_run(args):
                            warmups=args.warmups, profile=args.profile, cells=tuple(args.cell),
                            arch=args.arch)
         return labreport.vm_suite(ab.vm_suite(kern, job, args.output, memory=_cost(args, clock),
-                                                      **opts))
+                                              executor=executor, **opts))
 
 
 def _conformance_tests(args, command: list[str] | None) -> list[str]:

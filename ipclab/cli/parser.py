@@ -412,6 +412,7 @@ def add_vm_parser(sub):
                    help="boot the lab cache's build KEY (images/KEY), named VARIANT, without "
                         "resolving or building anything: what `ab --executor slurm` submits")
     _add_kernel_sources(r)
+    _add_executor(r)
     _add_dry_run(r)
     r.set_defaults(func=cmd_vm_run, engine_args=None)
 

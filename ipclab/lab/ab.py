@@ -253,16 +253,31 @@ def vm_suite(kern: variants.Variant | dict, job: vm.SuiteJob, out: Path | None =
              thp: str | None = None, timeout: float = 900,
              faults: dict | None = None, kmemleak: bool = False, clock: vm.Clock,
              cpus: int | None = None, record: Path | None = None,
-             memory: str = vm.DEFAULT_PLUGIN_MEMORY) -> VmRun | None:
+             memory: str = vm.DEFAULT_PLUGIN_MEMORY, executor=None) -> VmRun | None:
     """`vm run VARIANT SUITE`: the boot, and its tagged results written to `out` (default
-    results/...); None in a dry run."""
-    meta = kernel.obtain(kern)
-    accel = vm.accel_for(kernel.image_path(meta), clock, meta.get("arch"))
+    results/...); None in a dry run. The build and the boot run where `executor` puts them
+    (here by default; a Slurm job boots without faults or kmemleak)."""
+    executor = executor or executors.Local()
+    meta = executor.images({"A": kern}, clock)["A"]
+    try:
+        accel = _before_boots({"A": meta}, job, clock)
+    except BaseException:
+        executor.cancel()       # the build job it submitted
+        raise
     out = Path(out or Path("results") /
                f"{proc.stamp()}-vm-{variants.slug(meta['variant'])}-{job.suite}.json")
-    res, b = run_suite_boot(meta, accel, job, out.resolve(), thp=thp, timeout=timeout,
-                            faults=faults, kmemleak=kmemleak, clock=clock, cpus=cpus,
-                            memory=memory)
+
+    def boot_here(p: executors.SuiteBoot):
+        return run_suite_boot(p.meta, accel, job, p.out, thp=thp, timeout=timeout,
+                              faults=faults, kmemleak=kmemleak, clock=clock, cpus=cpus,
+                              memory=memory)
+    # the caller reports the boot (labreport.vm_suite)
+    here = executors.Here(boot_here, lambda p, b, run_id: no_results(job, b, p.meta, run_id),
+                          lambda b: None)
+    [(res, b)] = executor.run_boots([executors.SuiteBoot("the boot", meta, out.resolve())],
+                                    executors.BootOpts(accel, job, clock, thp=thp,
+                                                       timeout=timeout, cpus=cpus,
+                                                       memory=memory), here)
     if proc.is_dry_run():
         return None
     if record:

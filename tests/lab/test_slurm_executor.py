@@ -343,6 +343,25 @@ def test_vm_run_built_names_a_build_the_cache_lacks_in_one_line(tmp_path):
     assert "--built feedfacefeedfacefeed: no such build" in r.stderr
 
 
+def test_vm_run_boots_a_suite_as_a_job_and_nothing_else(fake, tmp_path, monkeypatch):
+    for extra in (["icount-check", "--kmemleak"], ["--conformance"], ["--", "true"],
+                  ["icount-check", "--fail-page-alloc", "1"]):
+        r = cli("vm", "run", "mainline", "--executor", "slurm", *extra)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, (extra, r.stderr)
+        assert "--executor slurm boots a SUITE as a job" in r.stderr
+    assert calls(fake) == []
+    # A SUITE: one job, whose results and boot record are what `vm run` reports.
+    monkeypatch.setenv("FAKE_WRITE", "1")
+    res, boot = write_job_files(fake, tmp_path)
+    o = opts()
+    run = ab.vm_suite({**META, "variant": "vA"}, o.job, tmp_path / "vm.json", clock=o.clock,
+                      record=tmp_path / "boot.json", executor=executor.Slurm(poll_s=0.01))
+    assert run.results["cells"] == res["cells"] and run.boot.record() == boot.record()
+    assert json.loads((tmp_path / "boot.json").read_text()) == boot.record()
+    [sbatch] = [c for c in calls(fake) if c[0].endswith("sbatch")]
+    assert build_parser().parse_args(wrapped(sbatch)[3:]).output == tmp_path / "vm.json"
+
+
 # --------------------------------------------------------------------------- test cluster
 
 FAKE_DAEMON = r'''#!/bin/sh
