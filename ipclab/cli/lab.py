@@ -201,7 +201,7 @@ def cmd_vm_run(args):
         raise Error("nothing to run: give a SUITE, -- CMD or --conformance")
     clock = _mode(args)
     executor = executors.choose(args.executor, partition=args.partition,
-                                account=args.account, time_limit=args.time_limit)
+                                account=args.account, time_limit=args.time_limit, who="vm run")
     faults = vm.fault_injection(args.fail_page_alloc, args.failslab, args.fault_tasks)
     if executor.name != "local" and (tests is not None or command or faults or args.kmemleak):
         raise Error(f"--executor {executor.name} boots a SUITE as a job; --conformance, -- CMD,"
@@ -267,8 +267,11 @@ def cmd_ab(args):
 
 def cmd_census(args):
     _no_command(args, "census")
+    executor = executors.choose(args.executor, partition=args.partition,
+                                account=args.account, time_limit=args.time_limit, who="census")
     with proc.dry_run(args.dry_run):
         kern = variants.resolve(census.counters_spec(args.variant), args.tree,
                                 config=args.config, arch=args.arch)
         return census.run(kern, workloads=args.workload, clock=_mode(args), cpus=args.cpus,
-                          timeout=args.timeout, out=args.output, as_json=args.json)
+                          timeout=args.timeout, out=args.output, as_json=args.json,
+                          executor=executor)

@@ -439,6 +439,7 @@ def add_census_parser(sub):
     _add_tree(c)
     c.add_argument("--config", metavar="FLAVOUR|FILE", help=CONFIG_HELP)
     _add_arch(c)
+    _add_executor(c)
     _add_dry_run(c)
     c.set_defaults(func=cmd_census, engine_args=None)
 

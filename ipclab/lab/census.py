@@ -24,7 +24,7 @@ from pathlib import Path
 from ipclab import EXIT_FAILED, Error, envinfo, proc
 from ipclab.progress import log
 
-from . import ab, backends, kernel, variants, vm
+from . import ab, backends, executor as executors, kernel, variants, vm
 
 OVERLAY = "wakeup-counters"
 DRIVER = vm.CensusJob.DRIVER
@@ -133,12 +133,17 @@ def driver():
 
 def run(kern: variants.Variant, *, workloads: list[str], clock: vm.Clock,
         cpus: int | None = None, timeout: float = DEFAULT_TIMEOUT_S,
-        out: Path | None = None, as_json: bool = False) -> int:
+        out: Path | None = None, as_json: bool = False, executor=None) -> int:
     """Build, boot once, run the workloads, print the table (or the JSON record); 1 when the
     boot or a workload failed. On arm64 a workload the guest cannot run is a marked row,
-    and naming one is refused (exit 2) before anything is built."""
+    and naming one is refused (exit 2) before anything is built. With a Slurm executor, the
+    build and the census are jobs (census_as_job)."""
     names = select(workloads)
     cpus = cpus or vm.default_cpus(clock)
+    if executor is not None and executor.name != "local":
+        rec = census_as_job(kern, executor, workloads=workloads, clock=clock, cpus=cpus,
+                            timeout=timeout, out=out)
+        return 0 if rec is None else report(rec, names, as_json)
     backend = backends.for_arch(kern.arch)
     job = vm.CensusJob(tuple(names), named=bool(workloads), driver=driver())
     # What the guest needs built for it lasts the boot (arm64: its static workloads).
@@ -154,12 +159,46 @@ def run(kern: variants.Variant, *, workloads: list[str], clock: vm.Clock,
     if out:
         proc.write_json_atomic(out, rec)
         log(f"census: {out}")
+    return report(rec, names, as_json)
+
+
+def census_as_job(kern: variants.Variant, executor, *, workloads: list[str], clock: vm.Clock,
+                  cpus: int, timeout: float, out: Path | None) -> dict | None:
+    """The census as one job of `executor` (after its image's build job, if one is queued):
+    this checkout's own `census` with the same options, writing its record where this side
+    reads it back (`out`, else beside the job's log in the lab's cache); None in a dry run.
+    A job that left no record is an Error (exit 1) with the log's last line."""
+    meta = executor.images({"A": kern}, clock)["A"]
+    argv = ["census", *kern.build_args, "--cpus", str(cpus), "--timeout", f"{timeout:g}"]
+    for w in workloads:
+        argv += ["--workload", w]
+    if clock.deterministic:
+        argv.append("--deterministic")
+    state, log_path, rec_path = executor.run_command(f"census-{variants.slug(kern.name)}",
+                                                     argv, meta["key"], clock, cpus, out)
+    if proc.is_dry_run():
+        return None
+    try:
+        rec = json.loads(rec_path.read_text())
+    except (OSError, ValueError):
+        tail = executors.last_lines(log_path, 1)[:200]
+        raise Error(f"census: the job ended {state.lower()} without a record"
+                    + (f": {tail}" if tail else "") + f" (log {log_path})", EXIT_FAILED) from None
+    log(f"census: {rec_path}")
+    return rec
+
+
+def report(rec: dict, names: list[str], as_json: bool) -> int:
+    """Print a census record, as the table or as JSON; 1 when its boot or a workload
+    failed."""
+    b, rows = vm.Boot.from_record(rec["boot"]), rec["workloads"]
     if as_json:
         json.dump(rec, sys.stdout, indent=1)
         print()
     else:
-        print(f"{meta['variant']} ({b.release}, {rec['arch']}), {clock.mode}, {cpus} vCPU(s), "
-              f"accel={b.accel}: sleepers/calls per wakeup site")
+        print(f"{rec['variant']} ({b.release}, {rec['arch']}), {rec['clock']['mode']},"
+              f" {rec['clock']['cpus']} vCPU(s), accel={b.accel}: sleepers/calls per"
+              " wakeup site")
         print(table(rows))
         for r in rows:
             if r.get("skipped"):

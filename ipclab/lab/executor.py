@@ -74,7 +74,7 @@ class BootOpts:
 
 
 def choose(name: str | None = None, *, partition: str | None = None,
-           account: str | None = None, time_limit: str | None = None):
+           account: str | None = None, time_limit: str | None = None, who: str = "ab"):
     """The executor `--executor NAME` (else IPCLAB_EXECUTOR, else local) names; Error (exit
     2) for an unknown one, Slurm's options without Slurm, or Slurm's commands missing: on the
     host, before anything is built."""
@@ -92,7 +92,7 @@ def choose(name: str | None = None, *, partition: str | None = None,
     if missing:
         raise Error(f"{where} slurm: {', '.join(missing)} not found (Slurm's client commands,"
                     " Debian's slurm-client; docs/lab.md, Slurm)")
-    return Slurm(partition=partition, account=account, time_limit=time_limit)
+    return Slurm(partition=partition, account=account, time_limit=time_limit, who=who)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,8 +190,9 @@ class Watch:
     """What the jobs of one run are doing, as one line: how many pending (and why), running
     and ended, with an ETA from how long the ended ones ran; logged when it changes."""
 
-    def __init__(self, total: int, clock: Callable[[], float] = time.monotonic):
-        self.total, self.clock = total, clock
+    def __init__(self, total: int, clock: Callable[[], float] = time.monotonic,
+                 who: str = "ab"):
+        self.total, self.clock, self.who = total, clock, who
         self.state: dict[str, tuple[str, str]] = {}
         self.started: dict[str, float] = {}
         self.took: list[float] = []
@@ -226,7 +227,7 @@ class Watch:
         text = self.line(live)
         # the ETA alone moving is no news
         if text.split("; ETA")[0] != self.last.split("; ETA")[0]:
-            log(f"ab: {text}")
+            log(f"{self.who}: {text}")
         self.last = text
 
 
@@ -235,8 +236,9 @@ class Slurm:
     name = "slurm"
 
     def __init__(self, partition: str | None = None, account: str | None = None,
-                 time_limit: str | None = None, poll_s: float = 2.0):
+                 time_limit: str | None = None, poll_s: float = 2.0, who: str = "ab"):
         self.partition, self.account, self.time_limit = partition, account, time_limit
+        self.who = who          # the command whose jobs these are, for its messages
         self.poll_s = poll_s
         self.live: dict[str, int | None] = {}  # job id -> its boot's index (a build: None)
         self.builds: dict[str, tuple[str, Path]] = {}  # build job id -> (variant, its log)
@@ -290,7 +292,7 @@ class Slurm:
                 else meta
         if self.build_of and not clock.deterministic and not proc.is_dry_run():
             try:
-                self.wait(None, Watch(len(self.builds)))
+                self.wait(None, Watch(len(self.builds), who=self.who))
             except BaseException:
                 self.cancel()
                 raise
@@ -313,18 +315,45 @@ class Slurm:
         self.live[job_id] = None
         self.builds[job_id] = (kern.name, log_path)
         self.build_of[key] = job_id
-        log(f"ab: build of {kern.name}: slurm job {job_id} (log {log_path})")
+        log(f"{self.who}: build of {kern.name}: slurm job {job_id} (log {log_path})")
+
+    def run_command(self, name: str, argv: list[str], key: str, clock: vm.Clock, cpus: int,
+                    out: Path | None = None) -> tuple[str, Path, Path]:
+        """`python -m ipclab ARGV -o RECORD` of this checkout as one job, after the build job
+        of image `key` when one is queued, its RECORD `out` (else its log's name with .json);
+        waits for it: (its final state, its log, RECORD). Ctrl-C cancels it."""
+        log_path = cache_root() / "logs" / f"slurm-{name}-{proc.stamp()}.log"
+        record = out.resolve() if out else log_path.with_suffix(".json")
+        argv = self._sbatch(name, log_path, [sys.executable, "-m", "ipclab", *argv, "-o",
+                                             str(record)],
+                            1 if clock.deterministic else cpus, not clock.deterministic,
+                            self.build_of.get(key))
+        if proc.would_run(argv):
+            return "", log_path, record
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        record.unlink(missing_ok=True)      # an earlier one must not pass for this job's
+        ended = {}
+        try:
+            job_id = self._submit(argv)
+            self.live[job_id] = 0
+            log(f"{self.who}: slurm job {job_id} (log {log_path})")
+            self.wait(lambda index, job, state: ended.update(state=state),
+                      Watch(len(self.live), who=self.who))
+        except BaseException:
+            self.cancel()
+            raise
+        return ended["state"], log_path, record
 
     def build_ended(self, job_id: str, state: str) -> None:
         name, log_path = self.builds[job_id]
         if state in ("COMPLETED", "ENDED"):
-            log(f"ab: build of {name} (slurm job {job_id}) ended")
+            log(f"{self.who}: build of {name} (slurm job {job_id}) ended")
             return
-        tail = _last_lines(log_path, 1)
+        tail = last_lines(log_path, 1)
         why = f"the build of {name} (slurm job {job_id}) ended {state.lower()}" + \
             (f": {tail[:200]}" if tail else "") + f" (log {log_path})"
         self.failed_builds[job_id] = why
-        log(f"ab: {why}")
+        log(f"{self.who}: {why}")
 
     @staticmethod
     def files(b: SuiteBoot) -> dict[str, Path]:
@@ -339,7 +368,7 @@ class Slurm:
                 proc.would_run(self.sbatch_argv(b, o))
             return [(None, None)] * len(boots)
         done: dict[int, tuple] = {}
-        watch = Watch(len(boots) + len(self.live))
+        watch = Watch(len(boots) + len(self.live), who=self.who)
 
         def ended(index, job_id, state):
             # as each job ends, so that its boot is reported when it happens
@@ -366,7 +395,7 @@ class Slurm:
             f.unlink(missing_ok=True)
         job_id = self._submit(self.sbatch_argv(b, o))
         self.live[job_id] = index
-        log(f"ab: {b.label} ({b.meta['variant']}, {o.clock.mode}): slurm job {job_id}")
+        log(f"{self.who}: {b.label} ({b.meta['variant']}, {o.clock.mode}): slurm job {job_id}")
         return job_id
 
     def _submit(self, argv: list[str]) -> str:
@@ -429,7 +458,7 @@ class Slurm:
         if not self.live:
             return
         ids = sorted(self.live, key=int)
-        log(f"ab: cancelling slurm job(s) {', '.join(ids)}")
+        log(f"{self.who}: cancelling slurm job(s) {', '.join(ids)}")
         try:
             self._run(["scancel", *ids])
         except (OSError, subprocess.SubprocessError) as e:
@@ -453,7 +482,7 @@ class Slurm:
             except Error:
                 res = None
         if boot is None:
-            tail = _last_lines(files["log"], 5)
+            tail = last_lines(files["log"], 5)
             why = f"slurm job {job_id} {state.lower()} without a boot record"
             if tail:
                 why += f" ({tail.splitlines()[-1][:200]})"
@@ -497,7 +526,7 @@ def _first_line(text: str) -> str:
     return lines[0][:300] if lines else ""
 
 
-def _last_lines(path: Path, n: int) -> str:
+def last_lines(path: Path, n: int) -> str:
     try:
         lines = path.read_text(errors="replace").strip().splitlines()
     except OSError:

@@ -35,6 +35,9 @@ n = int((d / "next").read_text()) if (d / "next").exists() else 100
 cmd = shlex.split(sys.argv[sys.argv.index("--wrap") + 1])
 if os.environ.get("FAKE_LOG"):
     Path(sys.argv[sys.argv.index("--output") + 1]).write_text(os.environ["FAKE_LOG"] + "\n")
+# FAKE_RECORD: a file the job of a command with -o RECORD (census) writes there
+if os.environ.get("FAKE_RECORD") and "-o" in cmd and "--record" not in cmd:
+    Path(cmd[cmd.index("-o") + 1]).write_text(Path(os.environ["FAKE_RECORD"]).read_text())
 # FAKE_WRITE=independent: a job behind a --dependency never runs (its build failed)
 if os.environ.get("FAKE_WRITE") and "--record" in cmd and not (
         os.environ["FAKE_WRITE"] == "independent" and "--dependency" in sys.argv):
@@ -83,7 +86,7 @@ def fake(tmp_path, monkeypatch):
         (bin_dir / name).chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_SLURM", str(d))
-    for v in ("FAKE_WRITE", "FAKE_LOG"):
+    for v in ("FAKE_WRITE", "FAKE_LOG", "FAKE_RECORD"):
         monkeypatch.delenv(v, raising=False)
     monkeypatch.delenv("FAKE_STATE", raising=False)
     monkeypatch.delenv("FAKE_STATES", raising=False)

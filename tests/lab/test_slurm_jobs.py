@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: MIT
-"""`ab --executor slurm` for an image the cache lacks: its build is a Slurm job of its own
-(one per image), deterministic boots wait for it in Slurm's queue (afterok, and a failed
+"""The lab's builds and its census as Slurm jobs. An image the cache lacks is a job of its
+own (one per image): deterministic boots wait for it in Slurm's queue (afterok, and a failed
 build cancels them), timed ones are submitted once it ended; a failed build fails its boots
 with the build's own last log line and keeps the other side's; the job's `kernel build`
-resolves the very variant the submitting side resolved. Fake Slurm commands as in
-test_slurm_executor.py; the cache lookups are faked, nothing is compiled."""
+resolves the very variant the submitting side resolved. `census --executor slurm` is one job
+of this checkout's own `census`, whose record comes back and is printed as a local one.
+Fake Slurm commands as in test_slurm_executor.py; the cache lookups are faked, nothing is
+compiled or booted."""
 
 import json
 
@@ -12,12 +14,13 @@ import pytest
 
 from ipclab import Error
 from ipclab.cli.parser import build_parser
-from ipclab.lab import executor, kernel, variants, vm
+from ipclab.lab import census, executor, kernel, variants, vm
 
 from test_slurm_executor import (META, calls, fake, opts, here, wrapped,  # noqa: F401
                                  write_job_files)
 
-KEYS = {"mainline": "1" * 20, "mainline-write-cost": "2" * 20}
+KEYS = {"mainline": "1" * 20, "mainline-write-cost": "2" * 20,
+        "mainline+wakeup-counters": "3" * 20}
 
 
 @pytest.fixture
@@ -26,7 +29,7 @@ def cache(tmp_path, monkeypatch):
     to the set it returns what a build job filed (kernel.cached finds it, kernel.find asked
     before did not)."""
     monkeypatch.setattr(executor, "cache_root", lambda: tmp_path / "cache")
-    before = {"mainline-write-cost"}
+    before = {"mainline-write-cost", "mainline+wakeup-counters"}
     filed = set(before)
 
     def meta(name):
@@ -189,3 +192,46 @@ def test_find_builds_nothing_and_knows_the_key_the_build_will_file_under(tmp_pat
     (d / "meta.json").write_text(json.dumps({**META, "key": meta["key"]}))
     meta, built = kernel.find(v)
     assert built and "to_build" not in meta and meta["release"] == META["release"]
+
+
+def census_record(tmp_path):
+    boot = vm.Boot("mainline+wakeup-counters", "7.3.4", "tcg", tmp_path, True, 0, None, [],
+                   "", {"boot_total_s": 50.0}, {"nproc": 1}, {"mode": "deterministic"})
+    rows = [{"workload": "mq-latency", "rc": 0, "sites": {}}]
+    rec = census.record(rows, {**META, "variant": "mainline+wakeup-counters",
+                               "key": KEYS["mainline+wakeup-counters"]}, boot,
+                        vm.DETERMINISTIC, 1)
+    f = tmp_path / "census-record.json"
+    f.write_text(json.dumps(rec))
+    return json.loads(f.read_text()), f
+
+
+def test_a_census_is_one_job_of_this_checkouts_census_and_prints_its_record(
+        fake, cache, tmp_path, monkeypatch, capsys):
+    rec, f = census_record(tmp_path)
+    monkeypatch.setenv("FAKE_RECORD", str(f))
+    kern = variants.resolve(census.counters_spec("mainline"))
+    out = tmp_path / "census.json"
+    rc = census.run(kern, workloads=["mq-latency"], clock=vm.DETERMINISTIC, out=out,
+                    as_json=True, executor=executor.Slurm(poll_s=0.01, who="census"))
+    assert rc == 0 and json.loads(capsys.readouterr().out) == rec
+    [job] = sbatches(fake)
+    flags = dict(zip(job, job[1:]))
+    assert flags["--cpus-per-task"] == "1" and "--exclusive" not in job
+    assert "--dependency" not in job        # its image is in the cache
+    a = build_parser().parse_args(wrapped(job)[3:])
+    assert (a.variant, a.workload, a.deterministic, a.cpus) == \
+        ("mainline+wakeup-counters", ["mq-latency"], True, 1)
+    assert a.output == out and json.loads(out.read_text()) == rec
+
+
+def test_a_census_job_that_left_no_record_is_one_line_and_exit_1(fake, cache, tmp_path,
+                                                                  monkeypatch):
+    monkeypatch.setenv("FAKE_STATE", "NODE_FAIL")
+    monkeypatch.setenv("FAKE_LOG", "slurmstepd: error: *** JOB 100 ON node CANCELLED ***")
+    kern = variants.resolve(census.counters_spec("mainline"))
+    with pytest.raises(Error) as e:
+        census.run(kern, workloads=[], clock=vm.DETERMINISTIC,
+                   executor=executor.Slurm(poll_s=0.01, who="census"))
+    assert e.value.code == 1 and "\n" not in str(e.value)
+    assert "census: the job ended node_fail without a record: slurmstepd" in str(e.value)
