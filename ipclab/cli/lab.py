@@ -31,13 +31,16 @@ def _cost(args, mode: vm.Clock):
 
 def cmd_bisect(args):
     _no_command(args, "bisect")
+    executor = executors.choose(args.executor, partition=args.partition,
+                                account=args.account, time_limit=args.time_limit, who="bisect")
     with proc.dry_run(args.dry_run):
         if args.resume:
             given = [a for a in ("good", "bad", "tree", "suite", "metric") if getattr(args, a)]
             if given:
                 raise Error(f"--resume takes what it needs from its log; drop {', '.join(given)}")
             return labreport.bisect(lab_bisect.run(None, args.resume, resume=True,
-                                                   timeout=args.timeout, jobs=args.jobs))
+                                                   timeout=args.timeout, jobs=args.jobs,
+                                                   executor=executor))
         missing = [what for what, v in (("GOOD", args.good), ("BAD", args.bad),
                                         ("--tree", args.tree), ("--suite", args.suite),
                                         ("--metric", args.metric)) if not v]
@@ -61,7 +64,8 @@ def cmd_bisect(args):
                       f"{proc.stamp()}-bisect-{p.good[:12]}-{p.bad[:12]}-{args.suite}")
         if (outdir / lab_bisect.LOG_NAME).exists():
             raise Error(f"{outdir} holds a bisect already: --resume {outdir}, or another -o")
-        return labreport.bisect(lab_bisect.run(p, outdir, timeout=args.timeout, jobs=args.jobs))
+        return labreport.bisect(lab_bisect.run(p, outdir, timeout=args.timeout, jobs=args.jobs,
+                                               executor=executor))
 
 
 def _no_command(args, what):

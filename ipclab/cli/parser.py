@@ -480,5 +480,6 @@ def add_bisect_parser(sub):
     b.add_argument("-o", "--output-dir", type=Path, help="the log and every boot's results")
     b.add_argument("--resume", type=Path, metavar="DIR",
                    help="continue the bisect whose log is in DIR")
+    _add_executor(b)
     _add_dry_run(b)
     b.set_defaults(func=cmd_bisect)

@@ -40,7 +40,7 @@ from ipclab.deterministic import cost, floor
 from ipclab.mode import Mode
 from ipclab.progress import log
 
-from . import ab, gittree, kernel, variants, vm
+from . import ab, executor as executors, gittree, kernel, variants, vm
 from .bisect_rule import (NEW, OLD, SKIP, Measurement, StepRule, check_power,  # noqa: F401
                           check_timed_boots, decide, default_threshold, noise_text, row_of)
 from .metric import (better_of, check_metric, find_cell, metric_path,  # noqa: F401 (cli's)
@@ -365,10 +365,14 @@ class LabMeasure:
 
     While a step boots, the commits prepare() named (the two the next step may pick) are
     built in the background: the boot keeps one CPU, the build the rest, and the next step
-    finds its image cached instead of waiting for a build, or for the lab's lock."""
+    finds its image cached instead of waiting for a build, or for the lab's lock. With a
+    Slurm executor each build and boot is a job instead (_as_jobs), and nothing is built
+    ahead."""
 
-    def __init__(self, p: Params, outdir: Path, timeout: float = 1800, jobs: int | None = None):
+    def __init__(self, p: Params, outdir: Path, timeout: float = 1800, jobs: int | None = None,
+                 executor=None):
         self.p = p
+        self.executor = executor or executors.Local()
         self.outdir = outdir
         self.timeout = timeout
         self.jobs = jobs
@@ -396,7 +400,7 @@ class LabMeasure:
 
     def _prebuild(self) -> None:
         todo, self._next = self._next, []
-        if not todo or proc.is_dry_run():
+        if not todo or proc.is_dry_run() or self.executor.name != "local":
             return
 
         def build_all():
@@ -434,6 +438,8 @@ class LabMeasure:
         self._ahead = []
 
     def __call__(self, commits: list[str]) -> list[Measurement]:
+        if self.executor.name != "local":
+            return self._as_jobs(commits)
         out = {c: Measurement(c) for c in commits}
         metas = {}
         for c in commits:
@@ -461,50 +467,78 @@ class LabMeasure:
 
         order = [(c, i) for i in range(self.p.boots) for c in metas]
         for c, res, b, path, seconds in ab.boot_in_order(order, one_boot, self.clock):
-            m = out[c]
-            if proc.is_dry_run():
-                continue
-            m.results.append(str(path))
-            m.seconds["boots"] = round(m.seconds.get("boots", 0) + seconds, 1)
-            if m.skip:
-                continue
-            if not b.ok:
-                m.skip = f"boot failed: {b.reason}"
-                continue
-            cell = find_cell(res, self.cell)
-            if cell.get("status") != "ok":
-                m.skip = f"{cell['key']} failed: {(cell.get('error') or '?').splitlines()[0]}"
-                continue
-            path_, m.unit = metric_path(cell, self.path, self.clock)
-            m.key, m.path = cell["key"], path_
-            m.better = better_of(cell, path_, self.clock)
-            if self.clock.deterministic:
-                floors, _ = self.clock.floors(results.guest_cpus(res), results.kernel_base(res))
-                m.floor = floors.get(floor.key(cell["key"], path_))
-                for cpath, name, unit in cost.row_paths(cell):
-                    vals = metrics.metric_values(cell, cpath)
-                    if vals:
-                        m.costs[name] = stats.median(vals)
-                        m.cost_unit = f"per {unit.lstrip('/')}"
-                        m.cost_model = results.cost_model(res)
-            m.boots.append(metrics.metric_values(cell, path_))
+            if not proc.is_dry_run():
+                self._take(out[c], res, b, path, seconds)
         return [out[c] for c in commits]
+
+    def _as_jobs(self, commits: list[str]) -> list[Measurement]:
+        """The step's builds and boots as jobs of the executor (Slurm): each boot queued
+        behind its commit's build; a commit that did not build is a boot that failed, and
+        says so."""
+        out = {c: Measurement(c) for c in commits}
+        metas = self.executor.images({c: self.variant(c) for c in commits}, self.clock)
+        self.last_builds, self.accel = list(metas.values()), "tcg"
+        order = [(c, i) for i in range(self.p.boots) for c in commits]
+        planned = [executors.SuiteBoot(f"boot {i + 1} of {c[:12]}", metas[c],
+                                       self.outdir / f"{c[:12]}-boot{i + 1}.json")
+                   for c, i in order]
+        here = executors.Here(lambda b: None,
+                              lambda p, b, run_id: ab.no_results(self.job, b, p.meta, run_id),
+                              lambda b: ab.report_boot(b, None))
+        done = self.executor.run_boots(planned, executors.BootOpts(
+            self.accel, self.job, self.clock, timeout=self.timeout, cpus=self.p.cpus,
+            memory=self.p.cost), here)
+        for (c, _), p, (res, b) in zip(order, planned, done):
+            if not proc.is_dry_run():
+                self._take(out[c], res, b, p.out, b.timings.get("boot_total_s", 0.0))
+        return [out[c] for c in commits]
+
+    def _take(self, m: Measurement, res: dict, b: vm.Boot, path: Path, seconds: float):
+        """One boot's samples of the metric into `m`, or why the commit is a skip."""
+        m.results.append(str(path))
+        m.seconds["boots"] = round(m.seconds.get("boots", 0) + seconds, 1)
+        if m.skip:
+            return
+        if not b.ok:
+            m.skip = f"boot failed: {b.reason}"
+            return
+        cell = find_cell(res, self.cell)
+        if cell.get("status") != "ok":
+            m.skip = f"{cell['key']} failed: {(cell.get('error') or '?').splitlines()[0]}"
+            return
+        path_, m.unit = metric_path(cell, self.path, self.clock)
+        m.key, m.path = cell["key"], path_
+        m.better = better_of(cell, path_, self.clock)
+        if self.clock.deterministic:
+            floors, _ = self.clock.floors(results.guest_cpus(res), results.kernel_base(res))
+            m.floor = floors.get(floor.key(cell["key"], path_))
+            for cpath, name, unit in cost.row_paths(cell):
+                vals = metrics.metric_values(cell, cpath)
+                if vals:
+                    m.costs[name] = stats.median(vals)
+                    m.cost_unit = f"per {unit.lstrip('/')}"
+                    m.cost_model = results.cost_model(res)
+        m.boots.append(metrics.metric_values(cell, path_))
 
 
 def run(p: Params | None, outdir: Path, *, resume: bool = False, timeout: float = 1800,
-        jobs: int | None = None, out=None) -> BisectResult | None:
+        jobs: int | None = None, out=None, executor=None) -> BisectResult | None:
     """`ipclab bisect`, its steps written to `out` (default: stdout, as it is when called) as
     it goes: the BisectResult (None in a dry run). A build or boot of GOOD or BAD that failed is
-    an Error (exit 1)."""
+    an Error (exit 1). Its builds and boots run where `executor` puts them (here by default;
+    as Slurm jobs only in deterministic mode, whose counts do not depend on the host)."""
     out = out or sys.stdout
     logfile = BisectLog(outdir / LOG_NAME)
     done: dict[str, Measurement] = {}
     if resume:
         p, done = logfile.read()
     assert p is not None
+    if executor is not None and executor.name != "local" and not p.mode.deterministic:
+        raise Error(f"bisect --executor {executor.name}: only with --deterministic (timed boots"
+                    " on several hosts would compare one host's times with another's)")
     tree = Path(p.tree)
     commits = gittree.first_parent_range(tree, p.good, p.bad)
-    measure = LabMeasure(p, outdir, timeout=timeout, jobs=jobs)
+    measure = LabMeasure(p, outdir, timeout=timeout, jobs=jobs, executor=executor)
     out.write(f"bisect {p.good[:12]}..{p.bad[:12]} of {tree}: {len(commits) - 1} commits"
               f" between GOOD and BAD (about {steps_left(commits, {p.bad: NEW})} steps),"
               f" {p.metric} of suite {p.suite}, {p.mode.name} mode (times in {p.mode.unit}),"

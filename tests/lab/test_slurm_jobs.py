@@ -9,12 +9,13 @@ Fake Slurm commands as in test_slurm_executor.py; the cache lookups are faked, n
 compiled or booted."""
 
 import json
+import subprocess
 
 import pytest
 
 from ipclab import Error
 from ipclab.cli.parser import build_parser
-from ipclab.lab import census, executor, kernel, variants, vm
+from ipclab.lab import bisect, census, executor, kernel, variants, vm
 
 from test_slurm_executor import (META, calls, fake, opts, here, wrapped,  # noqa: F401
                                  write_job_files)
@@ -235,3 +236,52 @@ def test_a_census_job_that_left_no_record_is_one_line_and_exit_1(fake, cache, tm
                    executor=executor.Slurm(poll_s=0.01, who="census"))
     assert e.value.code == 1 and "\n" not in str(e.value)
     assert "census: the job ended node_fail without a record: slurmstepd" in str(e.value)
+
+
+def git_tree(tmp_path, n=2):
+    """A git tree the lab takes for a kernel's (a Makefile and kernel/): its n commits."""
+    tree = tmp_path / "linux"
+    (tree / "kernel").mkdir(parents=True)
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    for i in range(n):
+        (tree / "Makefile").write_text(f"VERSION = {i}\n")
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-q", "-m", str(i)], check=True)
+    return tree, subprocess.run([*git, "rev-list", "--reverse", "HEAD"], check=True,
+                                capture_output=True, text=True).stdout.split()
+
+
+def test_a_bisect_step_is_a_build_job_and_boot_jobs_behind_it_per_commit(
+        fake, tmp_path, monkeypatch):
+    monkeypatch.setattr(executor, "cache_root", lambda: tmp_path / "cache")
+    monkeypatch.setattr(kernel, "find", lambda kern: (
+        {**kernel._before_build(kern, kern.name[:12].ljust(20, "0")), "to_build": True}, False))
+    tree, commits = git_tree(tmp_path)
+    p = bisect.Params(str(tree), commits[0], commits[1], "seed-skip-wakeups",
+                      "pipe-throughput/copies=1", None, vm.DETERMINISTIC, 1)
+    # the first commit's build fails, and Slurm cancels the boot behind it; the second
+    # builds, and its boot leaves nothing
+    monkeypatch.setenv("FAKE_STATES", json.dumps([
+        {"100": "FAILED None", "101": "COMPLETED None", "102": "CANCELLED None",
+         "103": "COMPLETED None"}]))
+    measure = bisect.LabMeasure(p, tmp_path / "out",
+                                executor=executor.Slurm(poll_s=0.01, who="bisect"))
+    first, second = measure(commits)
+    builds, boots = sbatches(fake)[:2], sbatches(fake)[2:]
+    for job, c in zip(builds, commits):
+        assert wrapped(job)[3:] == ["kernel", "build", c, "--tree", str(tree), "--arch",
+                                    "x86_64"] and "--exclusive" in job
+    for job, build_id in zip(boots, ("100", "101")):
+        assert job[job.index("--dependency") + 1] == f"afterok:{build_id}"
+    assert f"the build of {commits[0][:12]} (slurm job 100) ended failed" in first.skip
+    assert "slurm job 103 completed without a boot record" in second.skip
+
+
+def test_a_timed_bisect_through_slurm_is_refused(tmp_path):
+    tree, commits = git_tree(tmp_path)
+    p = bisect.Params(str(tree), commits[0], commits[1], "seed-skip-wakeups",
+                      "pipe-throughput/copies=1", None, vm.TIMED, 3)
+    with pytest.raises(Error) as e:
+        bisect.run(p, tmp_path / "out", executor=executor.Slurm())
+    assert e.value.code == 2 and "only with --deterministic" in str(e.value)
