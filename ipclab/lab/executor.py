@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""Kernel lab, where builds and boots run: the executor of `ab`'s.
+"""Kernel lab, where builds and boots run, for `ab`, `vm run SUITE`, `census` and
+`bisect --deterministic` (--executor):
 
     local   this machine, as `ab` always did (kernel.obtain, boot_in_order): the default
     slurm   each build and each boot one Slurm batch job, on a node of the cluster the Slurm
@@ -241,8 +242,11 @@ class Slurm:
         self.who = who          # the command whose jobs these are, for its messages
         self.poll_s = poll_s
         self.live: dict[str, int | None] = {}  # job id -> its boot's index (a build: None)
-        self.builds: dict[str, tuple[str, Path]] = {}  # build job id -> (variant, its log)
-        self.build_of: dict[str, str] = {}     # image key -> the job that builds it
+        self.builds: dict[str, tuple[str, Path, str]] = {}  # build job id -> (variant,
+        #                                                     its log, its image's key)
+        # image key -> the job that builds it, until it built it (a job that failed stays:
+        # its boots say so)
+        self.build_of: dict[str, str] = {}
         self.failed_builds: dict[str, str] = {}  # build job id -> what became of it
 
     def _sbatch(self, name: str, log_path: Path, command: list[str], cores: int | None,
@@ -313,7 +317,7 @@ class Slurm:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         job_id = self._submit(argv)
         self.live[job_id] = None
-        self.builds[job_id] = (kern.name, log_path)
+        self.builds[job_id] = (kern.name, log_path, key)
         self.build_of[key] = job_id
         log(f"{self.who}: build of {kern.name}: slurm job {job_id} (log {log_path})")
 
@@ -345,9 +349,11 @@ class Slurm:
         return ended["state"], log_path, record
 
     def build_ended(self, job_id: str, state: str) -> None:
-        name, log_path = self.builds[job_id]
+        name, log_path, key = self.builds[job_id]
         if state in ("COMPLETED", "ENDED"):
             log(f"{self.who}: build of {name} (slurm job {job_id}) ended")
+            # in the cache now: a boot submitted later has nothing to wait for
+            self.build_of.pop(key, None)
             return
         tail = last_lines(log_path, 1)
         why = f"the build of {name} (slurm job {job_id}) ended {state.lower()}" + \

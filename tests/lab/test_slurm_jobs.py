@@ -86,6 +86,7 @@ def test_an_image_the_cache_lacks_is_one_build_job_its_deterministic_boots_wait_
     assert boot_a[boot_a.index("--dependency") + 1] == "afterok:100"
     assert boot_a[boot_a.index("--kill-on-invalid-dep") + 1] == "yes"
     assert "--dependency" not in boot_b
+    assert s.build_of == {}      # built: a boot submitted now would wait for nothing
     # once built, the side's meta is the cache's
     assert executor.built_meta(metas["A"])["key"] == KEYS["mainline"]
 
