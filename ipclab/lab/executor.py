@@ -93,7 +93,9 @@ def choose(name: str | None = None, *, partition: str | None = None,
     if missing:
         raise Error(f"{where} slurm: {', '.join(missing)} not found (Slurm's client commands,"
                     " Debian's slurm-client; docs/lab.md, Slurm)")
-    return Slurm(partition=partition, account=account, time_limit=time_limit, who=who)
+    chosen = Slurm(partition=partition, account=account, time_limit=time_limit, who=who)
+    chosen.by = where
+    return chosen
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,6 +237,7 @@ class Watch:
 class Slurm:
     """Each boot a batch job; polled with squeue, cancelled with scancel."""
     name = "slurm"
+    by = "--executor"       # or ENV: what chose it
 
     def __init__(self, partition: str | None = None, account: str | None = None,
                  time_limit: str | None = None, poll_s: float = 2.0, who: str = "ab"):

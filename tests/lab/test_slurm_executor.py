@@ -353,6 +353,11 @@ def test_vm_run_boots_a_suite_as_a_job_and_nothing_else(fake, tmp_path, monkeypa
         assert r.returncode == 2 and r.stderr.count("\n") == 1, (extra, r.stderr)
         assert "--executor slurm boots a SUITE as a job" in r.stderr
     assert calls(fake) == []
+    # Slurm as the environment's default: those run here, and say so.
+    r = cli("vm", "run", "mainline", "--dry-run", "--", "true",
+            env={**os.environ, executor.ENV: "slurm"})
+    assert r.returncode == 0 and "whatever IPCLAB_EXECUTOR says" in r.stderr, r.stderr
+    assert calls(fake) == []
     # A SUITE: one job, whose results and boot record are what `vm run` reports.
     monkeypatch.setenv("FAKE_WRITE", "1")
     res, boot = write_job_files(fake, tmp_path)
