@@ -386,7 +386,7 @@ def run_ab(old: variants.Variant | dict, new: variants.Variant | dict, job: vm.S
         log_estimate(metas, job, clock, cpus, len(order))
         return None
 
-    metas = {side: executors.built_meta(meta) for side, meta in metas.items()}
+    metas = {side: kernel.built_meta(meta) for side, meta in metas.items()}
     per_side: dict[str, list[dict]] = {"A": [], "B": []}
     first_out: dict[str, Path] = {}
     failures = []

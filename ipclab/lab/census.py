@@ -24,7 +24,7 @@ from pathlib import Path
 from ipclab import EXIT_FAILED, Error, envinfo, proc
 from ipclab.progress import log
 
-from . import ab, backends, executor as executors, kernel, variants, vm
+from . import ab, backends, kernel, slurm, variants, vm
 
 OVERLAY = "wakeup-counters"
 DRIVER = vm.CensusJob.DRIVER
@@ -181,7 +181,7 @@ def census_as_job(kern: variants.Variant, executor, *, workloads: list[str], clo
     try:
         rec = json.loads(rec_path.read_text())
     except (OSError, ValueError):
-        tail = executors.last_lines(log_path, 1)[:200]
+        tail = slurm.last_lines(log_path, 1)[:200]
         raise Error(f"census: the job ended {state.lower()} without a record"
                     + (f": {tail}" if tail else "") + f" (log {log_path})", EXIT_FAILED) from None
     log(f"census: {rec_path}")

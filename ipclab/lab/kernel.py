@@ -394,6 +394,17 @@ def cached(key: str, name: str | None = None) -> dict:
     return {**meta, "variant": name} if name else meta
 
 
+def built_meta(meta: dict) -> dict:
+    """Once its build job ended: the cache's meta of an image find() said was still to
+    build; the meta as it was if it did not build (its boots failed, and say why)."""
+    if not meta.get("to_build") or proc.is_dry_run():
+        return meta
+    try:
+        return cached(meta["key"], meta["variant"])
+    except Error:
+        return meta
+
+
 def extract_ikconfig_script() -> Path | None:
     """scripts/extract-ikconfig of a base's source tree, if one has been extracted."""
     src = cache_root() / "src"

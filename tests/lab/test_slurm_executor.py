@@ -20,7 +20,7 @@ import pytest
 
 from ipclab import Error, results, suites
 from ipclab.cli.parser import build_parser
-from ipclab.lab import ab, executor, vm
+from ipclab.lab import ab, executor, slurm, vm
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -112,7 +112,7 @@ def here(o):
 
 
 def run_boots(planned, o, poll_s=0.01):
-    return executor.Slurm(poll_s=poll_s).run_boots(planned, o, here(o))
+    return slurm.Slurm(poll_s=poll_s).run_boots(planned, o, here(o))
 
 
 def boots(tmp_path, n=2):
@@ -130,7 +130,7 @@ def wrapped(argv):
 
 
 def test_sbatch_argv_passes_slurms_options_and_runs_vm_run_of_this_checkout(tmp_path):
-    s = executor.Slurm(partition="lab", account="kernel", time_limit="1:00:00")
+    s = slurm.Slurm(partition="lab", account="kernel", time_limit="1:00:00")
     b = boots(tmp_path)[0]
     argv = s.sbatch_argv(b, opts(cpus=1, thp="never", timeout=600))
     assert argv[:2] == ["sbatch", "--parsable"]
@@ -151,7 +151,7 @@ def test_sbatch_argv_passes_slurms_options_and_runs_vm_run_of_this_checkout(tmp_
 
 
 def test_timed_boots_get_a_node_each_and_no_slurm_options_unless_given(tmp_path):
-    argv = executor.Slurm().sbatch_argv(boots(tmp_path)[0], opts(vm.TIMED, memory="cache"))
+    argv = slurm.Slurm().sbatch_argv(boots(tmp_path)[0], opts(vm.TIMED, memory="cache"))
     assert "--exclusive" in argv
     assert argv[argv.index("--cpus-per-task") + 1] == str(vm.DEFAULT_CPUS)
     assert not {"--partition", "--account", "--time"} & set(argv)
@@ -201,13 +201,13 @@ def test_a_job_that_left_nothing_is_a_failed_boot_that_says_which_job(fake, tmp_
                                                                        monkeypatch):
     monkeypatch.setenv("FAKE_STATE", "TIMEOUT")
     planned = boots(tmp_path, 1)
-    log = executor.Slurm.files(planned[0])["log"]
+    log = slurm.Slurm.files(planned[0])["log"]
     log.parent.mkdir(parents=True)
     log.write_text("slurmstepd: error: *** JOB 100 CANCELLED DUE TO TIME LIMIT ***\n")
     # An earlier run's files at the same paths are not this job's.
     write_job_files(fake, tmp_path)
     planned[0].out.write_text((fake / "results.json").read_text())
-    executor.Slurm.files(planned[0])["record"].write_text((fake / "record.json").read_text())
+    slurm.Slurm.files(planned[0])["record"].write_text((fake / "record.json").read_text())
     [(res, b)] = run_boots(planned, opts())
     assert not b.ok and "slurm job 100 timeout" in b.reason and "TIME LIMIT" in b.reason
     [cell] = res["cells"]
@@ -229,9 +229,9 @@ def test_progress_says_what_the_jobs_do_and_each_boot_is_reported_as_it_ends(
     h = executor.Here(lambda p: pytest.fail("booted locally"),
                       lambda p, b, run_id: ab.no_results(o.job, b, p.meta, run_id),
                       lambda b: events.append("reported"))
-    real_log = executor.log
-    monkeypatch.setattr(executor, "log", lambda m: (events.append(m), real_log(m)))
-    executor.Slurm(poll_s=0.01).run_boots(planned, o, h)
+    real_log = slurm.log
+    monkeypatch.setattr(slurm, "log", lambda m: (events.append(m), real_log(m)))
+    slurm.Slurm(poll_s=0.01).run_boots(planned, o, h)
     lines = [e for e in events if isinstance(e, str) and e.startswith("ab: slurm:")]
     assert [ln.split("; ETA")[0] for ln in lines[:3]] == ["ab: slurm: 2 pending (Resources), 0 running, 0 of 2 ended",
                          "ab: slurm: 1 pending (Priority), 1 running, 0 of 2 ended",
@@ -243,7 +243,7 @@ def test_progress_says_what_the_jobs_do_and_each_boot_is_reported_as_it_ends(
 
 def test_the_eta_comes_from_how_long_the_ended_jobs_ran():
     now = [0.0]
-    w = executor.Watch(4, clock=lambda: now[0])
+    w = slurm.Watch(4, clock=lambda: now[0])
     for j in ("1", "2"):
         w.saw(j, "RUNNING", "None")
     now[0] = 60.0
@@ -363,7 +363,7 @@ def test_vm_run_boots_a_suite_as_a_job_and_nothing_else(fake, tmp_path, monkeypa
     res, boot = write_job_files(fake, tmp_path)
     o = opts()
     run = ab.vm_suite({**META, "variant": "vA"}, o.job, tmp_path / "vm.json", clock=o.clock,
-                      record=tmp_path / "boot.json", executor=executor.Slurm(poll_s=0.01))
+                      record=tmp_path / "boot.json", executor=slurm.Slurm(poll_s=0.01))
     assert run.results["cells"] == res["cells"] and run.boot.record() == boot.record()
     assert json.loads((tmp_path / "boot.json").read_text()) == boot.record()
     [sbatch] = [c for c in calls(fake) if c[0].endswith("sbatch")]

@@ -15,7 +15,7 @@ import pytest
 
 from ipclab import Error
 from ipclab.cli.parser import build_parser
-from ipclab.lab import bisect, census, executor, kernel, variants, vm
+from ipclab.lab import bisect, census, executor, kernel, slurm, variants, vm
 
 from test_slurm_executor import (META, calls, fake, opts, here, wrapped,  # noqa: F401
                                  write_job_files)
@@ -29,7 +29,7 @@ def cache(tmp_path, monkeypatch):
     """The lab's cache, faked: mainline-write-cost is built, mainline is not; a test adds
     to the set it returns what a build job filed (kernel.cached finds it, kernel.find asked
     before did not)."""
-    monkeypatch.setattr(executor, "cache_root", lambda: tmp_path / "cache")
+    monkeypatch.setattr(slurm, "cache_root", lambda: tmp_path / "cache")
     before = {"mainline-write-cost", "mainline+wakeup-counters"}
     filed = set(before)
 
@@ -68,7 +68,7 @@ def planned(metas, tmp_path):
 
 def test_an_image_the_cache_lacks_is_one_build_job_its_deterministic_boots_wait_for(
         fake, cache, tmp_path, monkeypatch):
-    s = executor.Slurm(poll_s=0.01)
+    s = slurm.Slurm(poll_s=0.01)
     metas = s.images(kerns(), vm.DETERMINISTIC)
     assert metas["A"]["to_build"] and "to_build" not in metas["B"]
     [build] = sbatches(fake)
@@ -88,18 +88,18 @@ def test_an_image_the_cache_lacks_is_one_build_job_its_deterministic_boots_wait_
     assert "--dependency" not in boot_b
     assert s.build_of == {}      # built: a boot submitted now would wait for nothing
     # once built, the side's meta is the cache's
-    assert executor.built_meta(metas["A"])["key"] == KEYS["mainline"]
+    assert kernel.built_meta(metas["A"])["key"] == KEYS["mainline"]
 
 
 def test_two_sides_of_one_image_build_it_once(fake, cache):
-    metas = executor.Slurm().images(kerns("mainline", "mainline"), vm.DETERMINISTIC)
+    metas = slurm.Slurm().images(kerns("mainline", "mainline"), vm.DETERMINISTIC)
     assert len(sbatches(fake)) == 1 and metas["A"]["key"] == metas["B"]["key"]
 
 
 def test_a_failed_build_fails_its_boots_with_its_log_line_and_keeps_the_other_side(
         fake, cache, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_LOG", "make: *** [Makefile:2010: fs] Error 2")
-    s = executor.Slurm(poll_s=0.01)
+    s = slurm.Slurm(poll_s=0.01)
     metas = s.images(kerns(), vm.DETERMINISTIC)
     monkeypatch.delenv("FAKE_LOG")
     monkeypatch.setenv("FAKE_WRITE", "independent")
@@ -110,16 +110,16 @@ def test_a_failed_build_fails_its_boots_with_its_log_line_and_keeps_the_other_si
         {"101": "CANCELLED None", "102": "COMPLETED None"}]))
     p = planned(metas, tmp_path)
     o = opts()
-    (res_a, boot_a), (res_b, boot_b) = executor.Slurm.run_boots(s, p, o, here(o))
+    (res_a, boot_a), (res_b, boot_b) = slurm.Slurm.run_boots(s, p, o, here(o))
     assert not boot_a.ok and "the build of mainline (slurm job 100) ended failed" in \
         boot_a.reason and "Error 2" in boot_a.reason
     assert res_a["cells"][0]["status"] == "failed"
     assert boot_b.ok and res_b["cells"][0]["status"] == "ok"
-    assert executor.built_meta(metas["A"])["to_build"]     # not built: as it was
+    assert kernel.built_meta(metas["A"])["to_build"]     # not built: as it was
 
 
 def test_a_timed_run_waits_for_its_builds_then_boots_the_cached_image(fake, cache):
-    s = executor.Slurm(poll_s=0.01)
+    s = slurm.Slurm(poll_s=0.01)
     cache.add("mainline")           # what the build job (COMPLETED at once) left
     metas = s.images(kerns(), vm.TIMED)
     assert "to_build" not in metas["A"] and metas["A"]["key"] == KEYS["mainline"]
@@ -132,18 +132,18 @@ def test_a_timed_run_whose_build_failed_stops_before_any_boot(fake, cache, monke
     monkeypatch.setenv("FAKE_STATE", "FAILED")
     monkeypatch.setenv("FAKE_LOG", "gcc: fatal error: Killed signal terminated program cc1")
     with pytest.raises(Error) as e:
-        executor.Slurm(poll_s=0.01).images(kerns(), vm.TIMED)
+        slurm.Slurm(poll_s=0.01).images(kerns(), vm.TIMED)
     assert e.value.code == 1 and "\n" not in str(e.value)
     assert "the build of mainline (slurm job 100) ended failed: gcc: fatal" in str(e.value)
 
 
 def test_ctrl_c_while_a_build_runs_cancels_it(fake, cache, monkeypatch):
     monkeypatch.setenv("FAKE_STATE", "RUNNING")
-    s = executor.Slurm(poll_s=0.01)
+    s = slurm.Slurm(poll_s=0.01)
 
     def interrupted(*a):
         raise KeyboardInterrupt
-    monkeypatch.setattr(executor.Watch, "show", interrupted)
+    monkeypatch.setattr(slurm.Watch, "show", interrupted)
     with pytest.raises(KeyboardInterrupt):
         s.images(kerns(), vm.TIMED)
     assert [c[1:] for c in calls(fake) if c[0].endswith("scancel")] == [["100"]]
@@ -153,7 +153,7 @@ def test_a_dry_run_shows_the_build_job_and_the_boots_dependency(fake, cache, tmp
                                                                  capsys):
     from ipclab import proc
     with proc.dry_run(True):
-        s = executor.Slurm()
+        s = slurm.Slurm()
         metas = s.images(kerns(), vm.DETERMINISTIC)
         o = opts()
         s.run_boots(planned(metas, tmp_path), o, here(o))
@@ -215,7 +215,7 @@ def test_a_census_is_one_job_of_this_checkouts_census_and_prints_its_record(
     kern = variants.resolve(census.counters_spec("mainline"))
     out = tmp_path / "census.json"
     rc = census.run(kern, workloads=["mq-latency"], clock=vm.DETERMINISTIC, out=out,
-                    as_json=True, executor=executor.Slurm(poll_s=0.01, who="census"))
+                    as_json=True, executor=slurm.Slurm(poll_s=0.01, who="census"))
     assert rc == 0 and json.loads(capsys.readouterr().out) == rec
     [job] = sbatches(fake)
     flags = dict(zip(job, job[1:]))
@@ -234,7 +234,7 @@ def test_a_census_job_that_left_no_record_is_one_line_and_exit_1(fake, cache, tm
     kern = variants.resolve(census.counters_spec("mainline"))
     with pytest.raises(Error) as e:
         census.run(kern, workloads=[], clock=vm.DETERMINISTIC,
-                   executor=executor.Slurm(poll_s=0.01, who="census"))
+                   executor=slurm.Slurm(poll_s=0.01, who="census"))
     assert e.value.code == 1 and "\n" not in str(e.value)
     assert "census: the job ended node_fail without a record: slurmstepd" in str(e.value)
 
@@ -255,7 +255,7 @@ def git_tree(tmp_path, n=2):
 
 def test_a_bisect_step_is_a_build_job_and_boot_jobs_behind_it_per_commit(
         fake, tmp_path, monkeypatch):
-    monkeypatch.setattr(executor, "cache_root", lambda: tmp_path / "cache")
+    monkeypatch.setattr(slurm, "cache_root", lambda: tmp_path / "cache")
     monkeypatch.setattr(kernel, "find", lambda kern: (
         {**kernel._before_build(kern, kern.name[:12].ljust(20, "0")), "to_build": True}, False))
     tree, commits = git_tree(tmp_path)
@@ -267,7 +267,7 @@ def test_a_bisect_step_is_a_build_job_and_boot_jobs_behind_it_per_commit(
         {"100": "FAILED None", "101": "COMPLETED None", "102": "CANCELLED None",
          "103": "COMPLETED None"}]))
     measure = bisect.LabMeasure(p, tmp_path / "out",
-                                executor=executor.Slurm(poll_s=0.01, who="bisect"))
+                                executor=slurm.Slurm(poll_s=0.01, who="bisect"))
     first, second = measure(commits)
     builds, boots = sbatches(fake)[:2], sbatches(fake)[2:]
     for job, c in zip(builds, commits):
@@ -284,5 +284,5 @@ def test_a_timed_bisect_through_slurm_is_refused(tmp_path):
     p = bisect.Params(str(tree), commits[0], commits[1], "seed-skip-wakeups",
                       "pipe-throughput/copies=1", None, vm.TIMED, 3)
     with pytest.raises(Error) as e:
-        bisect.run(p, tmp_path / "out", executor=executor.Slurm())
+        bisect.run(p, tmp_path / "out", executor=slurm.Slurm())
     assert e.value.code == 2 and "only with --deterministic" in str(e.value)
