@@ -146,12 +146,15 @@ class Slurm:
         self.failed_builds: dict[str, str] = {}  # build job id -> what became of it
 
     def _sbatch(self, name: str, log_path: Path, command: list[str], cores: int | None,
-                exclusive: bool, after: str | None = None) -> list[str]:
-        """sbatch of one job: `command` run from this checkout, as a local run of it (its own
-        `ipclab` must not submit again), after job `after` succeeded."""
+                exclusive: bool, after: str | None = None, tasks: int = 0) -> list[str]:
+        """sbatch of one job (`tasks`: an array of that many): `command` run from this
+        checkout, as a local run of it (its own `ipclab` must not submit again), after job
+        `after` succeeded."""
         argv = ["sbatch", "--parsable", "--job-name", f"ipclab-{name}",
                 "--output", str(log_path), "--chdir", str(REPO),
                 "--export", f"ALL,{ENV}=local", "--ntasks", "1"]
+        if tasks:
+            argv += ["--array", f"0-{tasks - 1}"]
         if cores:
             argv += ["--cpus-per-task", str(cores)]
         if exclusive:
@@ -266,8 +269,11 @@ class Slurm:
 
     def run_boots(self, boots: list[SuiteBoot], o: BootOpts, here: Here) -> list[tuple]:
         if proc.is_dry_run():
-            for b in boots:
-                proc.would_run(self.sbatch_argv(b, o))
+            if o.clock.deterministic:
+                self.submit_arrays(boots, o)
+            else:
+                for b in boots:
+                    proc.would_run(self.sbatch_argv(b, o))
             return [(None, None)] * len(boots)
         done: dict[int, tuple] = {}
         watch = Watch(len(boots) + len(self.live), who=self.who)
@@ -277,8 +283,7 @@ class Slurm:
             done[index] = self.collect(boots[index], o, here, job_id, state)
         try:
             if o.clock.deterministic:
-                for i, b in enumerate(boots):
-                    self.submit(b, o, i)
+                self.submit_arrays(boots, o)
                 self.wait(ended, watch)
             else:
                 for i, b in enumerate(boots):
@@ -299,6 +304,38 @@ class Slurm:
         self.live[job_id] = index
         log(f"{self.who}: {b.label} ({b.meta['variant']}, {o.clock.mode}): slurm job {job_id}")
         return job_id
+
+    def submit_arrays(self, boots: list[SuiteBoot], o: BootOpts) -> None:
+        """Deterministic boots as job arrays: one for the boots of each build job they wait
+        for (so that a failed build cancels only its own), one for those of cached images."""
+        groups: dict[str | None, list[int]] = {}
+        for i, b in enumerate(boots):
+            groups.setdefault(self.build_of.get(b.meta["key"]), []).append(i)
+        for after, indexes in groups.items():
+            self.submit_array([(i, boots[i]) for i in indexes], o, after)
+
+    def submit_array(self, group: list[tuple[int, SuiteBoot]], o: BootOpts,
+                     after: str | None) -> None:
+        d = self.files(group[0][1])["log"].parent
+        table = d / f"array-{group[0][1].out.stem}.json"
+        tasks = [{"argv": vm_run_argv(b, o, self.files(b)["record"]),
+                  "log": str(self.files(b)["log"])} for _, b in group]
+        argv = self._sbatch(f"{group[0][1].out.parent.name}-boots", d / "array-%A_%a.log",
+                            [sys.executable, "-m", "ipclab.lab.array_task", str(table)],
+                            1, False, after, tasks=len(group))
+        if proc.would_run(argv):
+            return
+        d.mkdir(parents=True, exist_ok=True)
+        # What an earlier run left at these paths (the same -o) must not pass for this one's.
+        for _, b in group:
+            for f in (b.out, self.files(b)["record"]):
+                f.unlink(missing_ok=True)
+        proc.write_json_atomic(table, tasks)
+        array = self._submit(argv)
+        for k, (i, b) in enumerate(group):
+            self.live[f"{array}_{k}"] = i
+            log(f"{self.who}: {b.label} ({b.meta['variant']}, {o.clock.mode}): slurm job"
+                f" {array}_{k}")
 
     def _submit(self, argv: list[str]) -> str:
         r = self._run(argv)
@@ -342,8 +379,9 @@ class Slurm:
     def states(self, ids: list[str]) -> tuple[dict[str, tuple[str, str]], str | None]:
         """{job id: (state, reason)} of the jobs squeue still knows; (_, error) when it
         failed."""
-        r = self._run(["squeue", "--noheader", "--states", "all", "--jobs", ",".join(ids),
-                       "--format", "%i %T %r"])
+        # --array: one line per task of an array, a pending one too
+        r = self._run(["squeue", "--noheader", "--array", "--states", "all", "--jobs",
+                       ",".join(ids), "--format", "%i %T %r"])
         if r.returncode != 0:
             if "invalid job id" in r.stderr.lower():
                 return {}, None         # all of them purged: ended
@@ -359,7 +397,7 @@ class Slurm:
         """scancel the jobs submitted here that have not ended: by id, no others."""
         if not self.live:
             return
-        ids = sorted(self.live, key=int)
+        ids = sorted(self.live, key=lambda j: [int(x) for x in j.split("_")])
         log(f"{self.who}: cancelling slurm job(s) {', '.join(ids)}")
         try:
             self._run(["scancel", *ids])

@@ -38,12 +38,16 @@ if os.environ.get("FAKE_LOG"):
 # FAKE_RECORD: a file the job of a command with -o RECORD (census) writes there
 if os.environ.get("FAKE_RECORD") and "-o" in cmd and "--record" not in cmd:
     Path(cmd[cmd.index("-o") + 1]).write_text(Path(os.environ["FAKE_RECORD"]).read_text())
+# an array's tasks: the table's commands (slurm.Slurm.submit_array)
+tasks = [t["argv"] for t in json.loads(Path(cmd[-1]).read_text())] if "--array" in sys.argv \
+    else [cmd]
 # FAKE_WRITE=independent: a job behind a --dependency never runs (its build failed)
-if os.environ.get("FAKE_WRITE") and "--record" in cmd and not (
-        os.environ["FAKE_WRITE"] == "independent" and "--dependency" in sys.argv):
-    out, rec = cmd[cmd.index("-o") + 1], cmd[cmd.index("--record") + 1]
-    Path(out).write_text((d / "results.json").read_text())
-    Path(rec).write_text((d / "record.json").read_text())
+for task in tasks:
+    if os.environ.get("FAKE_WRITE") and "--record" in task and not (
+            os.environ["FAKE_WRITE"] == "independent" and "--dependency" in sys.argv):
+        out, rec = task[task.index("-o") + 1], task[task.index("--record") + 1]
+        Path(out).write_text((d / "results.json").read_text())
+        Path(rec).write_text((d / "record.json").read_text())
 print(f"{n};cluster")
 '''
 FAKE_SQUEUE = r'''#!/usr/bin/env python3
@@ -129,6 +133,13 @@ def wrapped(argv):
     return cmd[1:]
 
 
+def task_commands(argv):
+    """The commands of a job array's tasks (ipclab.lab.array_task's table), in order."""
+    cmd = wrapped(argv)
+    assert cmd[1:4] == ["-m", "ipclab.lab.array_task", cmd[-1]]
+    return [t["argv"] for t in json.loads(Path(cmd[-1]).read_text())]
+
+
 def test_sbatch_argv_passes_slurms_options_and_runs_vm_run_of_this_checkout(tmp_path):
     s = slurm.Slurm(partition="lab", account="kernel", time_limit="1:00:00")
     b = boots(tmp_path)[0]
@@ -181,9 +192,13 @@ def test_results_come_back_where_a_local_boot_writes_them(fake, tmp_path, monkey
     assert [b.record() for _, b in done] == [boot.record()] * 2
     for b in planned:
         assert results.load(b.out)["cells"] == res["cells"]
-    # Both submitted before the first wait: deterministic boots run side by side.
+    # One job array of both before the first wait: deterministic boots run side by side.
     names = [c[0].rsplit("/", 1)[-1] for c in calls(fake)]
-    assert names[:2] == ["sbatch", "sbatch"] and "scancel" not in names
+    assert names[:2] == ["sbatch", "squeue"] and "scancel" not in names
+    sbatch = calls(fake)[0]
+    assert sbatch[sbatch.index("--array") + 1] == "0-1"
+    assert [build_parser().parse_args(c[3:]).output for c in task_commands(sbatch)] == \
+        [b.out.resolve() for b in planned]
     # The results directory holds what a local ab leaves; the job's files are in slurm/.
     assert sorted(p.name for p in planned[0].out.parent.iterdir()) == \
         ["A-vA-boot1.json", "B-vB-boot1.json", "slurm"]
@@ -209,9 +224,9 @@ def test_a_job_that_left_nothing_is_a_failed_boot_that_says_which_job(fake, tmp_
     planned[0].out.write_text((fake / "results.json").read_text())
     slurm.Slurm.files(planned[0])["record"].write_text((fake / "record.json").read_text())
     [(res, b)] = run_boots(planned, opts())
-    assert not b.ok and "slurm job 100 timeout" in b.reason and "TIME LIMIT" in b.reason
+    assert not b.ok and "slurm job 100_0 timeout" in b.reason and "TIME LIMIT" in b.reason
     [cell] = res["cells"]
-    assert cell["status"] == "failed" and "slurm job 100 timeout" in cell["error"]
+    assert cell["status"] == "failed" and "slurm job 100_0 timeout" in cell["error"]
     assert results.load(planned[0].out)["cells"][0]["status"] == "failed"
 
 
@@ -220,10 +235,10 @@ def test_progress_says_what_the_jobs_do_and_each_boot_is_reported_as_it_ends(
     monkeypatch.setenv("FAKE_WRITE", "1")
     write_job_files(fake, tmp_path)
     monkeypatch.setenv("FAKE_STATES", json.dumps([
-        {"100": "PENDING Resources", "101": "PENDING Resources"},
-        {"100": "RUNNING None", "101": "PENDING Priority"},
-        {"100": "COMPLETED None", "101": "RUNNING None"},
-        {"101": "COMPLETED None"}]))
+        {"100_0": "PENDING Resources", "100_1": "PENDING Resources"},
+        {"100_0": "RUNNING None", "100_1": "PENDING Priority"},
+        {"100_0": "COMPLETED None", "100_1": "RUNNING None"},
+        {"100_1": "COMPLETED None"}]))
     planned, o = boots(tmp_path), opts()
     events = []
     h = executor.Here(lambda p: pytest.fail("booted locally"),
@@ -262,14 +277,14 @@ def test_a_job_slurm_will_never_start_cancels_the_run_in_one_line(fake, tmp_path
                                                                   monkeypatch):
     # if the run waited on instead, the jobs end after 50 polls and the test fails, not hangs
     monkeypatch.setenv("FAKE_STATES", json.dumps(
-        [{"100": "PENDING Resources", "101": "PENDING PartitionTimeLimit"}] * 50
-        + [{"100": "COMPLETED None", "101": "COMPLETED None"}]))
+        [{"100_0": "PENDING Resources", "100_1": "PENDING PartitionTimeLimit"}] * 50
+        + [{"100_0": "COMPLETED None", "100_1": "COMPLETED None"}]))
     with pytest.raises(Error) as e:
         run_boots(boots(tmp_path), opts())
     assert e.value.code == 2 and "\n" not in str(e.value)
-    assert "slurm job 101 cannot start" in str(e.value) and "PartitionTimeLimit" in str(e.value)
+    assert "slurm job 100_1 cannot start" in str(e.value) and "PartitionTimeLimit" in str(e.value)
     cancels = [c[1:] for c in calls(fake) if c[0].endswith("scancel")]
-    assert cancels == [["100", "101"]]
+    assert cancels == [["100_0", "100_1"]]
 
 
 def test_ctrl_c_cancels_the_jobs_it_submitted_and_nothing_else(fake, tmp_path, monkeypatch):
@@ -305,7 +320,7 @@ def test_ctrl_c_cancels_the_jobs_it_submitted_and_nothing_else(fake, tmp_path, m
         watchdog.cancel()
         signal.signal(signal.SIGINT, before)
     cancels = [c[1:] for c in calls(fake) if c[0].endswith("scancel")]
-    assert cancels == [["100", "101"]]
+    assert cancels == [["100_0", "100_1"]]
 
 
 def test_the_choice_local_by_default_env_then_flag(monkeypatch, fake):
@@ -367,7 +382,8 @@ def test_vm_run_boots_a_suite_as_a_job_and_nothing_else(fake, tmp_path, monkeypa
     assert run.results["cells"] == res["cells"] and run.boot.record() == boot.record()
     assert json.loads((tmp_path / "boot.json").read_text()) == boot.record()
     [sbatch] = [c for c in calls(fake) if c[0].endswith("sbatch")]
-    assert build_parser().parse_args(wrapped(sbatch)[3:]).output == tmp_path / "vm.json"
+    [task] = task_commands(sbatch)
+    assert build_parser().parse_args(task[3:]).output == tmp_path / "vm.json"
 
 
 # --------------------------------------------------------------------------- test cluster

@@ -3,13 +3,18 @@
 own (one per image): deterministic boots wait for it in Slurm's queue (afterok, and a failed
 build cancels them), timed ones are submitted once it ended; a failed build fails its boots
 with the build's own last log line and keeps the other side's; the job's `kernel build`
-resolves the very variant the submitting side resolved. `census --executor slurm` is one job
+resolves the very variant the submitting side resolved. Deterministic boots are job arrays,
+one per build they wait for, whose tasks run their own line of a table (array_task).
+`census --executor slurm` is one job
 of this checkout's own `census`, whose record comes back and is printed as a local one.
 Fake Slurm commands as in test_slurm_executor.py; the cache lookups are faked, nothing is
 compiled or booted."""
 
 import json
+import os
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +25,7 @@ from ipclab.lab import bisect, census, executor, kernel, slurm, variants, vm
 from test_slurm_executor import (META, calls, fake, opts, here, wrapped,  # noqa: F401
                                  write_job_files)
 
+REPO = Path(__file__).resolve().parents[2]
 KEYS = {"mainline": "1" * 20, "mainline-write-cost": "2" * 20,
         "mainline+wakeup-counters": "3" * 20}
 
@@ -106,8 +112,8 @@ def test_a_failed_build_fails_its_boots_with_its_log_line_and_keeps_the_other_si
     write_job_files(fake, tmp_path)
     # the build fails; Slurm cancels the boot that waited for it (kill-on-invalid-dep)
     monkeypatch.setenv("FAKE_STATES", json.dumps([
-        {"100": "FAILED None", "101": "PENDING Dependency", "102": "RUNNING None"},
-        {"101": "CANCELLED None", "102": "COMPLETED None"}]))
+        {"100": "FAILED None", "101_0": "PENDING Dependency", "102_0": "RUNNING None"},
+        {"101_0": "CANCELLED None", "102_0": "COMPLETED None"}]))
     p = planned(metas, tmp_path)
     o = opts()
     (res_a, boot_a), (res_b, boot_b) = slurm.Slurm.run_boots(s, p, o, here(o))
@@ -264,8 +270,8 @@ def test_a_bisect_step_is_a_build_job_and_boot_jobs_behind_it_per_commit(
     # the first commit's build fails, and Slurm cancels the boot behind it; the second
     # builds, and its boot leaves nothing
     monkeypatch.setenv("FAKE_STATES", json.dumps([
-        {"100": "FAILED None", "101": "COMPLETED None", "102": "CANCELLED None",
-         "103": "COMPLETED None"}]))
+        {"100": "FAILED None", "101": "COMPLETED None", "102_0": "CANCELLED None",
+         "103_0": "COMPLETED None"}]))
     measure = bisect.LabMeasure(p, tmp_path / "out",
                                 executor=slurm.Slurm(poll_s=0.01, who="bisect"))
     first, second = measure(commits)
@@ -276,7 +282,7 @@ def test_a_bisect_step_is_a_build_job_and_boot_jobs_behind_it_per_commit(
     for job, build_id in zip(boots, ("100", "101")):
         assert job[job.index("--dependency") + 1] == f"afterok:{build_id}"
     assert f"the build of {commits[0][:12]} (slurm job 100) ended failed" in first.skip
-    assert "slurm job 103 completed without a boot record" in second.skip
+    assert "slurm job 103_0 completed without a boot record" in second.skip
 
 
 def test_a_timed_bisect_through_slurm_is_refused(tmp_path):
@@ -286,3 +292,23 @@ def test_a_timed_bisect_through_slurm_is_refused(tmp_path):
     with pytest.raises(Error) as e:
         bisect.run(p, tmp_path / "out", executor=slurm.Slurm())
     assert e.value.code == 2 and "only with --deterministic" in str(e.value)
+
+
+def test_an_array_task_runs_its_own_line_into_its_own_log(tmp_path):
+    table = tmp_path / "tasks.json"
+    logs = [tmp_path / "a.log", tmp_path / "b.log"]
+    table.write_text(json.dumps([
+        {"argv": ["/bin/sh", "-c", "echo first"], "log": str(logs[0])},
+        {"argv": ["/bin/sh", "-c", "echo second; echo to-stderr >&2; exit 3"],
+         "log": str(logs[1])}]))
+
+    def task(index, *argv):
+        return subprocess.run([sys.executable, "-m", "ipclab.lab.array_task", *argv],
+                              cwd=REPO, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "SLURM_ARRAY_TASK_ID": str(index)})
+    r = task(1, str(table))
+    assert r.returncode == 3 and r.stdout == "" and not logs[0].exists()
+    assert logs[1].read_text() == "second\nto-stderr\n"
+    for index, argv in ((2, [str(table)]), (0, [str(tmp_path / "none.json")]), (0, [])):
+        r = task(index, *argv)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr

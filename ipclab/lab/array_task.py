@@ -1,0 +1,38 @@
+# SPDX-License-Identifier: MIT
+"""One task of a Slurm job array of the lab's boots (slurm.Slurm.submit_array): the command
+on line SLURM_ARRAY_TASK_ID of the table the submitting side wrote, with its output in that
+line's log, as a job of its own would have it.
+
+    python -m ipclab.lab.array_task TABLE
+
+TABLE is a JSON list of {"argv": [...], "log": PATH}. A table that cannot be read, or an
+index it has no line for, is one line on stderr (the array's own log) and exit 2."""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m ipclab.lab.array_task TABLE", file=sys.stderr)
+        return 2
+    try:
+        index = int(os.environ["SLURM_ARRAY_TASK_ID"])
+        task = json.loads(Path(argv[0]).read_text())[index]
+        command, log_path = list(task["argv"]), task["log"]
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
+        print(f"array task: {argv[0]}: no task {os.environ.get('SLURM_ARRAY_TASK_ID')!r}:"
+              f" {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    os.execv(command[0], command)
+    return 1        # not reached: execv replaces this process or raises
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
