@@ -166,7 +166,7 @@ def test_an_image_the_cache_lacks_is_built_by_a_job_its_boots_wait_for(cluster, 
         assert r.returncode in FINISHED, r.stdout[-3000:] + r.stderr[-3000:]
         [build] = re.findall(rf"build of {re.escape(new.name)}: slurm job (\d+)", r.stderr)
         assert f"build of {new.name} (slurm job {build}) ended" in r.stderr, r.stderr
-        [boot] = re.findall(r"boot 1/1 of B \([^)]*\): slurm job (\d+)", r.stderr)
+        [boot] = re.findall(r"boot 1/1 of B \([^)]*\): slurm job (\d+_\d+)", r.stderr)
         built = job_times(cluster, build)
         assert built["JobState"] == "COMPLETED", built
         # Both were queued at once; Slurm held the boot until the build ended (afterok).
