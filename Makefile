@@ -12,7 +12,8 @@
 #                       lab variants cross-built and booted (icount)
 #   make test-arm64-census  the census on arm64 (opt-in: one more arm64 boot)
 #   make test-arm64-faults  arm64 fault runs of the series' debug build (not in `make test`)
-#   make test-slurm     ab through a one-node Slurm cluster started here (opt-in, not in `make test`)
+#   make test-slurm     ab through a one-node Slurm cluster started here (opt-in; `make test`
+#                       runs the executor's cluster tests, without kernels)
 #   make test-flaky     reruns the Python tier FLAKY_N times (20) under `stress-ng --cpu 2` and the
 #                       kernel tier's A/A tests FLAKY_K times (5); prints every test that failed
 #   make test-fresh     `make test` as a new user runs it: a fresh clone, empty caches, no venv
@@ -72,10 +73,12 @@ test-lts: lab-deps engine
 test-bisect: lab-deps engine
 	IPCLAB_TEST_BISECT=1 $(PY) -m pytest -q tests/kernel/test_lab_bisect.py
 
-# Opt-in, not in `make test` yet: a one-node Slurm cluster started here (slurm-wlm, munge),
-# and the same deterministic `ab` locally and through it (docs/lab.md, Slurm).
+# Opt-in: a one-node Slurm cluster started here (slurm-wlm, munge), and the same deterministic
+# `ab` locally and through it (docs/lab.md, Slurm). `make test` runs the first file but for its
+# time-limit test.
 test-slurm: lab-deps engine
-	IPCLAB_TEST_SLURM=1 $(PY) -m pytest -q tests/kernel/test_lab_slurm.py
+	IPCLAB_TEST_SLURM=1 $(PY) -m pytest -q tests/kernel/test_lab_slurm_cluster.py \
+		tests/kernel/test_lab_slurm.py
 
 # The SMP known answer alone (it is also part of `make test`); its two-vCPU half needs a host
 # with two idle cores for the guest's vCPU threads and skips without (docs/lab.md, SMP).

@@ -63,7 +63,10 @@ def node_facts() -> dict:
 def slurm_conf(d: Path, facts: dict, ctld_port: int, slurmd_port: int) -> str:
     """The least slurm.conf a one-node cluster runs on: root runs everything, no cgroups
     (proctrack/linuxproc), no accounting database, and each core schedulable on its own
-    (cons_tres, CR_Core) so that two one-core jobs run side by side as `ab`'s boots do."""
+    (cons_tres, CR_Core) so that two one-core jobs run side by side as `ab`'s boots do; a
+    job cancelled or past its limit gets 2 s between SIGTERM and SIGKILL (KillWait), not 30,
+    and pending jobs are looked at every 2 s (sched_interval), not 60, so that a job held by a
+    drained node starts soon after the node is back."""
     node = facts["NodeName"]
     hw = " ".join(f"{k}={facts[k]}" for k in ("CPUs", "Boards", "SocketsPerBoard",
                                               "CoresPerSocket", "ThreadsPerCore",
@@ -92,10 +95,12 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 MpiDefault=none
 SchedulerType=sched/builtin
+SchedulerParameters=sched_interval=2
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2
 MinJobAge=600
+KillWait=2
 NodeName={node} NodeAddr=127.0.0.1 {hw} State=UNKNOWN
 PartitionName=debug Nodes={node} Default=YES MaxTime=INFINITE State=UP
 """
