@@ -138,17 +138,31 @@ def test_ctrl_c_cancels_the_jobs_submitted_and_no_other(cluster, stand_ins, tmp_
     other = subprocess.run(["sbatch", "--parsable", "--wrap", "sleep 120"], text=True,
                            capture_output=True, timeout=60).stdout.strip().split(";")[0]
     s = slurm.Slurm(poll_s=0.2)
-    submitted, submit = [], s._submit
+    submitted, submit, states = [], s._submit, s.states
     s._submit = lambda argv: submitted.append(submit(argv)) or submitted[-1]
+    polled = threading.Event()
+    s.states = lambda ids: (polled.set(), states(ids))[1]
     o = opts()
+
+    stop = threading.Event()
+
+    def ctrl_c_once_polled():
+        # once the jobs are in and squeue was asked, not after a guessed delay: under load
+        # a timer could fire while sbatch still runs
+        while not stop.is_set():
+            if polled.wait(0.1):
+                if not stop.wait(2.0):
+                    _thread.interrupt_main()
+                return
     before = signal.signal(signal.SIGINT, signal.default_int_handler)
-    timer = threading.Timer(8.0, _thread.interrupt_main)
-    timer.start()
+    watcher = threading.Thread(target=ctrl_c_once_polled, daemon=True)
+    watcher.start()
     try:
         with pytest.raises(KeyboardInterrupt):
             s.run_boots(planned(tmp_path, {"A": {**META}}), o, here(o))
     finally:
-        timer.cancel()
+        stop.set()
+        watcher.join()
         signal.signal(signal.SIGINT, before)
     try:
         [array] = submitted
