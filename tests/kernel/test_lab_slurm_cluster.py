@@ -135,7 +135,8 @@ def test_arrays_of_boots_behind_their_builds_and_a_failed_build_cancels_only_its
 
 def test_ctrl_c_cancels_the_jobs_submitted_and_no_other(cluster, stand_ins, tmp_path):
     stand_ins["boot_s"] = 120
-    other = subprocess.run(["sbatch", "--parsable", "--wrap", "sleep 120"], text=True,
+    other = subprocess.run(["sbatch", "--parsable", "--output", str(tmp_path / "other.log"),
+                            "--chdir", str(tmp_path), "--wrap", "sleep 120"], text=True,
                            capture_output=True, timeout=60).stdout.strip().split(";")[0]
     s = slurm.Slurm(poll_s=0.2)
     submitted, submit, states = [], s._submit, s.states
