@@ -128,7 +128,8 @@ class Watch:
 
 
 class Slurm:
-    """Each boot a batch job; polled with squeue, cancelled with scancel."""
+    """Each build a batch job, each boot one (timed) or a task of a job array
+    (deterministic); polled with squeue, cancelled with scancel."""
     name = "slurm"
     by = "--executor"       # or ENV: what chose it
 
