@@ -14,10 +14,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
 from conftest import before_lab_command, lab_command_time
 from ipclab import deterministic
 from ipclab.deterministic import floor
 from ipclab.lab import bases
+from slurm_cluster import Cluster, ClusterError, missing_tools
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_BASE = os.environ.get("IPCLAB_TEST_BASE", "mainline")
@@ -114,3 +116,27 @@ def ipclab_side_by_side(*argvs, timeout=1800):
             return list(pool.map(lambda argv: _run(argv, timeout), argvs))
     finally:
         lab_command_time(argvs[0], time.monotonic() - t0)
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """A one-node Slurm cluster started here (tests/slurm_cluster.py) for the session, which
+    the lab's Slurm commands (SLURM_CONF) reach alone. One that cannot start fails the test
+    with its daemons' own log lines: the install step installs Slurm, so never a skip."""
+    why = missing_tools()
+    assert why is None, why
+    c = Cluster()
+    try:
+        c.start()
+    except ClusterError as e:
+        pytest.fail(f"the one-node Slurm cluster did not start ({c.d}):\n{e}")
+    old = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = c.env()["SLURM_CONF"]
+    try:
+        yield c
+    finally:
+        c.remove()
+        if old is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = old

@@ -136,6 +136,28 @@ def test_aa_pair_cost_counts_agree(aa):
     assert "Cost model, per operation" in text and "a model, not a measurement" in text
 
 
+def test_a_boot_through_slurm_counts_as_the_local_ones(aa, cluster, tmp_path):
+    """The same answer through Slurm (docs/lab.md, Slurm): one icount-check cell of the plain
+    kernel booted as a job of the one-node cluster (`vm run --executor slurm`, a job array of
+    one) against the A/A pair's first local boot, within the A/A pairs' own bound: two
+    deterministic boots of one image do not repeat to the instruction, here or elsewhere."""
+    out = tmp_path / "through-slurm.json"
+    r = ipclab("vm", "run", PLAIN, "icount-check", "--deterministic", *KNOWN_ANSWER_REPS,
+               "--cell", SLURM_CELL, "-o", str(out), "--executor", "slurm", timeout=2400)
+    assert r.returncode == 0 and ": slurm job " in r.stderr, r.stderr[-3000:]
+    local = next(aa[0].glob(f"A-{PLAIN}-boot1.json"))
+    outcome = compare.compare_results(results.load(str(local)), results.load(str(out)),
+                                      common=True)
+    primary = [row for row in compare.outcome_record(outcome)["rows"] if row.get("primary")]
+    assert [row["key"] for row in primary] == [SLURM_CELL], primary
+    for row in primary:
+        bound = aa_bound(row["key"], row["path"], len(primary))
+        assert abs(math.log1p(row["delta"])) <= bound, (row, bound)
+
+
+SLURM_CELL = "pipe-throughput/copies=1"
+
+
 # Background work lands in a sample's window too (on one vCPU, under 1% of its instructions):
 # an event count per operation may move by a few hundredths between boots. Measured in
 # docs/lab.md (the cost model's known answers).

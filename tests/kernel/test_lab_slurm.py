@@ -26,7 +26,6 @@ import pytest
 from ipclab import compare, results
 from ipclab.compare import record as comparison
 from ipclab.lab import kernel, variants
-from slurm_cluster import Cluster, ClusterError, missing_tools
 from .conftest import KNOWN_ANSWER_REPS, PLAIN, ROLE, aa_bound, ipclab, missing_prereq
 
 CELL = "pipe-throughput/copies=1"
@@ -46,28 +45,6 @@ def missing():
 
 
 pytestmark = pytest.mark.skipif(missing() is not None, reason=str(missing()))
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    why = missing_tools()
-    assert why is None, why         # the install step installs them: not a skip
-    c = Cluster()
-    try:
-        c.start()
-    except ClusterError as e:
-        pytest.fail(f"the one-node Slurm cluster did not start ({c.d}):\n{e}")
-    # The lab's commands (and the jobs' environment) reach this cluster alone.
-    old = os.environ.get("SLURM_CONF")
-    os.environ["SLURM_CONF"] = c.env()["SLURM_CONF"]
-    try:
-        yield c
-    finally:
-        c.remove()
-        if old is None:
-            os.environ.pop("SLURM_CONF", None)
-        else:
-            os.environ["SLURM_CONF"] = old
 
 
 @pytest.fixture(scope="module")

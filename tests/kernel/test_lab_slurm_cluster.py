@@ -24,32 +24,10 @@ import pytest
 from ipclab import results, suites
 from ipclab.lab import ab, kernel, slurm, variants, vm
 from ipclab.lab.boot_plan import BootOpts, Here, SuiteBoot
-from slurm_cluster import Cluster, ClusterError, missing_tools
 
 CELL = "pipe-throughput/copies=1"
 META = {"variant": "vA", "key": "0" * 20, "release": "7.3.4", "source": "src",
         "patches": [], "config_sha256": "c"}
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    why = missing_tools()
-    assert why is None, why         # the install step installs them: not a skip
-    c = Cluster()
-    try:
-        c.start()
-    except ClusterError as e:
-        pytest.fail(f"the one-node Slurm cluster did not start ({c.d}):\n{e}")
-    old = os.environ.get("SLURM_CONF")
-    os.environ["SLURM_CONF"] = c.env()["SLURM_CONF"]
-    try:
-        yield c
-    finally:
-        c.remove()
-        if old is None:
-            os.environ.pop("SLURM_CONF", None)
-        else:
-            os.environ["SLURM_CONF"] = old
 
 
 @pytest.fixture
