@@ -383,10 +383,10 @@ def _bisect_rounds(commits, nodes):
     return max(1, math.ceil(math.log(commits) / math.log(nodes + 1) - 1e-9))
 
 
-def render_slurm_overhead(records):
-    record, times = records
+def render_slurm_overhead(record):
     data = json.loads(record.read_text())
-    build = step_times.reference(times)["steps"][BISECT_BUILD]
+    # the bisect's build step: lab-times.md's record, which that page renders
+    build = step_times.reference()["steps"][BISECT_BUILD]
     runs = data["runs"]
     totals = {n: [sum(r["wall_s"]) for r in runs if r["executor"] == n] for n in ("local", "slurm")}
     med = {n: statistics.median(w) for n, w in totals.items()}
@@ -446,6 +446,7 @@ def render_slurm_overhead(records):
 
 
 PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),
+         Page("slurm-overhead", SLURM_OVERHEAD, render_slurm_overhead),
          Page("test-flaky", TEST_FLAKY, render_flaky),
          Page("lab-times", step_times.REFERENCE, render_times),
          Page("cost-model", COST_MODEL, render_cost_model),
