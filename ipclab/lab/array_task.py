@@ -13,6 +13,8 @@ import os
 import sys
 from pathlib import Path
 
+from ipclab import proc
+
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
@@ -26,10 +28,11 @@ def main(argv: list[str]) -> int:
         print(f"array task: {argv[0]}: no task {os.environ.get('SLURM_ARRAY_TASK_ID')!r}:"
               f" {type(e).__name__}: {e}", file=sys.stderr)
         return 2
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
+    # this run's log alone (the table's folder is the submitting side's, as is the log)
+    Path(log_path).unlink(missing_ok=True)
+    with proc.open_append(log_path) as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
     os.execv(command[0], command)
     return 1        # not reached: execv replaces this process or raises
 
