@@ -10,8 +10,11 @@ counts move by about 0.001% from boot to boot (the A/A floor, docs/lab.md), on t
 host as on another. So "the same counts" is the A/A test's own bound (conftest.aa_bound)
 on the Slurm boot against the local boot of each side, and the two runs' verdicts equal.
 
+And an `ab` whose new side the cache lacks: its build is a job, and its boot waits for it.
+
 A cluster that cannot start fails the test with its daemon's own log lines; it never skips.
-Opt-in for now (`make test-slurm`, IPCLAB_TEST_SLURM=1): two more boot pairs."""
+Opt-in (`make test-slurm`, IPCLAB_TEST_SLURM=1): three more boot pairs and a build. `make
+test` boots one cell through the cluster (test_lab_deterministic.py)."""
 
 import json
 import math
@@ -31,9 +34,9 @@ from .conftest import KNOWN_ANSWER_REPS, PLAIN, ROLE, aa_bound, ipclab, missing_
 CELL = "pipe-throughput/copies=1"
 AB = ("ab", PLAIN, ROLE["write_cost"], "--deterministic", "--suite", "icount-check",
       "--cell", CELL, *KNOWN_ANSWER_REPS)
-# What the results say of where and how they were measured, beside the boot's own record.
 # ab's exit statuses of a finished comparison (0, or its verdict's: 3 better, 4 worse, ...)
 FINISHED = set(comparison.EXIT_STATUSES.values())
+# What the results say of where and how they were measured, beside the boot's own record.
 SAME_META = ("variant", "kernel", "patches", "build", "accel", "emulated", "clock",
              "cost_model")
 
