@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ipclab import EXIT_FAILED, Error, envinfo, proc
+from ipclab import EXIT_FAILED, Error, envinfo, proc, safeio
 from ipclab.progress import log
 
 from . import ab, backends, kernel, slurm, variants, vm
@@ -178,6 +178,7 @@ def census_as_job(kern: variants.Variant, executor, *, workloads: list[str], clo
                                                      argv, meta["key"], clock, cpus, out)
     if proc.is_dry_run():
         return None
+    safeio.check_readable(rec_path, "census record")
     try:
         rec = json.loads(rec_path.read_text())
     except (OSError, ValueError):

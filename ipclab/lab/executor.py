@@ -42,9 +42,8 @@ def choose(name: str | None = None, *, partition: str | None = None,
     if missing:
         raise Error(f"{where} slurm: {', '.join(missing)} not found (Slurm's client commands,"
                     " Debian's slurm-client; docs/lab.md, Slurm)")
-    chosen = Slurm(partition=partition, account=account, time_limit=time_limit, who=who)
-    chosen.by = where
-    return chosen
+    return Slurm(partition=partition, account=account, time_limit=time_limit, who=who,
+                 by=where)
 
 
 def boot_parallelism(clock: vm.Clock) -> int:

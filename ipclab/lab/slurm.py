@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ipclab import EXIT_FAILED, Error, proc, results, suites
+from ipclab import EXIT_FAILED, Error, proc, results, safeio, suites
 from ipclab.progress import fmt_duration, log
 
 from . import kernel, variants, vm
@@ -42,6 +42,8 @@ REPO = Path(__file__).resolve().parents[2]
 DONE_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
                "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "SPECIAL_EXIT", "REVOKED"}
 SQUEUE_RETRIES = 5
+# Ends the here document that hands an array's table to its tasks: a JSON line never is it.
+TABLE_END = "IPCLAB_TABLE_END"
 
 
 def vm_run_argv(b: SuiteBoot, o: BootOpts, record: Path) -> list[str]:
@@ -131,12 +133,13 @@ class Slurm:
     """Each build a batch job, each boot one (timed) or a task of a job array
     (deterministic); polled with squeue, cancelled with scancel."""
     name = "slurm"
-    by = "--executor"       # or ENV: what chose it
 
     def __init__(self, partition: str | None = None, account: str | None = None,
-                 time_limit: str | None = None, poll_s: float = 2.0, who: str = "ab"):
+                 time_limit: str | None = None, poll_s: float = 2.0, who: str = "ab",
+                 by: str = "--executor"):
         self.partition, self.account, self.time_limit = partition, account, time_limit
         self.who = who          # the command whose jobs these are, for its messages
+        self.by = by            # what chose Slurm: --executor, or ENV (a default)
         self.poll_s = poll_s
         self.live: dict[str, int | None] = {}  # job id -> its boot's index (a build: None)
         self.builds: dict[str, tuple[str, Path, str]] = {}  # build job id -> (variant,
@@ -147,10 +150,11 @@ class Slurm:
         self.failed_builds: dict[str, str] = {}  # build job id -> what became of it
 
     def _sbatch(self, name: str, log_path: Path, command: list[str], cores: int | None,
-                exclusive: bool, after: str | None = None, tasks: int = 0) -> list[str]:
+                exclusive: bool, after: str | None = None, tasks: int = 0,
+                stdin: str | None = None) -> list[str]:
         """sbatch of one job (`tasks`: an array of that many): `command` run from this
         checkout, as a local run of it (its own `ipclab` must not submit again), after job
-        `after` succeeded."""
+        `after` succeeded; `stdin`, one line, its standard input, held in the job's script."""
         argv = ["sbatch", "--parsable", "--job-name", f"ipclab-{name}",
                 "--output", str(log_path), "--chdir", str(REPO),
                 "--export", f"ALL,{ENV}=local", "--ntasks", "1"]
@@ -166,7 +170,10 @@ class Slurm:
                        ("--time", self.time_limit)):
             if v:
                 argv += [opt, v]
-        return argv + ["--wrap", "exec " + shlex.join(command)]
+        script = "exec " + shlex.join(command)
+        if stdin is not None:
+            script += f" <<'{TABLE_END}'\n{stdin}\n{TABLE_END}"
+        return argv + ["--wrap", script]
 
     def sbatch_argv(self, b: SuiteBoot, o: BootOpts) -> list[str]:
         files = self.files(b)
@@ -207,8 +214,7 @@ class Slurm:
         return metas
 
     def submit_build(self, kern: variants.Variant, key: str) -> None:
-        log_path = cache_root() / "logs" / \
-            f"slurm-build-{variants.slug(kern.name)}-{proc.stamp()}.log"
+        log_path = _cache_log(f"build-{variants.slug(kern.name)}")
         argv = self.build_argv(kern, log_path)
         if proc.would_run(argv):
             # what the boots' --dependency will name
@@ -226,7 +232,7 @@ class Slurm:
         """`python -m ipclab ARGV -o RECORD` of this checkout as one job, after the build job
         of image `key` when one is queued, its RECORD `out` (else its log's name with .json);
         waits for it: (its final state, its log, RECORD). Ctrl-C cancels it."""
-        log_path = cache_root() / "logs" / f"slurm-{name}-{proc.stamp()}.log"
+        log_path = _cache_log(name)
         record = out.resolve() if out else log_path.with_suffix(".json")
         argv = self._sbatch(name, log_path, [sys.executable, "-m", "ipclab", *argv, "-o",
                                              str(record)],
@@ -235,7 +241,7 @@ class Slurm:
         if proc.would_run(argv):
             return "", log_path, record
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        record.unlink(missing_ok=True)      # an earlier one must not pass for this job's
+        _clear_earlier(record)
         ended = {}
         try:
             job_id = self._submit(argv)
@@ -298,9 +304,7 @@ class Slurm:
     def submit(self, b: SuiteBoot, o: BootOpts, index: int) -> str:
         files = self.files(b)
         files["log"].parent.mkdir(parents=True, exist_ok=True)
-        # What an earlier run left at these paths (the same -o) must not pass for this job's.
-        for f in (b.out, files["record"]):
-            f.unlink(missing_ok=True)
+        _clear_earlier(b.out, files["record"])
         job_id = self._submit(self.sbatch_argv(b, o))
         self.live[job_id] = index
         log(f"{self.who}: {b.label} ({b.meta['variant']}, {o.clock.mode}): slurm job {job_id}")
@@ -318,20 +322,16 @@ class Slurm:
     def submit_array(self, group: list[tuple[int, SuiteBoot]], o: BootOpts,
                      after: str | None) -> None:
         d = self.files(group[0][1])["log"].parent
-        table = d / f"array-{group[0][1].out.stem}.json"
         tasks = [{"argv": vm_run_argv(b, o, self.files(b)["record"]),
                   "log": str(self.files(b)["log"])} for _, b in group]
         argv = self._sbatch(f"{group[0][1].out.parent.name}-boots", d / "array-%A_%a.log",
-                            [sys.executable, "-m", "ipclab.lab.array_task", str(table)],
-                            1, False, after, tasks=len(group))
+                            [sys.executable, "-m", "ipclab.lab.array_task"],
+                            1, False, after, tasks=len(group), stdin=json.dumps(tasks))
         if proc.would_run(argv):
             return
         d.mkdir(parents=True, exist_ok=True)
-        # What an earlier run left at these paths (the same -o) must not pass for this one's.
         for _, b in group:
-            for f in (b.out, self.files(b)["record"]):
-                f.unlink(missing_ok=True)
-        proc.write_json_atomic(table, tasks)
+            _clear_earlier(b.out, self.files(b)["record"])
         array = self._submit(argv)
         for k, (i, b) in enumerate(group):
             self.live[f"{array}_{k}"] = i
@@ -413,8 +413,9 @@ class Slurm:
         files = self.files(b)
         boot = None
         try:
+            safeio.check_readable(files["record"], "boot record")
             boot = vm.Boot.from_record(json.loads(files["record"].read_text()))
-        except (OSError, ValueError, KeyError):
+        except (Error, OSError, ValueError, KeyError):
             pass
         res = None
         if b.out.exists():
@@ -449,6 +450,20 @@ class Slurm:
             raise Error(f"{argv[0]} not found (Slurm's client commands)", EXIT_FAILED) from None
         except subprocess.TimeoutExpired:
             return subprocess.CompletedProcess(argv, 1, "", f"{argv[0]}: no answer in 120 s")
+
+
+def _cache_log(name: str) -> Path:
+    """A new log of a job that no results folder holds (a build, a census), in the lab's
+    cache, which the nodes share."""
+    return cache_root() / "logs" / f"slurm-{name}-{proc.stamp()}.log"
+
+
+def _clear_earlier(*paths: Path) -> None:
+    """What an earlier run left at a job's paths (the same -o) must not pass for its own;
+    Error (one line) for a path that is no regular file, which is never removed."""
+    for path in paths:
+        safeio.check_replaceable(path)
+        path.unlink(missing_ok=True)
 
 
 def _first_line(text: str) -> str:

@@ -32,14 +32,16 @@ with open(d / "calls", "a") as f:
     f.write(json.dumps(sys.argv) + "\n")
 n = int((d / "next").read_text()) if (d / "next").exists() else 100
 (d / "next").write_text(str(n + 1))
-cmd = shlex.split(sys.argv[sys.argv.index("--wrap") + 1])
+# the script: `exec COMMAND`, and for an array a here document of its table (one line)
+head, _, table = sys.argv[sys.argv.index("--wrap") + 1].partition("\n")
+cmd = shlex.split(head.split(" <<")[0])
 if os.environ.get("FAKE_LOG"):
     Path(sys.argv[sys.argv.index("--output") + 1]).write_text(os.environ["FAKE_LOG"] + "\n")
 # FAKE_RECORD: a file the job of a command with -o RECORD (census) writes there
 if os.environ.get("FAKE_RECORD") and "-o" in cmd and "--record" not in cmd:
     Path(cmd[cmd.index("-o") + 1]).write_text(Path(os.environ["FAKE_RECORD"]).read_text())
 # an array's tasks: the table's commands (slurm.Slurm.submit_array)
-tasks = [t["argv"] for t in json.loads(Path(cmd[-1]).read_text())] if "--array" in sys.argv \
+tasks = [t["argv"] for t in json.loads(table.split("\n")[0])] if "--array" in sys.argv \
     else [cmd]
 # FAKE_WRITE=independent: a job behind a --dependency never runs (its build failed)
 for task in tasks:
@@ -127,17 +129,17 @@ def boots(tmp_path, n=2):
 
 
 def wrapped(argv):
-    """The command the job runs, as its shell splits --wrap's string."""
-    cmd = shlex.split(argv[argv.index("--wrap") + 1])
+    """The command the job runs, as its shell splits --wrap's string (an array's: its first
+    line, before the here document of its table)."""
+    cmd = shlex.split(argv[argv.index("--wrap") + 1].split("\n")[0].split(" <<")[0])
     assert cmd[0] == "exec"
     return cmd[1:]
 
 
 def task_commands(argv):
     """The commands of a job array's tasks (ipclab.lab.array_task's table), in order."""
-    cmd = wrapped(argv)
-    assert cmd[1:4] == ["-m", "ipclab.lab.array_task", cmd[-1]]
-    return [t["argv"] for t in json.loads(Path(cmd[-1]).read_text())]
+    assert wrapped(argv)[1:] == ["-m", "ipclab.lab.array_task"]
+    return [t["argv"] for t in json.loads(argv[argv.index("--wrap") + 1].split("\n")[1])]
 
 
 def test_sbatch_argv_passes_slurms_options_and_runs_vm_run_of_this_checkout(tmp_path):
@@ -202,6 +204,16 @@ def test_results_come_back_where_a_local_boot_writes_them(fake, tmp_path, monkey
     # The results directory holds what a local ab leaves; the job's files are in slurm/.
     assert sorted(p.name for p in planned[0].out.parent.iterdir()) == \
         ["A-vA-boot1.json", "B-vB-boot1.json", "slurm"]
+
+
+def test_a_boots_path_that_is_no_regular_file_is_one_line_and_nothing_is_submitted(
+        fake, tmp_path):
+    planned = boots(tmp_path)
+    planned[1].out.mkdir()      # where B's results go: a folder, never removed
+    with pytest.raises(Error) as e:
+        run_boots(planned, opts())
+    assert "is a directory" in str(e.value) and "\n" not in str(e.value)
+    assert calls(fake) == [] and planned[1].out.is_dir()
 
 
 def test_timed_boots_are_submitted_one_after_another(fake, tmp_path, monkeypatch):

@@ -4,7 +4,8 @@ own (one per image): deterministic boots wait for it in Slurm's queue (afterok, 
 build cancels them), timed ones are submitted once it ended; a failed build fails its boots
 with the build's own last log line and keeps the other side's; the job's `kernel build`
 resolves the very variant the submitting side resolved. Deterministic boots are job arrays,
-one per build they wait for, whose tasks run their own line of a table (array_task).
+one per build they wait for, whose tasks run their own entry of a table that the job's script
+holds (array_task).
 `census --executor slurm` is one job
 of this checkout's own `census`, whose record comes back and is printed as a local one.
 Fake Slurm commands as in test_slurm_executor.py; the cache lookups are faked, nothing is
@@ -294,21 +295,26 @@ def test_a_timed_bisect_through_slurm_is_refused(tmp_path):
     assert e.value.code == 2 and "only with --deterministic" in str(e.value)
 
 
-def test_an_array_task_runs_its_own_line_into_its_own_log(tmp_path):
-    table = tmp_path / "tasks.json"
+def test_an_array_task_runs_its_own_entry_of_the_table_its_script_holds(tmp_path):
+    """The array's script as Slurm runs it (sh, SLURM_ARRAY_TASK_ID set): each task runs its
+    own entry of the table in the script's here document, into its own log, and no file
+    of the results folder is read for a command."""
     logs = [tmp_path / "a.log", tmp_path / "b.log"]
-    table.write_text(json.dumps([
-        {"argv": ["/bin/sh", "-c", "echo first"], "log": str(logs[0])},
-        {"argv": ["/bin/sh", "-c", "echo second; echo to-stderr >&2; exit 3"],
-         "log": str(logs[1])}]))
+    table = [{"argv": ["/bin/sh", "-c", "echo first"], "log": str(logs[0])},
+             {"argv": ["/bin/sh", "-c", "echo second; echo to-stderr >&2; exit 3"],
+              "log": str(logs[1])}]
+    argv = slurm.Slurm()._sbatch("t", tmp_path / "array-%A_%a.log",
+                                 [sys.executable, "-m", "ipclab.lab.array_task"], 1, False,
+                                 tasks=2, stdin=json.dumps(table))
+    script = argv[argv.index("--wrap") + 1]
 
-    def task(index, *argv):
-        return subprocess.run([sys.executable, "-m", "ipclab.lab.array_task", *argv],
-                              cwd=REPO, capture_output=True, text=True, timeout=60,
-                              env={**os.environ, "SLURM_ARRAY_TASK_ID": str(index)})
-    r = task(1, str(table))
+    def task(index, text=script):
+        return subprocess.run(["sh", "-c", text], cwd=REPO, capture_output=True, text=True,
+                              timeout=60, env={**os.environ, "SLURM_ARRAY_TASK_ID": str(index)})
+    logs[1].write_text("an earlier run's\n")
+    r = task(1)
     assert r.returncode == 3 and r.stdout == "" and not logs[0].exists()
     assert logs[1].read_text() == "second\nto-stderr\n"
-    for index, argv in ((2, [str(table)]), (0, [str(tmp_path / "none.json")]), (0, [])):
-        r = task(index, *argv)
+    for r in (task(2), task(0, script.replace('"argv"', '"command"')),
+              task(0, f"{sys.executable} -m ipclab.lab.array_task extra </dev/null")):
         assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
