@@ -32,8 +32,7 @@ def _cost(args, mode: vm.Clock):
 
 def cmd_bisect(args):
     _no_command(args, "bisect")
-    executor = executors.choose(args.executor, partition=args.partition,
-                                account=args.account, time_limit=args.time_limit, who="bisect")
+    executor = _executor(args, "bisect")
     with proc.dry_run(args.dry_run):
         if args.resume:
             given = [a for a in ("good", "bad", "tree", "suite", "metric") if getattr(args, a)]
@@ -67,6 +66,12 @@ def cmd_bisect(args):
             raise Error(f"{outdir} holds a bisect already: --resume {outdir}, or another -o")
         return labreport.bisect(lab_bisect.run(p, outdir, timeout=args.timeout, jobs=args.jobs,
                                                executor=executor))
+
+
+def _executor(args, who: str):
+    """The executor of a lab command's builds and boots: --executor and Slurm's options."""
+    return executors.choose(args.executor, partition=args.partition, account=args.account,
+                            time_limit=args.time_limit, who=who)
 
 
 def _no_command(args, what):
@@ -205,8 +210,7 @@ def cmd_vm_run(args):
     elif not args.suite:
         raise Error("nothing to run: give a SUITE, -- CMD or --conformance")
     clock = _mode(args)
-    executor = executors.choose(args.executor, partition=args.partition,
-                                account=args.account, time_limit=args.time_limit, who="vm run")
+    executor = _executor(args, "vm run")
     faults = vm.fault_injection(args.fail_page_alloc, args.failslab, args.fault_tasks)
     if executor.name != "local" and (tests is not None or command or faults or args.kmemleak):
         here = "--conformance, -- CMD, --kmemleak and fault injection boot here"
@@ -260,8 +264,7 @@ def cmd_ab(args):
     if args.resume and not (args.output_dir and args.output_dir.is_dir()):
         raise Error("--resume goes on with an ab's folder: give it as -o DIR" +
                     (f" ({args.output_dir} is no folder)" if args.output_dir else ""))
-    executor = executors.choose(args.executor, partition=args.partition,
-                                account=args.account, time_limit=args.time_limit)
+    executor = _executor(args, "ab")
     with proc.dry_run(args.dry_run):
         job = ab.suite_job(args.suite, clock, full=args.full, reps=args.reps,
                            warmups=args.warmups, profile=args.profile, cells=tuple(args.cell),
@@ -276,8 +279,7 @@ def cmd_ab(args):
 
 def cmd_census(args):
     _no_command(args, "census")
-    executor = executors.choose(args.executor, partition=args.partition,
-                                account=args.account, time_limit=args.time_limit, who="census")
+    executor = _executor(args, "census")
     with proc.dry_run(args.dry_run):
         kern = variants.resolve(census.counters_spec(args.variant), args.tree,
                                 config=args.config, arch=args.arch)
