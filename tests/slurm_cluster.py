@@ -125,6 +125,15 @@ class Cluster:
         env["SLURM_CONF"] = str(self.d / "slurm.conf")
         return env
 
+    def job(self, job_id: str) -> dict:
+        """What `scontrol show job` says of one job (or one task of an array, JOB_INDEX):
+        its KEY=VALUE fields (JobState, StartTime, EndTime, ...)."""
+        r = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True,
+                           env=self.env(), timeout=60)
+        if r.returncode != 0:
+            raise ClusterError(f"scontrol show job {job_id}: {r.stderr.strip()}")
+        return dict(re.findall(r"(\w+)=(\S*)", r.stdout))
+
     def write_files(self) -> None:
         d = self.d
         for sub in ("ctld", "slurmd"):

@@ -21,7 +21,6 @@ import math
 import os
 import re
 import shutil
-import subprocess
 import time
 
 import pytest
@@ -127,13 +126,6 @@ def comment_patch(token: str) -> str:
 """
 
 
-def job_times(cluster, job_id: str) -> dict:
-    r = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True,
-                       env=cluster.env(), timeout=60)
-    assert r.returncode == 0, r.stderr
-    return dict(re.findall(r"(StartTime|EndTime|JobState)=(\S+)", r.stdout))
-
-
 def test_an_image_the_cache_lacks_is_built_by_a_job_its_boots_wait_for(cluster, tmp_path):
     patch = tmp_path / f"comment-{os.getpid()}-{time.time_ns()}.patch"
     patch.write_text(comment_patch(patch.stem))
@@ -147,10 +139,10 @@ def test_an_image_the_cache_lacks_is_built_by_a_job_its_boots_wait_for(cluster, 
         [build] = re.findall(rf"build of {re.escape(new.name)}: slurm job (\d+)", r.stderr)
         assert f"build of {new.name} (slurm job {build}) ended" in r.stderr, r.stderr
         [boot] = re.findall(r"boot 1/1 of B \([^)]*\): slurm job (\d+_\d+)", r.stderr)
-        built = job_times(cluster, build)
+        built = cluster.job(build)
         assert built["JobState"] == "COMPLETED", built
         # Both were queued at once; Slurm held the boot until the build ended (afterok).
-        assert job_times(cluster, boot)["StartTime"] >= built["EndTime"]
+        assert cluster.job(boot)["StartTime"] >= built["EndTime"]
         [b_file] = (tmp_path / "ab").glob("B-*-boot1.json")
         assert all(c["status"] == "ok" for c in results.load(b_file)["cells"])
         assert kernel.find(new)[1]          # filed in the cache the jobs share

@@ -87,13 +87,6 @@ def planned(tmp_path, metas):
             for side, meta in metas.items() for i in range(2)]
 
 
-def job_state(job_id: str) -> str:
-    r = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True,
-                       timeout=60)
-    return next((w.split("=", 1)[1] for w in r.stdout.split() if w.startswith("JobState=")),
-                r.stderr.strip())
-
-
 def test_arrays_of_boots_behind_their_builds_and_a_failed_build_cancels_only_its_own(
         cluster, stand_ins, tmp_path):
     stand_ins["failing"].add("mainline-write-cost")
@@ -148,10 +141,10 @@ def test_ctrl_c_cancels_the_jobs_submitted_and_no_other(cluster, stand_ins, tmp_
         tasks = [f"{array}_0", f"{array}_1"]
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and \
-                any(job_state(t) != "CANCELLED" for t in tasks):
+                any(cluster.job(t)["JobState"] != "CANCELLED" for t in tasks):
             time.sleep(0.5)
-        assert [job_state(t) for t in tasks] == ["CANCELLED"] * 2
-        assert job_state(other) == "RUNNING"
+        assert [cluster.job(t)["JobState"] for t in tasks] == ["CANCELLED"] * 2
+        assert cluster.job(other)["JobState"] == "RUNNING"
     finally:
         subprocess.run(["scancel", other], timeout=60)
 
