@@ -383,6 +383,13 @@ def _bisect_rounds(commits, nodes):
     return max(1, math.ceil(math.log(commits) / math.log(nodes + 1) - 1e-9))
 
 
+def _guest_text(g):
+    """How the matrix's boots ran, as their results say (scripts/slurm-overhead, guest)."""
+    clock = "deterministic (QEMU icount)" if g["mode"] == "deterministic" else "timed"
+    return (f"Boots: {clock}, accel {g['accel']}, QEMU {g['qemu']}, {g['cpus']} vCPU(s),"
+            f" {g['config']} config, {g['arch']}, kernel {g['release']}.")
+
+
 def render_slurm_overhead(record):
     data = json.loads(record.read_text())
     # the bisect's build step: lab-times.md's record, which that page renders
@@ -401,8 +408,7 @@ def render_slurm_overhead(record):
                 " start to exit, on a machine that other work may have shared.")
     opts = " ".join(data["ab_opts"])
     out += [f"The matrix: {', '.join(f'`ab {o} {n} {opts}`' for o, n in data['pairs'])},"
-            " one after another; deterministic boots, one vCPU, tiny config, the images"
-            " already built.", "",
+            f" one after another, the images already built. {_guest_text(data['guest'])}", "",
             "| executor | run | " + " | ".join(f"{o} vs {n} s" for o, n in data["pairs"])
             + " | matrix s |", "|---|---:|" + "---:|" * (len(data["pairs"]) + 1)]
     seen = {}
