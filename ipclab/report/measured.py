@@ -385,8 +385,7 @@ def _bisect_rounds(commits, nodes):
 
 def _guest_text(g):
     """How the matrix's boots ran, as their results say (scripts/slurm-overhead, guest)."""
-    clock = "deterministic (QEMU icount)" if g["mode"] == "deterministic" else "timed"
-    return (f"Boots: {clock}, accel {g['accel']}, QEMU {g['qemu']}, {g['cpus']} vCPU(s),"
+    return (f"Boots: {g['mode']} mode, accel {g['accel']}, QEMU {g['qemu']}, {g['cpus']} vCPU(s),"
             f" {g['config']} config, {g['arch']}, kernel {g['release']}.")
 
 
