@@ -182,6 +182,20 @@ def test_full_suite_and_deterministic_clock_reach_the_guest(capsys, tmp_path, mo
     assert "-plugin file=insncount.so" in vng
 
 
+@pytest.mark.parametrize("accel, deterministic, keeps_tsc", [
+    ("tcg", False, True), ("kvm", False, False), ("tcg", True, False)])
+def test_a_timed_tcg_guest_keeps_its_tsc(capsys, tmp_path, monkeypatch, accel, deterministic,
+                                         keeps_tsc):
+    # Without tsc=reliable the clocksource watchdog of a starved timed-TCG guest moves it
+    # to the HPET mid-run; KVM and icount guests keep their kernel's own choice.
+    monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(vm, "accel_for", lambda *a, **k: accel)
+    lines = dry_run_lines(capsys, "vm", "run", "lts", "icount-check",
+                          *(["--deterministic"] if deterministic else []))
+    vng = next(l for l in lines if "would run:" in l and "vng" in l)
+    assert ("--append tsc=reliable" in vng) == keeps_tsc
+
+
 def test_cell_reaches_every_boot_and_a_cell_no_suite_has_is_exit_2(capsys, tmp_path,
                                                                      monkeypatch):
     monkeypatch.setenv("IPCLAB_CACHE", str(tmp_path / "cache"))

@@ -213,7 +213,8 @@ def boot(meta: dict, accel: str, argv: list[str], *, thp: str = "madvise",
         vargv = launcher(image, cpus, memory, append, qemu_opts)
     else:
         vargv = vng_argv(image, accel, shared, command, cpus=cpus, memory=memory,
-                         append=append, qemu_opts=qemu_opts, fs=host_fs(meta))
+                         append=append + clock.kernel_args(accel), qemu_opts=qemu_opts,
+                         fs=host_fs(meta))
     clock_rec = clock.record(accel, cpus)
     if proc.would_run(vargv):
         log("guest job: " + json.dumps(job))

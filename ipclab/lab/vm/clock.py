@@ -29,6 +29,17 @@ class Clock(Mode):
         # (what the SMP counts rely on) rather than taking turns, whatever QEMU's default.
         return ["-accel", "tcg,thread=multi"] if accel == "tcg" else []
 
+    def kernel_args(self, accel: str) -> list[str]:
+        """What an x86 guest's command line needs to keep this mode's time.
+
+        Timed TCG: QEMU derives every vCPU's TSC from the one host clock, so it is in sync,
+        but a vCPU starved of host time misses the clocksource watchdog's cross-CPU reads.
+        The watchdog then marks the TSC unstable mid-run and moves the guest to the HPET,
+        whose reads trap to QEMU, so timings change under the run. Production-config
+        guests under --memory-pressure also died at that moment, without a word on the
+        console (vng exit 255). tsc=reliable keeps the TSC, and its watchdog off."""
+        return ["tsc=reliable"] if accel == "tcg" and not self.deterministic else []
+
     def record(self, accel: str, cpus: int) -> dict:
         rec = {"mode": self.name, "accel": accel, "cpus": cpus, "qemu": qemu_version(),
                # whether the vCPUs run at the same time: KVM and multi-threaded TCG do; under
