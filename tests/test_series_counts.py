@@ -16,7 +16,7 @@ SCRIPT = series.ROOT / "scripts" / "series-tables"
 WRITE = 64 << 10
 
 
-def line(w, r, under, contentions, pressure=False, missing=()):
+def line(w, r, under, contentions, pressure=False, missing=(), reclaim=None):
     """One JSON line as kernel/tests/pipe-alloc-counts' cell() prints it."""
     row = {"writers": w, "readers": r, "write_size": WRITE, "pipe_size": "engine default",
            "pressure": pressure, "cpus": "unpinned", "nproc": 2,
@@ -28,7 +28,7 @@ def line(w, r, under, contentions, pressure=False, missing=()):
            "mutex_acquisitions_per_write": 3.0, "mutex_contentions_per_write": contentions,
            "mutex_holdtime_total_ns_per_write": 5120.0,
            "mutex_waittime_total_ns_per_write": 800.0, "mutex_holdtime_max_ns": 91000.0,
-           "reclaim": {}}
+           "reclaim": reclaim or {}}
     for m in missing:
         row.pop(m)
     return json.dumps(row)
@@ -129,10 +129,24 @@ def test_a_table_of_counts_shows_every_cell_each_change_as_a_difference(tmp_path
     assert series.TIMED_COUNTS.strip() in caption
     assert "-: the boot ran no such cell" in caption
     assert "--memory-pressure (stress-ng --vm): 7.3.4 vm, v4 vm." in caption
+    assert "It made the allocator reclaim nothing" in caption
     # a figure the pressure boots left out is n/a there, not a zero
     pg = series.render_counts(table("pgalloc_per_write", cols), rec)
     assert "n/a" in pg[-1] and "n/a: the kernel has no such counter" in " ".join(pg)
     assert all(len(ln) <= series.WIDTH for ln in lines + pg)
+
+
+def test_a_pressure_that_made_the_allocator_reclaim_names_its_boots(tmp_path):
+    a = files(tmp_path, "7.3.4", "mainline+counters+lockstat",
+              [line(1, 1, 8.0, 0.5, pressure=True)])
+    b = files(tmp_path, "7.3.4+v4", "mainline-series+counters+lockstat",
+              [line(1, 1, 8.0, 0.5, pressure=True, reclaim={"pgscan_kswapd": 512})])
+    _, out = make(tmp_path, a, b)
+    lines = series.render_counts(table("under_mutex_per_write",
+                                       (("7.3.4", "7.3.4"), ("7.3.4+v4", "v4"))),
+                                 series.read(out))
+    caption = " ".join(" ".join(lines).split())
+    assert "reclaimed pages under it in: v4." in caption and "nothing" not in caption
 
 
 def test_deterministic_counts_say_no_timed_caveat(tmp_path):

@@ -405,13 +405,24 @@ def _counts_caption(table, record, kernels, absent, unknown):
             f" ({len(kernels)} boots), {how}, {record['arch']}; each later column's change"
             f" from {first} as a difference."
             + (" Under ipcbench's --memory-pressure (stress-ng --vm): "
-               + ", ".join(pressure) + "." if pressure else "")
+               + ", ".join(pressure) + "." + _reclaim(kernels) if pressure else "")
             + (" Under icount a ns is a guest instruction." if not timed
                and table.metric.endswith("ns_per_write") else "")
             + (TIMED_COUNTS if timed else "")
             + (" n/a: the kernel has no such counter." if unknown else "")
             + (" -: the boot ran no such cell." if absent else "")
             + (" Boots the lab did not pass: " + "; ".join(unclean) + "." if unclean else ""))
+
+
+def _reclaim(kernels):
+    """Whether the pressure made the allocator reclaim: without it, the pressure did not
+    reach the page allocator that the pipe's pages come from."""
+    reclaimed = [t for k, t in kernels
+                 if any(c.get("reclaim") for c in k["cells"].values() if c.get("pressure"))]
+    if reclaimed:
+        return " The allocator reclaimed pages under it in: " + ", ".join(reclaimed) + "."
+    return (" It made the allocator reclaim nothing: pgscan, pgsteal and allocstall stayed"
+            " at 0 in every cell's longer run.")
 
 
 def _pipe_bench_rows(row):
@@ -531,8 +542,11 @@ TABLES = (
           (("mainline+wakeup-counters", "7.3.4"), ("mainline-series+wakeup-counters",
                                                    "patches 1-2")), render_census,
           sites=(("pipe/read-wr", "wr_wait wakeup in a read"),), title="wr_wait, read"),
-    *(Table(f"counts-{name}", "pipe-0000-cover-letter.patch", "counts-production-2vcpu.json",
-            (("7.3.4", "7.3.4"), ("7.3.4+v4", "patches 1-2")), render_counts, metric=metric)
+    *(Table(f"counts{under}-{name}", "pipe-0000-cover-letter.patch",
+            f"counts-production-2vcpu{under}.json",
+            (("7.3.4", "7.3.4"), ("7.3.4+v4", "patches 1-2")), render_counts, metric=metric,
+            title=f"{title}{alloc_counts.METRICS[metric][0]}")
+      for under, title in (("", ""), ("-pressure", "pressure, "))
       for name, metric in (("under-mutex", "under_mutex_per_write"),
                            ("found-held", "mutex_found_held_per_write"),
                            ("contentions", "mutex_contentions_per_write"))),
