@@ -14,6 +14,8 @@
 #   make test-arm64-faults  arm64 fault runs of the series' debug build (not in `make test`)
 #   make test-slurm     ab through a one-node Slurm cluster started here (opt-in; `make test`
 #                       runs the executor's cluster tests, without kernels)
+#   make test-kernel-slurm  the kernel tier with IPCLAB_EXECUTOR=slurm: its builds and boots as
+#                       jobs of a one-node cluster started here (KTESTS= narrows it to files)
 #   make test-flaky     reruns the Python tier FLAKY_N times (20) under `stress-ng --cpu 2` and the
 #                       kernel tier's A/A tests FLAKY_K times (5); prints every test that failed
 #   make test-fresh     `make test` as a new user runs it: a fresh clone, empty caches, no venv
@@ -25,7 +27,7 @@ SUITE  ?= seeds
 
 .PHONY: all deps lab-deps reference-deps engine conformance run test test-engine \
 	test-conformance test-python test-kernel test-lts test-bisect test-arm64 test-arm64-census \
-	test-arm64-faults test-census test-smp test-slurm test-flaky test-fresh engine-checks clean
+	test-arm64-faults test-census test-smp test-slurm test-kernel-slurm test-flaky test-fresh engine-checks clean
 
 all: engine
 
@@ -79,6 +81,13 @@ test-bisect: lab-deps engine
 test-slurm: lab-deps engine
 	IPCLAB_TEST_SLURM=1 $(PY) -m pytest -q tests/kernel/test_lab_slurm_cluster.py \
 		tests/kernel/test_lab_slurm.py
+
+# The tier's own commands choose Slurm by the environment, as a user sets it once; what Slurm
+# may not run (conformance, -- CMD, fault runs, a timed bisect) boots here and says so.
+KTESTS ?= tests/kernel
+test-kernel-slurm: lab-deps engine
+	@$(MAKE) --no-print-directory -C conformance
+	IPCLAB_EXECUTOR=slurm $(PY) -m pytest -q -rfEs $(KTESTS)
 
 # The SMP known answer alone (it is also part of `make test`); its two-vCPU half needs a host
 # with two idle cores for the guest's vCPU threads and skips without (docs/lab.md, SMP).

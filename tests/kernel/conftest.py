@@ -118,11 +118,13 @@ def ipclab_side_by_side(*argvs, timeout=1800):
         lab_command_time(argvs[0], time.monotonic() - t0)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=os.environ.get("IPCLAB_EXECUTOR") == "slurm")
 def cluster():
     """A one-node Slurm cluster started here (tests/slurm_cluster.py) for the session, which
     the lab's Slurm commands (SLURM_CONF) reach alone. One that cannot start fails the test
-    with its daemons' own log lines: the install step installs Slurm, so never a skip."""
+    with its daemons' own log lines: the install step installs Slurm, so never a skip.
+    With IPCLAB_EXECUTOR=slurm (`make test-kernel-slurm`) every test has it: the tier's own
+    commands then run their builds and boots as its jobs."""
     why = missing_tools()
     assert why is None, why
     c = Cluster()

@@ -55,7 +55,7 @@ def runs(cluster, tmp_path_factory):
         r = ipclab("kernel", "build", variant, timeout=3600)
         assert r.returncode == 0, r.stderr[-3000:]
     out = {}
-    for name, extra in (("local", ()), ("slurm", ("--executor", "slurm"))):
+    for name, extra in (("local", ("--executor", "local")), ("slurm", ("--executor", "slurm"))):
         d = tmp_path_factory.mktemp(name)
         r = ipclab(*AB, "-o", str(d), *extra, timeout=2400)
         assert r.returncode in FINISHED, r.stdout[-3000:] + r.stderr[-3000:]

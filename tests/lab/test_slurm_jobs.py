@@ -295,6 +295,29 @@ def test_a_timed_bisect_through_slurm_is_refused(tmp_path):
     assert e.value.code == 2 and "only with --deterministic" in str(e.value)
 
 
+def test_a_timed_bisect_under_the_environments_slurm_boots_here(tmp_path, monkeypatch,
+                                                                 capsys):
+    # IPCLAB_EXECUTOR=slurm is a default, as under `make test-kernel-slurm`: what Slurm may not
+    # run runs here and says so, as `vm run` does.
+    tree, commits = git_tree(tmp_path)
+    p = bisect.Params(str(tree), commits[0], commits[1], "seed-skip-wakeups",
+                      "pipe-throughput/copies=1", None, vm.TIMED, 3)
+    used = []
+
+    class Stop(Exception):
+        pass
+
+    def measure(*a, executor=None, **k):
+        used.append(executor)
+        raise Stop
+
+    monkeypatch.setattr(bisect, "LabMeasure", measure)
+    with pytest.raises(Stop):
+        bisect.run(p, tmp_path / "out", executor=slurm.Slurm(by="IPCLAB_EXECUTOR"))
+    assert [e.name for e in used] == ["local"]
+    assert "a timed bisect boots here, whatever IPCLAB_EXECUTOR says" in capsys.readouterr().err
+
+
 def test_an_array_task_runs_its_own_entry_of_the_table_its_script_holds(tmp_path):
     """The array's script as Slurm runs it (sh, SLURM_ARRAY_TASK_ID set): each task runs its
     own entry of the table in the script's here document, into its own log, and no file
