@@ -120,6 +120,16 @@ def test_thirty_instructions_per_write_are_a_change(aa, patched):
     assert "a model, not a measurement" in cmp.stdout
 
 
+def window_ops(out):
+    """{cell: the fewest operations any sample window of the A/A pair counted}."""
+    ops = {}
+    for path in out.glob(f"?-{PLAIN}-boot*.json"):
+        for cell in json.loads(path.read_text())["cells"]:
+            n = min(s["cost"]["ops"] for s in cell["samples"])
+            ops[cell["key"]] = min(n, ops.get(cell["key"], n))
+    return ops
+
+
 def test_aa_pair_cost_counts_agree(aa):
     out, text = aa
     rows = [r for r in json.loads((out / "compare.json").read_text())["rows"] if r.get("model")]
@@ -127,12 +137,19 @@ def test_aa_pair_cost_counts_agree(aa):
     assert {r["label"] for r in rows} == {"atomics", "fences", "irq-flag changes"}, text
     # Every cell's counts, the whole-boot cells' (mqueue, the sweep) as the loops', within
     # what the A/A pairs of the floor show; not by the judge's verdict, which is at 5% a row.
+    # Or within one event per sample window: a count of a few events a window (the sweep's
+    # fences) cannot be resolved finer than that, and its median then moves with a whole
+    # event, or with the window's operations, beyond the floor's relative bound, which its
+    # A/A pairs, mostly equal to the event, put very near zero.
+    ops = window_ops(out)
     for r in rows:
         if r["delta"] is None:      # no event on either side
             assert r["diff"] == 0, r
             continue
         bound = aa_bound(r["key"], r["path"], len(rows))
-        assert abs(math.log1p(r["delta"])) <= bound, (r, bound)
+        resolution = 1 / ops[r["key"]]
+        assert abs(math.log1p(r["delta"])) <= bound or abs(r["diff"]) <= resolution, \
+            (r, bound, resolution)
     assert "Cost model, per operation" in text and "a model, not a measurement" in text
 
 
