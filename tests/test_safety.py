@@ -196,6 +196,16 @@ def _engines_of(mark, but=None):
     return found
 
 
+def _engines_gone(mark, wait_s=10.0):
+    """The engines still alive after at most `wait_s`: a process sent SIGKILL is dead at once
+    but, on a loaded host, may take a moment to leave /proc; an engine that was never killed
+    is still there when the wait ends (idle, they are gone within a poll or two)."""
+    deadline = time.monotonic() + wait_s
+    while (left := _engines_of(mark)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
 def _start(argv, tmp_path, **env):
     return subprocess.Popen([sys.executable, "-m", "ipclab"] + argv, cwd=str(tmp_path),
                             env=dict(os.environ, PYTHONPATH=ROOT, **env),
@@ -219,7 +229,7 @@ def test_sigterm_saves_kills_the_engine_and_exits_143(tmp_path):
         assert _engines_of(mark, p.pid), "the hanging engine never started"
         p.send_signal(signal.SIGTERM)
         out, err = p.communicate(timeout=60)
-        left = _engines_of(mark)
+        left = _engines_gone(mark)
     finally:
         for pid in _engines_of(mark):     # whatever a failure left, not another test's
             os.kill(pid, signal.SIGKILL)
