@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from ipclab import Error, proc, report
-from ipclab.progress import log
 from ipclab.lab import ab, bases, census, gittree, kernel, variants, vm
 from ipclab.lab import bisect as lab_bisect
 from ipclab.lab import executor as executors
@@ -214,11 +213,9 @@ def cmd_vm_run(args):
     faults = vm.fault_injection(args.fail_page_alloc, args.failslab, args.fault_tasks)
     if executor.name != "local" and (tests is not None or command or faults or args.kmemleak):
         here = "--conformance, -- CMD, --kmemleak and fault injection boot here"
-        if executor.by == "--executor":
-            raise Error(f"--executor {executor.name} boots a SUITE as a job; {here}"
-                        " (--executor local)")
-        log(f"vm run: {here}, whatever {executor.by} says")
-        executor = executors.Local()
+        executor = executors.here_instead(
+            executor, f"--executor {executor.name} boots a SUITE as a job; {here}"
+                      " (--executor local)", f"vm run: {here}")
     with proc.dry_run(args.dry_run):
         opts = dict(thp=args.thp, timeout=args.timeout, clock=clock,
                     cpus=args.cpus, record=args.record, kmemleak=args.kmemleak,

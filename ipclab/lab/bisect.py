@@ -535,10 +535,9 @@ def run(p: Params | None, outdir: Path, *, resume: bool = False, timeout: float 
     assert p is not None
     if executor is not None and executor.name != "local" and not p.mode.deterministic:
         why = "timed boots on several hosts would compare one host's times with another's"
-        if executor.by == "--executor":
-            raise Error(f"bisect --executor {executor.name}: only with --deterministic ({why})")
-        log(f"bisect: a timed bisect boots here, whatever {executor.by} says ({why})")
-        executor = executors.Local()
+        executor = executors.here_instead(
+            executor, f"bisect --executor {executor.name}: only with --deterministic ({why})",
+            f"bisect: a timed bisect boots here ({why})")
     tree = Path(p.tree)
     commits = gittree.first_parent_range(tree, p.good, p.bad)
     measure = LabMeasure(p, outdir, timeout=timeout, jobs=jobs, executor=executor)

@@ -14,6 +14,7 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 
 from ipclab import Error, proc
+from ipclab.progress import log
 
 from . import kernel, vm
 from .boot_plan import ENV, BootOpts, Here, SuiteBoot  # noqa: F401 (the executors' callers')
@@ -44,6 +45,16 @@ def choose(name: str | None = None, *, partition: str | None = None,
                     " Debian's slurm-client; docs/lab.md, Slurm)")
     return Slurm(partition=partition, account=account, time_limit=time_limit, who=who,
                  by=where)
+
+
+def here_instead(executor, refused: str, noted: str):
+    """Local() for what `executor`, not local, may not run: Error `refused` (exit 2) when
+    --executor asked for it, since that is an order; under IPCLAB_EXECUTOR, only a default,
+    it boots here and logs `noted`."""
+    if executor.by == "--executor":
+        raise Error(refused)
+    log(f"{noted}, whatever {executor.by} says")
+    return Local()
 
 
 def boot_parallelism(clock: vm.Clock) -> int:
