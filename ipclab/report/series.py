@@ -23,6 +23,8 @@ from pathlib import Path
 from ipclab import Error
 from ipclab.mode import Mode
 from ipclab.report import alloc_counts
+from ipclab.report.series_layout import (CONFIG_NAMES, WIDTH, kernel_in,  # noqa: F401
+                                         layout, num, pct, wrap)
 # The kinds of record, re-exported for the tests, which read records by kind.
 from ipclab.report.series_records import (CENSUS, CONFORMANCE_LINES, COUNTS,  # noqa: F401
                                           DETERMINISTIC_ROWS, DISASSEMBLY, read)
@@ -31,7 +33,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PATCHES = ROOT / "kernel" / "patches" / "mainline"
 RECORDS = ROOT / "kernel" / "patches" / "records"
 REWRITE = "scripts/series-tables --write"
-WIDTH = 75      # checkpatch's limit for a commit message's lines
 
 
 # ---- tables --------------------------------------------------------------------------------
@@ -118,50 +119,6 @@ class Table:
         return RECORDS / self.record
 
 
-def _kernel(record, variant, table):
-    for k in record["kernels"]:
-        if k.get("name", k["variant"]) == variant:
-            return k
-    raise Error(f"{table.record}: no kernel {variant!r} for table {table.name}")
-
-
-def _num(x, places=1):
-    return "n/a" if x is None else f"{x:.{places}f}"
-
-
-def _pct(x):
-    return "n/a" if x is None else f"{x * 100:+.2f}%"
-
-
-def _layout(header, rows, align):
-    """Fixed-width lines, two spaces in front. `align` gives each column's "<" or ">"; a
-    header entry spans the columns up to the next one that is not None."""
-    widths = [max([len(r[i]) for r in rows] + [len(header[i] or "")
-                                                 if i + 1 == len(header) or header[i + 1]
-                                                 is not None else 0])
-              for i in range(len(align))]
-    lines = []
-    for r in rows:
-        cells = [c.ljust(w) if a == "<" else c.rjust(w) for c, w, a in zip(r, widths, align)]
-        lines.append(("  " + "  ".join(cells)).rstrip())
-    head, i = "", 0
-    while i < len(header):
-        j = i + 1
-        while j < len(header) and header[j] is None:
-            j += 1
-        span = sum(widths[i:j]) + 2 * (j - i - 1)
-        text = header[i] or ""
-        head += (text.rjust(span) if align[i] == ">" else text.ljust(span)) + "  "
-        i = j
-    return [("  " + head).rstrip()] + lines
-
-
-# How a mail names the lab's configs (ipclab/lab/variants.py, FLAVOURS).
-CONFIG_NAMES = {"tiny": "tinyconfig plus what the guest needs",
-                "production": "Debian's cloud-amd64 config plus what the guest needs",
-                "debian-cloud-amd64": "Debian's cloud-amd64 config"}
-
-
 def _caption(record):
     """What every deterministic table says of how it was measured, from its record."""
     first = record["kernels"][0]
@@ -191,25 +148,14 @@ def _judged_by(record):
             f" {rel} were made on this config)")
 
 
-def _wrap(text, width=WIDTH - 3):
-    words, lines, line = text.split(), [], ""
-    for w in words:
-        if line and len(line) + 1 + len(w) > width:
-            lines.append(line)
-            line = w
-        else:
-            line = f"{line} {w}" if line else w
-    return lines + [line]
-
-
 # The rule's verdicts (ipclab/deterministic/rule.py), one shortened to keep a mail's lines
 # under 76 columns; the mail says what each means.
 VERDICT = {"within noise": "in noise"}
 
 
 def render_deterministic(table, record):
-    old = _kernel(record, table.columns[0][0], table)
-    others = [(_kernel(record, v, table), title) for v, title in table.columns[1:]]
+    old = kernel_in(record, table.columns[0][0], table)
+    others = [(kernel_in(record, v, table), title) for v, title in table.columns[1:]]
     header = [table.title, table.columns[0][1]] + [t for _, t in others]
     rows = []
     for row in record["rows"]:
@@ -217,22 +163,22 @@ def render_deterministic(table, record):
             continue
         key = f"{row['key']} | {row['path']}"
         places = 2 if row["model"] else 1
-        line = [row_name(key), _num(old["cells"].get(key, {}).get("median"), places)]
+        line = [row_name(key), num(old["cells"].get(key, {}).get("median"), places)]
         for k, _ in others:
             c = k["cells"].get(key)
             line.append("-" if c is None else
-                        f"{_pct(c.get('delta')):>7} {VERDICT.get(c.get('verdict'), c.get('verdict'))}")
+                        f"{pct(c.get('delta')):>7} {VERDICT.get(c.get('verdict'), c.get('verdict'))}")
         rows.append(line)
-    return _wrap((table.caption or _caption)(record)) + \
-        _layout(header, rows, "<>" + "<" * len(others))
+    return wrap((table.caption or _caption)(record)) + \
+        layout(header, rows, "<>" + "<" * len(others))
 
 
 PER_WRITE = "per write"
 
 
 def render_conformance(table, record):
-    old = _kernel(record, table.columns[0][0], table)
-    others = [(_kernel(record, v, table), title) for v, title in table.columns[1:]]
+    old = kernel_in(record, table.columns[0][0], table)
+    others = [(kernel_in(record, v, table), title) for v, title in table.columns[1:]]
     header = ["", table.columns[0][1], PER_WRITE] + [t for _, t in others]
     rows = []
     for case in record["rows"]:
@@ -243,7 +189,7 @@ def render_conformance(table, record):
             c = k["cells"].get(case)
             line.append("-" if c is None else str(c["pages"]))
         rows.append(line)
-    return _layout(header, rows, "<" + ">" * (len(header) - 1))
+    return layout(header, rows, "<" + ">" * (len(header) - 1))
 
 
 # What the census's workloads (kernel/tests/wakeup-sites, kernel/tests/workloads) are, for
@@ -293,7 +239,7 @@ def _boots_how(record):
 def render_census(table, record):
     """One kernel: per workload, a column per wakeup site. Several kernels (the first the
     old one): one site, a column per kernel."""
-    kernels = [_kernel(record, v, table) for v, _ in table.columns]
+    kernels = [kernel_in(record, v, table) for v, _ in table.columns]
     if len(kernels) > 1 and len(table.sites) != 1:
         raise Error(f"table {table.name}: a census of several kernels shows one site")
     shown, idle, failed = [], [], []
@@ -328,11 +274,11 @@ def render_census(table, record):
            + (" Failed: " + "; ".join(failed) + "." if failed else ""))
     header = [table.title or "workload"] + [t for _, t in (table.sites if len(kernels) == 1
                                                            else table.columns)]
-    return _wrap(cap) + _layout(header, shown, "<" + ">" * (len(header) - 1))
+    return wrap(cap) + layout(header, shown, "<" + ">" * (len(header) - 1))
 
 
 def render_disassembly(table, record):
-    kernels = [(_kernel(record, v, table), title) for v, title in table.columns]
+    kernels = [(kernel_in(record, v, table), title) for v, title in table.columns]
     header = ["path when the pool needs nothing"] + [t for _, t in kernels]
     rows = []
     for func in record["rows"]:
@@ -352,7 +298,7 @@ def render_disassembly(table, record):
            f" built from {cfg} with {record['compiler']}); a \"rep stos\" counts once,"
            f" however many stores it repeats; \"inlined\": the object has no such"
            f" function left:")
-    return _wrap(cap) + _layout(header, rows, "<" + ">" * len(kernels))
+    return wrap(cap) + layout(header, rows, "<" + ">" * len(kernels))
 
 
 def _counts_title(table):
@@ -367,7 +313,7 @@ def render_counts(table, record):
     if table.metric not in alloc_counts.METRICS:
         raise Error(f"table {table.name}: metric {table.metric!r} is none of"
                     f" {', '.join(alloc_counts.METRICS)}")
-    kernels = [(_kernel(record, v, table), title) for v, title in table.columns]
+    kernels = [(kernel_in(record, v, table), title) for v, title in table.columns]
     absent = unknown = False
     rows = []
     for cell in record["rows"]:
@@ -386,8 +332,8 @@ def render_counts(table, record):
             line.append(text)
         rows.append(line)
     header = [_counts_title(table)] + [t for _, t in kernels]
-    return _wrap(_counts_caption(table, record, kernels, absent, unknown)) + \
-        _layout(header, rows, "<" + ">" * len(kernels))
+    return wrap(_counts_caption(table, record, kernels, absent, unknown)) + \
+        layout(header, rows, "<" + ">" * len(kernels))
 
 
 def _counts_caption(table, record, kernels, absent, unknown):
@@ -433,8 +379,8 @@ def _pipe_bench_rows(row):
 def render_pipe_bench(table, record):
     """One line per cell: for each of pipe_bench's figures, 7.3.4's median, then each
     other kernel's change."""
-    old = _kernel(record, table.columns[0][0], table)
-    others = [(_kernel(record, v, table), title) for v, title in table.columns[1:]]
+    old = kernel_in(record, table.columns[0][0], table)
+    others = [(kernel_in(record, v, table), title) for v, title in table.columns[1:]]
     header = ["w x r"]
     for _, name in PIPE_BENCH_METRICS:
         header += [f"{name} {table.columns[0][1]}"] + [t for _, t in others]
@@ -447,13 +393,13 @@ def render_pipe_bench(table, record):
         line = [row_name(f"{key} | metrics.{PIPE_BENCH_METRICS[0][0]}")]
         for metric, _ in PIPE_BENCH_METRICS:
             k = f"{key} | metrics.{metric}"
-            line.append(_num(old["cells"].get(k, {}).get("median"), 1))
+            line.append(num(old["cells"].get(k, {}).get("median"), 1))
             for other, _ in others:
                 c = other["cells"].get(k)
-                line.append("-" if c is None else _pct(c.get("delta")))
+                line.append("-" if c is None else pct(c.get("delta")))
         rows.append(line)
-    return _wrap(_pipe_bench_caption(table, record)) + \
-        _layout(header, rows, "<" + ">" * (len(header) - 1))
+    return wrap(_pipe_bench_caption(table, record)) + \
+        layout(header, rows, "<" + ">" * (len(header) - 1))
 
 
 def _pipe_bench_caption(table, record):
@@ -483,9 +429,9 @@ def _pipe_bench_caption(table, record):
 def _again(table, record):
     """What the table says of boot-to-boot noise: a column that is another boot of the old kernel
     shows it; the lab has no A/A floor for pipe_bench to judge a change by."""
-    old = _kernel(record, table.columns[0][0], table)
+    old = kernel_in(record, table.columns[0][0], table)
     again = [t for v, t in table.columns[1:]
-             if _kernel(record, v, table)["variant"] == old["variant"]]
+             if kernel_in(record, v, table)["variant"] == old["variant"]]
     if again:
         return (f"\"{again[0]}\" is another boot of {old['release']}, how far two boots"
                 f" of the unpatched kernel differ; with no more pairs than that, no change is"
