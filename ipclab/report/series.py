@@ -16,7 +16,6 @@ record's order: a row cannot be left out by leaving it out of a list. In the pat
 table is the block of non-blank lines that holds its header line, which names no figure.
 """
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +24,9 @@ from ipclab.mode import Mode
 from ipclab.report import alloc_counts
 from ipclab.report.series_layout import (CONFIG_NAMES, WIDTH, kernel_in,  # noqa: F401
                                          layout, num, pct, wrap)
+from ipclab.report.series_upstream import (PIPE_BENCH_METRICS, mq_perf_rows, pipe_bench_rows,
+                                           render_mq_perf, render_pipe_bench,
+                                           upstream_row_name)
 # The kinds of record, re-exported for the tests, which read records by kind.
 from ipclab.report.series_records import (CENSUS, CONFORMANCE_LINES, COUNTS,  # noqa: F401
                                           DETERMINISTIC_ROWS, DISASSEMBLY, read)
@@ -57,21 +59,12 @@ ROW_NAMES = {
 }
 
 
-# pipe_bench's cells (ipclab/upstream.py) and the figures it prints, under its own names.
-PIPE_BENCH_ROW = re.compile(r"pipe_bench/w=(\d+),r=(\d+)(,pressure)? \| metrics\.(\w+)")
-# (metric, the name pipe_bench prints it under): its write rate and its average write
-# latency, the two figures of its output that ipclab compares.
-PIPE_BENCH_METRICS = (("writes_per_s", "rate"), ("write_lat_avg_ns", "lat_avg_ns"))
-
-
 def row_name(key):
-    """A row's name in a mail; a pipe_bench row is named by its cell, writers x readers."""
+    """A row's name in a mail; a pipe_bench row is named by its cell, writers x readers, an
+    mq_perf_tests row by its test, as the program describes it, and the operation."""
     if key in ROW_NAMES:
         return ROW_NAMES[key]
-    m = PIPE_BENCH_ROW.fullmatch(key)
-    if m:
-        return f"{m[1]}x{m[2]}{' pressure' if m[3] else ''}"
-    return key
+    return upstream_row_name(key) or key
 
 
 @dataclass(frozen=True)
@@ -93,7 +86,7 @@ class Table:
         """The words of the column header line, which name no figure: what finds the table
         in its patch file, however its columns are spaced."""
         titles = [t for _, t in self.columns]
-        if self.render is render_deterministic and self.title:
+        if self.render in (render_deterministic, render_mq_perf) and self.title:
             titles.insert(0, self.title)
         if self.sites:
             # one kernel: a column per site; several: one site, a column per kernel
@@ -371,75 +364,6 @@ def _reclaim(kernels):
             " at 0 in every cell's longer run.")
 
 
-def _pipe_bench_rows(row):
-    m = PIPE_BENCH_ROW.fullmatch(f"{row['key']} | {row['path']}")
-    return bool(m) and m[4] in dict(PIPE_BENCH_METRICS)
-
-
-def render_pipe_bench(table, record):
-    """One line per cell: for each of pipe_bench's figures, 7.3.4's median, then each
-    other kernel's change."""
-    old = kernel_in(record, table.columns[0][0], table)
-    others = [(kernel_in(record, v, table), title) for v, title in table.columns[1:]]
-    header = ["w x r"]
-    for _, name in PIPE_BENCH_METRICS:
-        header += [f"{name} {table.columns[0][1]}"] + [t for _, t in others]
-    cells = []
-    for row in record["rows"]:
-        if _pipe_bench_rows(row) and row["key"] not in cells:
-            cells.append(row["key"])
-    rows = []
-    for key in cells:
-        line = [row_name(f"{key} | metrics.{PIPE_BENCH_METRICS[0][0]}")]
-        for metric, _ in PIPE_BENCH_METRICS:
-            k = f"{key} | metrics.{metric}"
-            line.append(num(old["cells"].get(k, {}).get("median"), 1))
-            for other, _ in others:
-                c = other["cells"].get(k)
-                line.append("-" if c is None else pct(c.get("delta")))
-        rows.append(line)
-    return wrap(_pipe_bench_caption(table, record)) + \
-        layout(header, rows, "<" + ">" * (len(header) - 1))
-
-
-def _pipe_bench_caption(table, record):
-    first = record["kernels"][0]
-    n = " or ".join(str(x) for x in sorted({c["n"] for k in record["kernels"]
-                                             for c in k["cells"].values()}))
-    secs = sorted({r["args"][r["args"].index("-d") + 1] for r in record["rows"]
-                   if "-d" in r.get("args", [])})
-    rel = first["release"]
-    spread = max(c["spread"] for k in record["kernels"] for key, c in k["cells"].items()
-                 if c.get("spread") is not None and PIPE_BENCH_ROW.fullmatch(key)
-                 and PIPE_BENCH_ROW.fullmatch(key)[4] in dict(PIPE_BENCH_METRICS))
-    return (f"pipe_bench's own figures (tools/testing/selftests/pipe of {rel}), under QEMU"
-            f" {record['qemu']} TCG with -icount {record['clock'].replace('icount ', '')},"
-            f" where its clock counts guest instructions: rate is writes of 64 KiB per"
-            f" 10^9 guest instructions, lat_avg_ns the guest instructions, the whole"
-            f" guest's, from a write's start to its return;"
-            f" they are instruction counts, not times. Median of {n} runs of -d"
-            f" {' or '.join(secs) or '?'} each (10^9 instructions a second), one boot per"
-            f" kernel, {rel} built from"
-            f" {CONFIG_NAMES.get(record['config'], record['config'] + ' config')},"
-            f" {record['cpus']} vCPU, {record['arch']}; each change against {rel}. The"
-            f" 95% interval of a median is at most {spread * 100:.2f}% wide on either side"
-            f" of it. " + _again(table, record))
-
-
-def _again(table, record):
-    """What the table says of boot-to-boot noise: a column that is another boot of the old kernel
-    shows it; the lab has no A/A floor for pipe_bench to judge a change by."""
-    old = kernel_in(record, table.columns[0][0], table)
-    again = [t for v, t in table.columns[1:]
-             if kernel_in(record, v, table)["variant"] == old["variant"]]
-    if again:
-        return (f"\"{again[0]}\" is another boot of {old['release']}, how far two boots"
-                f" of the unpatched kernel differ; with no more pairs than that, no change is"
-                f" judged:")
-    return (f"No pairs of boots of {old['release']} alone were made for pipe_bench, so no"
-            f" change is judged:")
-
-
 def _primary(row):
     return row["primary"]
 
@@ -463,7 +387,7 @@ TABLES = (
     Table("pipe-bench", "pipe-0000-cover-letter.patch", "v4-pipe-bench-tiny.json",
           (("mainline", "7.3.4"), ("mainline-again", "again"),
            ("mainline-stack-arrays", "1-2")),
-          render_pipe_bench, _pipe_bench_rows),
+          render_pipe_bench, pipe_bench_rows),
     Table("fastpath-fix", "pipe-0001-pipe-no-top-up-for-a-write-that-is-going-to-fail.patch",
           "v4-fastpath-debian.json", (("7.3.4", "7.3.4"), ("patch-1", "patched")),
           render_disassembly),

@@ -1,0 +1,148 @@
+# SPDX-License-Identifier: MIT
+"""The series' tables of upstream's own benchmarks (ipclab/upstream.py), as they print their
+figures: pipe_bench's rate and write latency per writers x readers configuration, and
+mq_perf_tests' nsec/msg per test. The lab has no A/A floor for them, so these tables judge no
+change; a column that is another boot of the old kernel shows how far two boots differ."""
+
+import re
+
+from ipclab.report.series_layout import CONFIG_NAMES, kernel_in, layout, num, pct, wrap
+
+# pipe_bench's cells (ipclab/upstream.py) and the figures it prints, under its own names.
+PIPE_BENCH_ROW = re.compile(r"pipe_bench/w=(\d+),r=(\d+)(,pressure)? \| metrics\.(\w+)")
+# (metric, the name pipe_bench prints it under): its write rate and its average write
+# latency, the two figures of its output that ipclab compares.
+PIPE_BENCH_METRICS = (("writes_per_s", "rate"), ("write_lat_avg_ns", "lat_avg_ns"))
+
+
+# mq_perf_tests' tests (ipclab/upstream.py, MQ_TESTS) as it describes them.
+MQ_PERF_TEST_NAMES = {"empty": "#1 queue empty", "full_constant": "#2a full, constant prio",
+                      "full_increasing": "#2b full, increasing prio",
+                      "full_decreasing": "#2c full, decreasing prio",
+                      "full_random": "#2d full, random prio"}
+MQ_PERF_ROW = re.compile(r"mq_perf_tests \| metrics\.(\w+)_(send|recv)_ns")
+
+
+def upstream_row_name(key):
+    """A pipe_bench row's name, its cell's writers x readers; an mq_perf_tests row's, its test
+    as the program describes it and the operation; None for another row."""
+    m = PIPE_BENCH_ROW.fullmatch(key)
+    if m:
+        return f"{m[1]}x{m[2]}{' pressure' if m[3] else ''}"
+    m = MQ_PERF_ROW.fullmatch(key)
+    if m and m[1] in MQ_PERF_TEST_NAMES:
+        return f"{MQ_PERF_TEST_NAMES[m[1]]}, {m[2]}"
+    return None
+
+
+def pipe_bench_rows(row):
+    m = PIPE_BENCH_ROW.fullmatch(f"{row['key']} | {row['path']}")
+    return bool(m) and m[4] in dict(PIPE_BENCH_METRICS)
+
+
+def render_pipe_bench(table, record):
+    """One line per cell: for each of pipe_bench's figures, 7.3.4's median, then each
+    other kernel's change."""
+    old = kernel_in(record, table.columns[0][0], table)
+    others = [(kernel_in(record, v, table), title) for v, title in table.columns[1:]]
+    header = ["w x r"]
+    for _, name in PIPE_BENCH_METRICS:
+        header += [f"{name} {table.columns[0][1]}"] + [t for _, t in others]
+    cells = []
+    for row in record["rows"]:
+        if pipe_bench_rows(row) and row["key"] not in cells:
+            cells.append(row["key"])
+    rows = []
+    for key in cells:
+        line = [upstream_row_name(f"{key} | metrics.{PIPE_BENCH_METRICS[0][0]}")]
+        for metric, _ in PIPE_BENCH_METRICS:
+            k = f"{key} | metrics.{metric}"
+            line.append(num(old["cells"].get(k, {}).get("median"), 1))
+            for other, _ in others:
+                c = other["cells"].get(k)
+                line.append("-" if c is None else pct(c.get("delta")))
+        rows.append(line)
+    return wrap(_pipe_bench_caption(table, record)) + \
+        layout(header, rows, "<" + ">" * (len(header) - 1))
+
+
+def _pipe_bench_caption(table, record):
+    first = record["kernels"][0]
+    n = " or ".join(str(x) for x in sorted({c["n"] for k in record["kernels"]
+                                             for c in k["cells"].values()}))
+    secs = sorted({r["args"][r["args"].index("-d") + 1] for r in record["rows"]
+                   if "-d" in r.get("args", [])})
+    rel = first["release"]
+    spread = max(c["spread"] for k in record["kernels"] for key, c in k["cells"].items()
+                 if c.get("spread") is not None and PIPE_BENCH_ROW.fullmatch(key)
+                 and PIPE_BENCH_ROW.fullmatch(key)[4] in dict(PIPE_BENCH_METRICS))
+    return (f"pipe_bench's own figures (tools/testing/selftests/pipe of {rel}), under QEMU"
+            f" {record['qemu']} TCG with -icount {record['clock'].replace('icount ', '')},"
+            f" where its clock counts guest instructions: rate is writes of 64 KiB per"
+            f" 10^9 guest instructions, lat_avg_ns the guest instructions, the whole"
+            f" guest's, from a write's start to its return;"
+            f" they are instruction counts, not times. Median of {n} runs of -d"
+            f" {' or '.join(secs) or '?'} each (10^9 instructions a second), one boot per"
+            f" kernel, {rel} built from"
+            f" {CONFIG_NAMES.get(record['config'], record['config'] + ' config')},"
+            f" {record['cpus']} vCPU, {record['arch']}; each change against {rel}. The"
+            f" 95% interval of a median is at most {spread * 100:.2f}% wide on either side"
+            f" of it. " + _again(table, record))
+
+
+def _again(table, record):
+    """What the table says of boot-to-boot noise: a column that is another boot of the old kernel
+    shows it; the lab has no A/A floor for upstream's benchmarks to judge a change by."""
+    old = kernel_in(record, table.columns[0][0], table)
+    again = [t for v, t in table.columns[1:]
+             if kernel_in(record, v, table)["variant"] == old["variant"]]
+    if again:
+        return (f"\"{again[0]}\" is another boot of {old['release']}, how far two boots"
+                f" of the unpatched kernel differ; with no more pairs than that, no change is"
+                f" judged:")
+    return (f"No pairs of boots of {old['release']} alone were made for this benchmark, so"
+            f" no change is judged:")
+
+
+def mq_perf_rows(row):
+    m = MQ_PERF_ROW.fullmatch(f"{row['key']} | {row['path']}")
+    return bool(m) and m[1] in MQ_PERF_TEST_NAMES
+
+
+def render_mq_perf(table, record):
+    """One line per test and operation: 7.3.4's nsec/msg, then each other kernel's change;
+    no verdict, as for pipe_bench."""
+    old = kernel_in(record, table.columns[0][0], table)
+    others = [kernel_in(record, v, table) for v, _ in table.columns[1:]]
+    rows = []
+    for row in record["rows"]:
+        if not mq_perf_rows(row):
+            continue
+        key = f"{row['key']} | {row['path']}"
+        line = [upstream_row_name(key), num(old["cells"].get(key, {}).get("median"))]
+        line += ["-" if k["cells"].get(key) is None else pct(k["cells"][key].get("delta"))
+                 for k in others]
+        rows.append(line)
+    header = [table.title] + [t for _, t in table.columns]
+    return wrap(_mq_perf_caption(table, record)) + layout(header, rows, "<>" + ">" * len(others))
+
+
+def _mq_perf_caption(table, record):
+    first = record["kernels"][0]
+    cells = [(key, c) for k in record["kernels"] for key, c in k["cells"].items()
+             if MQ_PERF_ROW.fullmatch(key)]
+    n = " or ".join(str(x) for x in sorted({c["n"] for _, c in cells}))
+    spread = max((c["spread"] for _, c in cells if c.get("spread") is not None), default=None)
+    rel = first["release"]
+    return (f"mq_perf_tests' own figures (tools/testing/selftests/mqueue of {rel}, at its"
+            f" real size: 10^7 sends and receives on an empty queue, 10^5 on a full one per"
+            f" priority pattern), nsec/msg as it prints them, from the thread's CPU clock."
+            f" Under QEMU {record['qemu']} TCG with -icount"
+            f" {record['clock'].replace('icount ', '')} a guest nanosecond is one guest"
+            f" instruction, so they count the instructions that ran on the thread's time per"
+            f" message, not times. Median of {n} runs, one boot per kernel, {rel} built from"
+            f" {CONFIG_NAMES.get(record['config'], record['config'] + ' config')},"
+            f" {record['cpus']} vCPU, {record['arch']}; each change against {rel}."
+            + ("" if spread is None else f" The 95% interval of a median is at most"
+               f" {spread * 100:.2f}% wide on either side of it.")
+            + " " + _again(table, record))
