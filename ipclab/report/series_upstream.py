@@ -20,18 +20,24 @@ MQ_PERF_TEST_NAMES = {"empty": "#1 queue empty", "full_constant": "#2a full, con
                       "full_increasing": "#2b full, increasing prio",
                       "full_decreasing": "#2c full, decreasing prio",
                       "full_random": "#2d full, random prio"}
+# ipcbench's sweep over the same configurations (ipclab/suites.py)
+SWEEP_ROW = re.compile(r"pipe-sweep/w=(\d+),r=(\d+) \| .+")
 MQ_PERF_ROW = re.compile(r"mq_perf_tests \| metrics\.(\w+)_(send|recv)_ns")
 
 
 def upstream_row_name(key):
-    """A pipe_bench row's name, its cell's writers x readers; an mq_perf_tests row's, its test
-    as the program describes it and the operation; None for another row."""
+    """A pipe_bench row's name, its cell's writers x readers, as an ipcbench pipe-sweep row's
+    beside it; an mq_perf_tests row's, its test as the program describes it and the
+    operation; None for another row."""
     m = PIPE_BENCH_ROW.fullmatch(key)
     if m:
         return f"{m[1]}x{m[2]}{' pressure' if m[3] else ''}"
     m = MQ_PERF_ROW.fullmatch(key)
     if m and m[1] in MQ_PERF_TEST_NAMES:
         return f"{MQ_PERF_TEST_NAMES[m[1]]}, {m[2]}"
+    m = SWEEP_ROW.fullmatch(key)
+    if m:
+        return f"{m[1]}x{m[2]}"
     return None
 
 
@@ -119,7 +125,9 @@ def render_mq_perf(table, record):
         if not mq_perf_rows(row):
             continue
         key = f"{row['key']} | {row['path']}"
-        line = [upstream_row_name(key), num(old["cells"].get(key, {}).get("median"))]
+        median = old["cells"].get(key, {}).get("median")
+        # whole ns as it prints them, unless a median of an even number of runs is not
+        line = [upstream_row_name(key), num(median, 0 if median == round(median or 0) else 1)]
         line += ["-" if k["cells"].get(key) is None else pct(k["cells"][key].get("delta"))
                  for k in others]
         rows.append(line)
@@ -133,6 +141,7 @@ def _mq_perf_caption(table, record):
              if MQ_PERF_ROW.fullmatch(key)]
     n = " or ".join(str(x) for x in sorted({c["n"] for _, c in cells}))
     spread = max((c["spread"] for _, c in cells if c.get("spread") is not None), default=None)
+    apart = max((c["max"] - c["min"]) / c["median"] for _, c in cells if c.get("median"))
     rel = first["release"]
     return (f"mq_perf_tests' own figures (tools/testing/selftests/mqueue of {rel}, at its"
             f" real size: 10^7 sends and receives on an empty queue, 10^5 on a full one per"
@@ -143,6 +152,67 @@ def _mq_perf_caption(table, record):
             f" message, not times. Median of {n} runs, one boot per kernel, {rel} built from"
             f" {CONFIG_NAMES.get(record['config'], record['config'] + ' config')},"
             f" {record['cpus']} vCPU, {record['arch']}; each change against {rel}."
+            + f" The runs of one boot lie within {apart * 100:.2f}% of their median."
             + ("" if spread is None else f" The 95% interval of a median is at most"
                f" {spread * 100:.2f}% wide on either side of it.")
             + " " + _again(table, record))
+
+
+# What pipe_bench and ipcbench's pipe-sweep both measure, each under its own path: 10^6-byte
+# MB/s of 64 KiB writes, and a write's average latency.
+BOTH_ENGINES = (("MB/s", "metrics.throughput", "metrics.throughput"),
+                ("write latency", "metrics.write_lat_avg_ns", "latency.write.mean"))
+
+
+def engines_rows(row):
+    """The rows of a configuration that both engines ran, in what both measure."""
+    paths = {p for _, *both in BOTH_ENGINES for p in both}
+    key = f"{row['key']} | {row['path']}"
+    return row["path"] in paths and bool(PIPE_BENCH_ROW.fullmatch(key) or SWEEP_ROW.fullmatch(key))
+
+
+def render_engines(table, record):
+    """Per configuration that both ran and per figure both print: the old kernel's level by
+    each engine, then each other kernel's change by each."""
+    old = kernel_in(record, table.columns[0][0], table)
+    others = [(kernel_in(record, v, table), t) for v, t in table.columns[1:]]
+    configs = []
+    for row in record["rows"]:
+        m = SWEEP_ROW.fullmatch(f"{row['key']} | {row['path']}")
+        if m and (m[1], m[2]) not in configs and any(
+                r["key"] == f"pipe_bench/w={m[1]},r={m[2]}" for r in record["rows"]):
+            configs.append((m[1], m[2]))
+    lines = []
+    for name, pb_path, ib_path in BOTH_ENGINES:
+        header, rows = [f"{name}, w x r", f"{table.columns[0][1]}: pb", "ib"], []
+        for _, t in others:
+            header += [f"{t}: pb", "ib"]
+        for w, r in configs:
+            keys = (f"pipe_bench/w={w},r={r} | {pb_path}", f"pipe-sweep/w={w},r={r} | {ib_path}")
+            line = [f"{w}x{r}"] + [num(old["cells"].get(k, {}).get("median")) for k in keys]
+            for k, _ in others:
+                line += ["-" if k["cells"].get(x) is None else pct(k["cells"][x].get("delta"))
+                         for x in keys]
+            rows.append(line)
+        lines += layout(header, rows, "<" + ">" * (len(header) - 1)) + [""]
+    return wrap(_engines_caption(table, record)) + lines[:-1]
+
+
+def _engines_caption(table, record):
+    first = record["kernels"][0]
+    rel = first["release"]
+    secs = " or ".join(sorted({f"{float(r['args'][r['args'].index(flag) + 1]):g}"
+                               for r in record["rows"] for flag in ("-d", "--duration")
+                               if flag in r.get("args", [])})) or "?"
+    n = " or ".join(str(x) for x in sorted({c["n"] for k in record["kernels"]
+                                             for c in k["cells"].values()}))
+    return (f"pipe_bench (pb) and ipcbench (ib) over the same writers x readers"
+            f" configurations, 64 KiB writes into a 1 MiB pipe, in the same boots, {secs} s"
+            f" each: what both print, MB/s of 10^6 bytes and a"
+            f" write's average latency in ns. Under QEMU {record['qemu']} TCG with -icount"
+            f" {record['clock'].replace('icount ', '')} a second is 10^9 guest instructions,"
+            f" so both figures are instruction counts, not times. Median of {n} runs, one"
+            f" boot per kernel, {rel} built from"
+            f" {CONFIG_NAMES.get(record['config'], record['config'] + ' config')},"
+            f" {record['cpus']} vCPU, {record['arch']}; {rel}'s level by each engine, then"
+            f" each change against it. " + _again(table, record))
