@@ -335,7 +335,7 @@ def _series_page(title, intro):
 
 SERIES_V4 = tuple(series.RECORDS / f for f in (
     "v4-icount-tiny.json", "v4-icount-production.json", "v4-pipe-bench-tiny.json",
-    "v4-mq-perf-tiny.json",
+    "v4-mq-perf-tiny.json", "v4-pipe-bench-beside-tiny.json",
     "failed-writes-tiny.json", "v4-fastpath-debian.json"))
 ARM64 = (series.RECORDS / "arm64-icount-tiny.json",)
 CENSUS = tuple(series.RECORDS / f for f in ("census-tiny.json", "census-tiny-2vcpu.json",

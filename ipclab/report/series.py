@@ -24,7 +24,8 @@ from ipclab.mode import Mode
 from ipclab.report import alloc_counts
 from ipclab.report.series_layout import (CONFIG_NAMES, WIDTH, kernel_in,  # noqa: F401
                                          layout, num, pct, wrap)
-from ipclab.report.series_upstream import (PIPE_BENCH_METRICS, mq_perf_rows, pipe_bench_rows,
+from ipclab.report.series_upstream import (PIPE_BENCH_METRICS, engines_header, engines_rows,
+                                           mq_perf_rows, pipe_bench_rows, render_engines,
                                            render_mq_perf, render_pipe_bench,
                                            upstream_row_name)
 # The kinds of record, re-exported for the tests, which read records by kind.
@@ -92,6 +93,8 @@ class Table:
             # one kernel: a column per site; several: one site, a column per kernel
             titles = [self.title or "workload"] + [t for _, t in (
                 self.sites if len(self.columns) == 1 else self.columns)]
+        if self.render is render_engines:
+            titles = engines_header(self)
         if self.render is render_pipe_bench:
             titles = ["w x r"] + [x for _, name in PIPE_BENCH_METRICS
                                   for x in [f"{name} {titles[0]}"] + titles[1:]]
@@ -388,6 +391,9 @@ TABLES = (
           (("mainline", "7.3.4"), ("mainline-again", "again"),
            ("mainline-stack-arrays", "1-2")),
           render_pipe_bench, pipe_bench_rows),
+    Table("engines", "pipe-0000-cover-letter.patch", "v4-pipe-bench-beside-tiny.json",
+          (("mainline", "7.3.4"), ("mainline-again", "again"), ("mainline-series", "v4")),
+          render_engines, engines_rows),
     Table("fastpath-fix", "pipe-0001-pipe-no-top-up-for-a-write-that-is-going-to-fail.patch",
           "v4-fastpath-debian.json", (("7.3.4", "7.3.4"), ("patch-1", "patched")),
           render_disassembly),

@@ -13,6 +13,8 @@ PIPE_BENCH_ROW = re.compile(r"pipe_bench/w=(\d+),r=(\d+)(,pressure)? \| metrics\
 # (metric, the name pipe_bench prints it under): its write rate and its average write
 # latency, the two figures of its output that ipclab compares.
 PIPE_BENCH_METRICS = (("writes_per_s", "rate"), ("write_lat_avg_ns", "lat_avg_ns"))
+# ipcbench's sweep over the same configurations (ipclab/suites.py), beside it
+SWEEP_ROW = re.compile(r"pipe-sweep/w=(\d+),r=(\d+) \| .+")
 
 
 # mq_perf_tests' tests (ipclab/upstream.py, MQ_TESTS) as it describes them.
@@ -20,8 +22,6 @@ MQ_PERF_TEST_NAMES = {"empty": "#1 queue empty", "full_constant": "#2a full, con
                       "full_increasing": "#2b full, increasing prio",
                       "full_decreasing": "#2c full, decreasing prio",
                       "full_random": "#2d full, random prio"}
-# ipcbench's sweep over the same configurations (ipclab/suites.py)
-SWEEP_ROW = re.compile(r"pipe-sweep/w=(\d+),r=(\d+) \| .+")
 MQ_PERF_ROW = re.compile(r"mq_perf_tests \| metrics\.(\w+)_(send|recv)_ns")
 
 
@@ -161,7 +161,7 @@ def _mq_perf_caption(table, record):
 # What pipe_bench and ipcbench's pipe-sweep both measure, each under its own path: 10^6-byte
 # MB/s of 64 KiB writes, and a write's average latency.
 BOTH_ENGINES = (("MB/s", "metrics.throughput", "metrics.throughput"),
-                ("write latency", "metrics.write_lat_avg_ns", "latency.write.mean"))
+                ("lat ns", "metrics.write_lat_avg_ns", "latency.write.mean"))
 
 
 def engines_rows(row):
@@ -171,31 +171,39 @@ def engines_rows(row):
     return row["path"] in paths and bool(PIPE_BENCH_ROW.fullmatch(key) or SWEEP_ROW.fullmatch(key))
 
 
+def engines_header(table):
+    """The words of the engines table's column header: per kernel, pipe_bench (pb) and
+    ipcbench (ib)."""
+    head = ["w x r", "figure"]
+    for _, title in table.columns:
+        head += [f"{title} pb", "ib"]
+    return head
+
+
 def render_engines(table, record):
     """Per configuration that both ran and per figure both print: the old kernel's level by
     each engine, then each other kernel's change by each."""
     old = kernel_in(record, table.columns[0][0], table)
-    others = [(kernel_in(record, v, table), t) for v, t in table.columns[1:]]
+    others = [kernel_in(record, v, table) for v, _ in table.columns[1:]]
     configs = []
     for row in record["rows"]:
         m = SWEEP_ROW.fullmatch(f"{row['key']} | {row['path']}")
         if m and (m[1], m[2]) not in configs and any(
                 r["key"] == f"pipe_bench/w={m[1]},r={m[2]}" for r in record["rows"]):
             configs.append((m[1], m[2]))
-    lines = []
-    for name, pb_path, ib_path in BOTH_ENGINES:
-        header, rows = [f"{name}, w x r", f"{table.columns[0][1]}: pb", "ib"], []
-        for _, t in others:
-            header += [f"{t}: pb", "ib"]
-        for w, r in configs:
+    rows = []
+    for w, r in configs:
+        for name, pb_path, ib_path in BOTH_ENGINES:
             keys = (f"pipe_bench/w={w},r={r} | {pb_path}", f"pipe-sweep/w={w},r={r} | {ib_path}")
-            line = [f"{w}x{r}"] + [num(old["cells"].get(k, {}).get("median")) for k in keys]
-            for k, _ in others:
+            line = [f"{w}x{r}", name] + [num(old["cells"].get(k, {}).get("median"))
+                                         for k in keys]
+            for k in others:
                 line += ["-" if k["cells"].get(x) is None else pct(k["cells"][x].get("delta"))
                          for x in keys]
             rows.append(line)
-        lines += layout(header, rows, "<" + ">" * (len(header) - 1)) + [""]
-    return wrap(_engines_caption(table, record)) + lines[:-1]
+    header = engines_header(table)
+    return wrap(_engines_caption(table, record)) + layout(header, rows,
+                                                          "<<" + ">" * (len(header) - 2))
 
 
 def _engines_caption(table, record):
