@@ -164,3 +164,17 @@ def test_the_command_prints_and_checks_and_refuses_bad_input_in_one_line():
     bad = subprocess.run(script + ["no-such-table"], capture_output=True, text=True)
     assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1
     assert "no table 'no-such-table'" in bad.stderr
+
+
+def test_the_engines_table_reads_each_engine_from_its_own_figure():
+    table, = series.by_name(["engines"])
+    record = series.read(table.record_path)
+    v4 = next(k for k in record["kernels"] if k["name"] == "mainline-series")
+    v4["cells"]["pipe_bench/w=2,r=1 | metrics.throughput"]["delta"] = -0.25
+    v4["cells"]["pipe-sweep/w=2,r=1 | metrics.throughput"]["delta"] = 0.5
+    lines = series.render_engines(table, record)
+    line, = [ln for ln in lines if ln.split()[:2] == ["2x1", "MB/s"]]
+    assert line.split()[-2:] == ["-25.00%", "+50.00%"]
+    # a configuration only one engine ran has nothing to be set beside
+    record["rows"] = [r for r in record["rows"] if r["key"] != "pipe_bench/w=5,r=10"]
+    assert not [ln for ln in series.render_engines(table, record) if ln.split()[:1] == ["5x10"]]
