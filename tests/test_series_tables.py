@@ -178,3 +178,22 @@ def test_the_engines_table_reads_each_engine_from_its_own_figure():
     # a configuration only one engine ran has nothing to be set beside
     record["rows"] = [r for r in record["rows"] if r["key"] != "pipe_bench/w=5,r=10"]
     assert not [ln for ln in series.render_engines(table, record) if ln.split()[:1] == ["5x10"]]
+
+
+def test_a_timed_record_is_the_ab_s_own_comparison():
+    kept = series.RECORDS / "timed-pipe-bench-production-2vcpu"
+    sides = [str(kept / "A-mainline-merged.json"), str(kept / "B-mainline-series-merged.json")]
+    rec = series_records.summarise_timed(sides, ["ab ..."], "t", commit="x")
+    assert rec["kind"] == series_records.TIMED_ROWS and rec["kernels"][0]["raw"] == sides[0]
+    old, new = (k["cells"] for k in rec["kernels"])
+    ab = json.loads((kept / "compare.json").read_text())
+    assert len(ab["rows"]) == len(rec["rows"])
+    for row in ab["rows"]:
+        key = f"{row['key']} | {row['path']}"
+        assert old[key]["median"] == pytest.approx(row["base"])
+        assert new[key]["median"] == pytest.approx(row["new"])
+        assert new[key]["delta"] == pytest.approx(row["delta"])
+        assert new[key]["verdict"] == (row["verdict"] or None)
+        assert old[key]["min"] <= old[key]["median"] <= old[key]["max"]
+    with pytest.raises(Error, match="A, then B"):
+        series_records.summarise_timed(sides[:1], ["ab ..."], "t", commit="x")

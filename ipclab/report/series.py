@@ -27,7 +27,8 @@ from ipclab.report.series_layout import (CONFIG_NAMES, WIDTH, kernel_in,  # noqa
 from ipclab.report.series_upstream import (PIPE_BENCH_METRICS, engines_header, engines_rows,
                                            mq_perf_rows, pipe_bench_rows, render_engines,
                                            render_mq_perf, render_pipe_bench,
-                                           upstream_row_name)
+                                           render_timed_pipe_bench, timed_header,
+                                           timed_pipe_bench_rows, upstream_row_name)
 # The kinds of record, re-exported for the tests, which read records by kind.
 from ipclab.report.series_records import (CENSUS, CONFORMANCE_LINES, COUNTS,  # noqa: F401
                                           DETERMINISTIC_ROWS, DISASSEMBLY, read)
@@ -93,6 +94,8 @@ class Table:
             # one kernel: a column per site; several: one site, a column per kernel
             titles = [self.title or "workload"] + [t for _, t in (
                 self.sites if len(self.columns) == 1 else self.columns)]
+        if self.render is render_timed_pipe_bench:
+            titles = timed_header(self)
         if self.render is render_engines:
             titles = engines_header(self)
         if self.render is render_pipe_bench:

@@ -29,6 +29,7 @@ from ipclab.report import alloc_counts
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = "ipclab-series-record/1"
 DETERMINISTIC_ROWS = "deterministic-rows"
+TIMED_ROWS = "timed-rows"
 CONFORMANCE_LINES = "conformance-lines"
 CENSUS = "census"
 DISASSEMBLY = "disassembly"
@@ -143,6 +144,49 @@ def summarise_results(paths, commands, title, commit=None):
             "base": first["base"], "release": first["release"], "config": first["config"],
             "cpus": first["cpus"], "arch": first["arch"], "clock": first["clock"],
             "qemu": first["qemu"], "mode": first["mode"],
+            "against": first["variant"], "rows": rows, "kernels": kernels}
+
+
+def summarise_timed(paths, commands, title, commit=None, arch="x86_64"):
+    """A record of one timed `ab`: its two sides' merged results (A, then B), compared as
+    `ipclab compare` compares them, one value per boot, boots paired. Per kernel and cell:
+    the median, least and most of the boots' values and the number of boots; for B, the
+    change, its interval and the verdict of the lab's timed rule (ipclab/compare)."""
+    if len(paths) != 2:
+        raise Error("record timed takes the two sides' merged results of one ab: A, then B")
+    runs = [(name, p, results.load(p)) for name, p in (_named(x) for x in paths)]
+    out = compare.compare_results(runs[0][2], runs[1][2], common=True)
+    if out.mode.deterministic or out.unit != "boot":
+        raise Error(f"{paths[0]}, {paths[1]}: not the two sides of a timed ab (boots"
+                    " paired); deterministic runs take `record deterministic`")
+    args = {c["key"]: c.get("args", []) for c in runs[0][2].get("cells", [])}
+    kernels = []
+    for name, path, res in runs:
+        k = _kernel_meta(res, path)
+        # a side's merged results keep each boot's record, not one run's directory
+        k.update(name=name or k["variant"], raw=k["raw"] or str(path), arch=k["arch"] or arch,
+                 cells={})
+        kernels.append(k)
+    rows = []
+    for r in out.rows:
+        key = f"{r.key} | {r.path}"
+        rows.append({"key": r.key, "path": r.path, "unit": r.unit, "primary": r.primary,
+                     "model": False, "args": args.get(r.key, [])})
+        for k, s in zip(kernels, (r.cmp.old, r.cmp.new)):
+            k["cells"][key] = {"median": _finite(s.median), "min": _finite(s.min),
+                               "max": _finite(s.max), "n": s.n}
+        lo, hi = r.cmp.ci
+        kernels[1]["cells"][key].update(
+            delta=_finite(r.cmp.delta), ci=[_finite(lo - 1), _finite(hi - 1)],
+            verdict=r.verdict or None, p_holm=_finite(r.cmp.p_holm))
+    first = kernels[0]
+    return {"schema": SCHEMA, "kind": TIMED_ROWS, "title": title,
+            "commands": list(commands), "commit": commit or _git_commit(),
+            "machine": _machine(), "recorded": proc.now_iso(),
+            "base": first["base"], "release": first["release"], "config": first["config"],
+            "cpus": first["cpus"], "arch": first["arch"], "clock": first["clock"],
+            "qemu": first["qemu"], "mode": first["mode"], "accel": first["accel"],
+            "family": out.family, "level": out.level, "warnings": list(out.warnings),
             "against": first["variant"], "rows": rows, "kernels": kernels}
 
 

@@ -224,3 +224,54 @@ def _engines_caption(table, record):
             f" {CONFIG_NAMES.get(record['config'], record['config'] + ' config')},"
             f" {record['cpus']} vCPU, {record['arch']}; {rel}'s level by each engine, then"
             f" each change against it. " + _again(table, record))
+
+
+def timed_pipe_bench_rows(row):
+    """pipe_bench's rate per configuration, with and without its memory pressure."""
+    m = PIPE_BENCH_ROW.fullmatch(f"{row['key']} | {row['path']}")
+    return bool(m) and m[4] == PIPE_BENCH_METRICS[0][0]
+
+
+def _boots(cell):
+    return f"{cell['median']:.0f} ({cell['min']:.0f}-{cell['max']:.0f})"
+
+
+def timed_header(table):
+    return [f"{table.title}, w x r"] + [f"{t}, boots" for _, t in table.columns] + [
+        "change", "verdict"]
+
+
+def render_timed_pipe_bench(table, record):
+    """Per configuration: each kernel's median of its boots' values, with the least and the
+    most; the change and the verdict of a paired test over the boots."""
+    old, new = (kernel_in(record, v, table) for v, _ in table.columns)
+    rows = []
+    for row in record["rows"]:
+        if not timed_pipe_bench_rows(row):
+            continue
+        key = f"{row['key']} | {row['path']}"
+        c = new["cells"][key]
+        rows.append([upstream_row_name(key), _boots(old["cells"][key]), _boots(c),
+                     pct(c.get("delta")), c.get("verdict") or "-"])
+    return wrap(_timed_caption(table, record)) + layout(timed_header(table), rows, "<>>><")
+
+
+def _timed_caption(table, record):
+    old, new = (kernel_in(record, v, table) for v, _ in table.columns)
+    rel = old["release"]
+    boots = " or ".join(str(n) for n in sorted({c["n"] for k in (old, new)
+                                                for c in k["cells"].values()}))
+    secs = " or ".join(sorted({r["args"][r["args"].index("-d") + 1] for r in record["rows"]
+                               if "-d" in r.get("args", [])})) or "?"
+    return (f"pipe_bench's rate, writes a second as it prints it, timed: QEMU"
+            f" {record['qemu']} TCG without icount, {record['cpus']} vCPUs each on a host"
+            f" thread of its own, so the guest's clock is the host's and these are an"
+            f" emulator's figures, not a CPU's. {rel} built from"
+            f" {CONFIG_NAMES.get(record['config'], record['config'] + ' config')},"
+            f" {record['arch']}; -d {secs} per configuration, with and without pipe_bench's"
+            f" --memory-pressure. Each kernel's median of its boots' values, with the"
+            f" least and the most ({boots} boots a kernel, booted in turn, each boot's"
+            f" value the median of its runs). The change is the geometric mean of the paired"
+            f" boots' ratios; the verdict a paired t test on their logarithms, Holm-corrected"
+            f" over the {record['family']} configurations, \"inconclusive\" where it finds"
+            f" neither a change nor its absence:")
