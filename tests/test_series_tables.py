@@ -27,7 +27,7 @@ def test_a_table_shows_every_row_and_kernel_of_its_record(table):
     # Words as a mail wraps them: a workload the census never saw at a site is named in
     # the caption, which wraps.
     text = " ".join(" ".join(series.render(table)).split())
-    if record["kind"] == series.DETERMINISTIC_ROWS:
+    if record["kind"] in (series.DETERMINISTIC_ROWS, series.TIMED_ROWS):
         rows = [series.row_name(f"{r['key']} | {r['path']}") for r in record["rows"]
                 if table.rows is None or table.rows(r)]
     elif record["kind"] == series.DISASSEMBLY:

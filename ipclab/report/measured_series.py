@@ -9,7 +9,7 @@ architecture and the clock.
 """
 
 from ipclab.report.series_records import (CENSUS, CONFORMANCE_LINES, DETERMINISTIC_ROWS,
-                                          DISASSEMBLY, read)
+                                          DISASSEMBLY, TIMED_ROWS, read)
 
 
 def rel(path, root):
@@ -102,6 +102,31 @@ def deterministic(record):
     return out + [""]
 
 
+def timed(record):
+    old, new = record["kernels"]
+    level = record.get("level", 0.95)
+    out = [f"Each cell: the median of the boots' values (each boot's value the median of its"
+           f" runs), with the least and the most, n boots a kernel, boots paired A B A B;"
+           f" `{_name(new)}`'s change against `{_name(old)}` (the geometric mean of the"
+           f" paired ratios), its interval (primary rows at {level * 100:.2f}%, the family of"
+           f" {record.get('family')}; others at 95%) and the verdict of the lab's timed"
+           f" rule (docs/statistics.md). Timed under emulation: an emulator's figures,"
+           f" not a CPU's. Kernels:", ""] + _kernels(record)
+    out += ["| cell | metric | unit | n | " + f"`{_name(old)}` | `{_name(new)}` | change |"
+            " interval | verdict |", "|---|---|---|---:|---:|---:|---:|---|---|"]
+    for row in record["rows"]:
+        key = f"{row['key']} | {row['path']}"
+        o, c = old["cells"][key], new["cells"][key]
+        lo, hi = c.get("ci") or (None, None)
+        out.append(f"| {row['key']} | {row['path']} | {row.get('unit', '')} |"
+                   f" {o['n']}/{c['n']} |"
+                   f" {_num(o['median'])} ({_num(o['min'])}-{_num(o['max'])}) |"
+                   f" {_num(c['median'])} ({_num(c['min'])}-{_num(c['max'])}) |"
+                   f" {_pct(c.get('delta'))} | [{_pct(lo)}, {_pct(hi)}] |"
+                   f" {c.get('verdict') or '-'} |")
+    return out + [""]
+
+
 def conformance(record):
     kernels = record["kernels"]
     out = ["Pages the page allocator handed out, the whole guest's, while the test made its"
@@ -158,7 +183,7 @@ def census(record):
     return out
 
 
-KINDS = {DETERMINISTIC_ROWS: deterministic, CONFORMANCE_LINES: conformance,
+KINDS = {DETERMINISTIC_ROWS: deterministic, TIMED_ROWS: timed, CONFORMANCE_LINES: conformance,
          DISASSEMBLY: disassembly, CENSUS: census}
 
 

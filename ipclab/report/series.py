@@ -31,7 +31,7 @@ from ipclab.report.series_upstream import (PIPE_BENCH_METRICS, engines_header, e
                                            timed_pipe_bench_rows, upstream_row_name)
 # The kinds of record, re-exported for the tests, which read records by kind.
 from ipclab.report.series_records import (CENSUS, CONFORMANCE_LINES, COUNTS,  # noqa: F401
-                                          DETERMINISTIC_ROWS, DISASSEMBLY, read)
+                                          DETERMINISTIC_ROWS, DISASSEMBLY, TIMED_ROWS, read)
 
 ROOT = Path(__file__).resolve().parents[2]
 PATCHES = ROOT / "kernel" / "patches" / "mainline"
