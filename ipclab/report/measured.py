@@ -336,6 +336,7 @@ def _series_page(title, intro):
 SERIES_V4 = tuple(series.RECORDS / f for f in (
     "v4-icount-tiny.json", "v4-icount-production.json", "v4-pipe-bench-tiny.json",
     "v4-mq-perf-tiny.json", "v4-pipe-bench-beside-tiny.json",
+    "timed-pipe-bench-v4-production-2vcpu.json",
     "failed-writes-tiny.json", "v4-fastpath-debian.json"))
 ARM64 = (series.RECORDS / "arm64-icount-tiny.json",)
 CENSUS = tuple(series.RECORDS / f for f in ("census-tiny.json", "census-tiny-2vcpu.json",
@@ -465,7 +466,8 @@ PAGES = (Page("icount-floor", floor.FLOOR_FILE, render_floor),
              "The records behind the tables of the v4 mails (`scripts/series-tables`, which"
              " prints each mail's few columns), here with every row and every kernel they"
              " hold. Instruction counts are QEMU icount counts, deterministic mode, not"
-             " times; the disassembly is of an object file, no run.")),
+             " times; the timed record's figures are times under emulation, an emulator's,"
+             " not a CPU's; the disassembly is of an object file, no run.")),
          Page("arm64-icount", ARM64, _series_page(
              "arm64: the icount-check cells, and two lab patches' known answers",
              "7.3.4 (`mainline`) on arm64 (QEMU's virt machine, a Neoverse-N1 CPU, the lab's"
