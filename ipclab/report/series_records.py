@@ -137,13 +137,19 @@ def summarise_results(paths, commands, title, commit=None):
             cells[key] = cell
         k["cells"] = cells
         kernels.append(k)
+    return _rows_record(DETERMINISTIC_ROWS, title, commands, commit, rows, kernels)
+
+
+def _rows_record(kind, title, commands, commit, rows, kernels, **extra):
+    """A record of rows per kernel, which says how it was measured from its first kernel's
+    runs."""
     first = kernels[0]
-    return {"schema": SCHEMA, "kind": DETERMINISTIC_ROWS, "title": title,
+    return {"schema": SCHEMA, "kind": kind, "title": title,
             "commands": list(commands), "commit": commit or _git_commit(),
             "machine": _machine(), "recorded": proc.now_iso(),
             "base": first["base"], "release": first["release"], "config": first["config"],
             "cpus": first["cpus"], "arch": first["arch"], "clock": first["clock"],
-            "qemu": first["qemu"], "mode": first["mode"],
+            "qemu": first["qemu"], "mode": first["mode"], **extra,
             "against": first["variant"], "rows": rows, "kernels": kernels}
 
 
@@ -179,15 +185,9 @@ def summarise_timed(paths, commands, title, commit=None, arch="x86_64"):
         kernels[1]["cells"][key].update(
             delta=_finite(r.cmp.delta), ci=[_finite(lo - 1), _finite(hi - 1)],
             verdict=r.verdict or None, p_holm=_finite(r.cmp.p_holm))
-    first = kernels[0]
-    return {"schema": SCHEMA, "kind": TIMED_ROWS, "title": title,
-            "commands": list(commands), "commit": commit or _git_commit(),
-            "machine": _machine(), "recorded": proc.now_iso(),
-            "base": first["base"], "release": first["release"], "config": first["config"],
-            "cpus": first["cpus"], "arch": first["arch"], "clock": first["clock"],
-            "qemu": first["qemu"], "mode": first["mode"], "accel": first["accel"],
-            "family": out.family, "level": out.level, "warnings": list(out.warnings),
-            "against": first["variant"], "rows": rows, "kernels": kernels}
+    return _rows_record(TIMED_ROWS, title, commands, commit, rows, kernels,
+                        accel=kernels[0]["accel"], family=out.family, level=out.level,
+                        warnings=list(out.warnings))
 
 
 # "# EAGAIN (O_NONBLOCK, full pipe): 10 pages allocated system-wide during 4096 writes"
