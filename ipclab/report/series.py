@@ -22,8 +22,8 @@ from pathlib import Path
 from ipclab import Error
 from ipclab.mode import Mode
 from ipclab.report import alloc_counts
-from ipclab.report.series_layout import (CONFIG_NAMES, WIDTH, kernel_in,  # noqa: F401
-                                         layout, num, pct, wrap)
+from ipclab.report.series_layout import (CONFIG_NAMES, WIDTH, config_words,  # noqa: F401
+                                         kernel_in, layout, num, pct, wrap)
 from ipclab.report.series_upstream import (PIPE_BENCH_METRICS, engines_header, engines_rows,
                                            mq_perf_rows, pipe_bench_rows, render_engines,
                                            render_mq_perf, render_pipe_bench,
@@ -126,7 +126,7 @@ def _caption(record):
     return (f"Guest instructions per operation (QEMU {record['qemu']} TCG, -icount"
             f" {record['clock'].replace('icount ', '')}, not a time), median of {ns} samples,"
             f" one boot per kernel, {first['release']} built from"
-            f" {CONFIG_NAMES.get(record['config'], record['config'] + ' config')},"
+            f" {config_words(record['config'])},"
             f" {record['cpus']} vCPU, {record['arch']}; each change against"
             f" {first['release']}, {_judged_by(record)}:")
 
@@ -255,7 +255,7 @@ def render_census(table, record):
             continue
         shown.append([label] + [f"{x.get('sleepers', 0)} of {x.get('calls', 0)}"
                                 for x in counts])
-    cfg = CONFIG_NAMES.get(record["config"], f"{record['config']} config")
+    cfg = config_words(record["config"])
     how, timed = _boots_how(record)
     if len(kernels) == 1:
         what = "Calls of each wakeup site that found a sleeper, of all its calls"
@@ -338,7 +338,7 @@ def render_counts(table, record):
 def _counts_caption(table, record, kernels, absent, unknown):
     per, runs = alloc_counts.how_run([c for k, _ in kernels for c in k["cells"].values()])
     what = alloc_counts.METRICS[table.metric][1]
-    cfg = CONFIG_NAMES.get(record["config"], f"{record['config']} config")
+    cfg = config_words(record["config"])
     how, timed = _boots_how(record)
     first = kernels[0][1]
     pressure = [t for k, t in kernels if any(c.get("pressure") for c in k["cells"].values())]

@@ -61,3 +61,8 @@ def wrap(text, width=WIDTH - 3):
         else:
             line = f"{line} {w}" if line else w
     return lines + [line]
+
+
+def config_words(config):
+    """How a mail names a record's config."""
+    return CONFIG_NAMES.get(config, f"{config} config")

@@ -6,7 +6,7 @@ change; a column that is another boot of the old kernel shows how far two boots 
 
 import re
 
-from ipclab.report.series_layout import CONFIG_NAMES, kernel_in, layout, num, pct, wrap
+from ipclab.report.series_layout import config_words, kernel_in, layout, num, pct, wrap
 
 # pipe_bench's cells (ipclab/upstream.py) and the figures it prints, under its own names.
 PIPE_BENCH_ROW = re.compile(r"pipe_bench/w=(\d+),r=(\d+)(,pressure)? \| metrics\.(\w+)")
@@ -23,6 +23,21 @@ MQ_PERF_TEST_NAMES = {"empty": "#1 queue empty", "full_constant": "#2a full, con
                       "full_decreasing": "#2c full, decreasing prio",
                       "full_random": "#2d full, random prio"}
 MQ_PERF_ROW = re.compile(r"mq_perf_tests \| metrics\.(\w+)_(send|recv)_ns")
+
+
+def _seconds(record):
+    """How long each configuration ran, as its rows' arguments say (-d, --duration)."""
+    return " or ".join(sorted({f"{float(r['args'][r['args'].index(flag) + 1]):g}"
+                               for r in record["rows"] for flag in ("-d", "--duration")
+                               if flag in r.get("args", [])})) or "?"
+
+
+def _counts(kernels, rows=None):
+    """The numbers of samples (or boots) behind the kernels' medians, of the rows that
+    `rows` matches (default: all)."""
+    return " or ".join(str(x) for x in sorted({c["n"] for k in kernels
+                                               for key, c in k["cells"].items()
+                                               if rows is None or rows.fullmatch(key)}))
 
 
 def upstream_row_name(key):
@@ -74,10 +89,8 @@ def render_pipe_bench(table, record):
 
 def _pipe_bench_caption(table, record):
     first = record["kernels"][0]
-    n = " or ".join(str(x) for x in sorted({c["n"] for k in record["kernels"]
-                                             for c in k["cells"].values()}))
-    secs = sorted({r["args"][r["args"].index("-d") + 1] for r in record["rows"]
-                   if "-d" in r.get("args", [])})
+    n = _counts(record["kernels"])
+    secs = _seconds(record)
     rel = first["release"]
     spread = max(c["spread"] for k in record["kernels"] for key, c in k["cells"].items()
                  if c.get("spread") is not None and PIPE_BENCH_ROW.fullmatch(key)
@@ -88,9 +101,9 @@ def _pipe_bench_caption(table, record):
             f" 10^9 guest instructions, lat_avg_ns the guest instructions, the whole"
             f" guest's, from a write's start to its return;"
             f" they are instruction counts, not times. Median of {n} runs of -d"
-            f" {' or '.join(secs) or '?'} each (10^9 instructions a second), one boot per"
+            f" {secs} each (10^9 instructions a second), one boot per"
             f" kernel, {rel} built from"
-            f" {CONFIG_NAMES.get(record['config'], record['config'] + ' config')},"
+            f" {config_words(record['config'])},"
             f" {record['cpus']} vCPU, {record['arch']}; each change against {rel}. The"
             f" 95% interval of a median is at most {spread * 100:.2f}% wide on either side"
             f" of it. " + _again(table, record))
@@ -139,7 +152,7 @@ def _mq_perf_caption(table, record):
     first = record["kernels"][0]
     cells = [(key, c) for k in record["kernels"] for key, c in k["cells"].items()
              if MQ_PERF_ROW.fullmatch(key)]
-    n = " or ".join(str(x) for x in sorted({c["n"] for _, c in cells}))
+    n = _counts(record["kernels"], MQ_PERF_ROW)
     spread = max((c["spread"] for _, c in cells if c.get("spread") is not None), default=None)
     apart = max((c["max"] - c["min"]) / c["median"] for _, c in cells if c.get("median"))
     rel = first["release"]
@@ -150,7 +163,7 @@ def _mq_perf_caption(table, record):
             f" {record['clock'].replace('icount ', '')} a guest nanosecond is one guest"
             f" instruction, so they count the instructions that ran on the thread's time per"
             f" message, not times. Median of {n} runs, one boot per kernel, {rel} built from"
-            f" {CONFIG_NAMES.get(record['config'], record['config'] + ' config')},"
+            f" {config_words(record['config'])},"
             f" {record['cpus']} vCPU, {record['arch']}; each change against {rel}."
             + f" The runs of one boot lie within {apart * 100:.2f}% of their median."
             + ("" if spread is None else f" The 95% interval of a median is at most"
@@ -209,11 +222,8 @@ def render_engines(table, record):
 def _engines_caption(table, record):
     first = record["kernels"][0]
     rel = first["release"]
-    secs = " or ".join(sorted({f"{float(r['args'][r['args'].index(flag) + 1]):g}"
-                               for r in record["rows"] for flag in ("-d", "--duration")
-                               if flag in r.get("args", [])})) or "?"
-    n = " or ".join(str(x) for x in sorted({c["n"] for k in record["kernels"]
-                                             for c in k["cells"].values()}))
+    secs = _seconds(record)
+    n = _counts(record["kernels"])
     return (f"pipe_bench (pb) and ipcbench (ib) over the same writers x readers"
             f" configurations, 64 KiB writes into a 1 MiB pipe, in the same boots, {secs} s"
             f" each: what both print, MB/s of 10^6 bytes and a"
@@ -221,7 +231,7 @@ def _engines_caption(table, record):
             f" {record['clock'].replace('icount ', '')} a second is 10^9 guest instructions,"
             f" so both figures are instruction counts, not times. Median of {n} runs, one"
             f" boot per kernel, {rel} built from"
-            f" {CONFIG_NAMES.get(record['config'], record['config'] + ' config')},"
+            f" {config_words(record['config'])},"
             f" {record['cpus']} vCPU, {record['arch']}; {rel}'s level by each engine, then"
             f" each change against it. " + _again(table, record))
 
@@ -259,15 +269,13 @@ def render_timed_pipe_bench(table, record):
 def _timed_caption(table, record):
     old, new = (kernel_in(record, v, table) for v, _ in table.columns)
     rel = old["release"]
-    boots = " or ".join(str(n) for n in sorted({c["n"] for k in (old, new)
-                                                for c in k["cells"].values()}))
-    secs = " or ".join(sorted({r["args"][r["args"].index("-d") + 1] for r in record["rows"]
-                               if "-d" in r.get("args", [])})) or "?"
+    boots = _counts((old, new))
+    secs = _seconds(record)
     return (f"pipe_bench's rate, writes a second as it prints it, timed: QEMU"
             f" {record['qemu']} TCG without icount, {record['cpus']} vCPUs each on a host"
             f" thread of its own, so the guest's clock is the host's and these are an"
             f" emulator's figures, not a CPU's. {rel} built from"
-            f" {CONFIG_NAMES.get(record['config'], record['config'] + ' config')},"
+            f" {config_words(record['config'])},"
             f" {record['arch']}; -d {secs} per configuration, with and without pipe_bench's"
             f" --memory-pressure. Each kernel's median of its boots' values, with the"
             f" least and the most ({boots} boots a kernel, booted in turn, each boot's"
