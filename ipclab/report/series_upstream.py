@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
 """The series' tables of upstream's own benchmarks (ipclab/upstream.py), as they print their
-figures: pipe_bench's rate and write latency per writers x readers configuration, and
-mq_perf_tests' nsec/msg per test. The lab has no A/A floor for them, so these tables judge no
-change; a column that is another boot of the old kernel shows how far two boots differ."""
+figures: pipe_bench's rate and write latency per writers x readers configuration, beside
+ipcbench's, and mq_perf_tests' nsec/msg per test. The lab has no A/A floor for them under
+icount, so those tables judge no change: a column that is another boot of the old kernel
+shows how far two boots differ. The timed pipe_bench table gives the verdict of the lab's
+paired test over its boots."""
 
 import re
 
